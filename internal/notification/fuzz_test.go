@@ -1,0 +1,113 @@
+package notification
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+	"unicode/utf8"
+)
+
+// The seed corpora run with every `go test`; fuzz longer with e.g.
+//
+//	go test ./internal/notification -run '^$' -fuzz FuzzParse -fuzztime 5m
+
+func FuzzParse(f *testing.F) {
+	files, _ := filepath.Glob(filepath.Join("..", "..", "testdata", "notifications", "*.json"))
+	for _, p := range files {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b)
+	}
+	for _, s := range []string{"", "null", "[]", "[1]", `{"SubscriptionEvent":"created","ProductId":"0f6b4c1e-8d2a-4f3b-9c5e-7a1d2b3c4e5f","value":{"Name":"S2A","Attributes":[{"Name":"platformShortName","Value":"a.b>"}]}}`, `{"a":"\u0000","b":{"c":["}"]}}`, strings.Repeat("[", 50)} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		ns, err := Parse(body, 10)
+		if err != nil {
+			if len(err.Error()) > 400 {
+				t.Fatalf("error message too long (%d bytes)", len(err.Error()))
+			}
+			return
+		}
+		if len(ns) == 0 || len(ns) > 10 {
+			t.Fatalf("accepted %d notifications", len(ns))
+		}
+		for _, n := range ns {
+			checkNotification(t, n)
+		}
+	})
+}
+
+func checkNotification(t *testing.T, n Notification) {
+	t.Helper()
+	switch n.Event {
+	case Created, Modified, Deleted:
+	default:
+		t.Fatalf("accepted event %q", n.Event)
+	}
+	if len(n.ProductID) != 36 || strings.ToLower(n.ProductID) != n.ProductID {
+		t.Fatalf("ProductID %q not canonical", n.ProductID)
+	}
+	if !json.Valid(n.Raw) || !utf8.Valid(n.Raw) {
+		t.Fatalf("Raw is not valid JSON: %q", n.Raw)
+	}
+	checkSubject(t, n.Subject("cdse.product"))
+	for k, vs := range n.Headers("push") {
+		for _, v := range vs {
+			if strings.ContainsAny(v, "\r\n\x00") || v == "" {
+				t.Fatalf("header %s has an unsafe value %q", k, v)
+			}
+		}
+	}
+}
+
+func checkSubject(t *testing.T, subject string) {
+	t.Helper()
+	tokens := strings.Split(subject, ".")
+	if len(tokens) != 4 {
+		t.Fatalf("subject %q has %d tokens", subject, len(tokens))
+	}
+	for _, tok := range tokens {
+		if tok == "" || strings.Trim(tok, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-") != "" {
+			t.Fatalf("subject %q has an unsafe token %q", subject, tok)
+		}
+	}
+}
+
+func FuzzSubject(f *testing.F) {
+	for _, s := range []string{"SENTINEL-2", "SENTINEL-2.>", "*", " a b ", "ü", "", "S5P_OFFL"} {
+		f.Add(s, s)
+	}
+	f.Fuzz(func(t *testing.T, platform, name string) {
+		n := Notification{Event: Created, Collection: collectionOf(platform, name)}
+		checkSubject(t, n.Subject("cdse.product"))
+	})
+}
+
+func FuzzDedupeKey(f *testing.F) {
+	f.Add("2026-11-22T08:01:02.654321Z", "2026-11-22T09:01:02.654321+01:00")
+	f.Add("2026-11-22T08:01:02Z", "2026-11-22T08:01:02.000Z")
+	f.Add("", "2026-11-22T08:01:02")
+	f.Fuzz(func(t *testing.T, a, b string) {
+		const pid = "0f6b4c1e-8d2a-4f3b-9c5e-7a1d2b3c4e5f"
+		ta, oka := ParseTime(a)
+		tb, okb := ParseTime(b)
+		ka := DedupeKey(Modified, pid, ta)
+		kb := DedupeKey(Modified, pid, tb)
+		if strings.ContainsAny(ka, "\r\n ") {
+			t.Fatalf("key %q holds whitespace", ka)
+		}
+		// Two spellings of one instant must give one key, two instants two keys.
+		if oka && okb && ta.Equal(tb) != (ka == kb) {
+			t.Fatalf("%q and %q: equal instants %v, equal keys %v", a, b, ta.Equal(tb), ka == kb)
+		}
+		if oka && !ta.IsZero() && !strings.HasSuffix(ka, ta.UTC().Format(time.RFC3339Nano)) {
+			t.Fatalf("key %q lacks the modification date", ka)
+		}
+	})
+}

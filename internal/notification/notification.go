@@ -1,0 +1,517 @@
+// Package notification decodes and validates the catalogue's subscription
+// notifications and derives from each one what the receiver routes on: its
+// deduplication key, its NATS subject and its NATS headers.
+//
+// It is shared by every source of notifications (the PUSH webhook, the PULL
+// queue, the reconciler), so that all of them accept, refuse and deduplicate
+// exactly alike. It depends on nothing but the standard library and uuid.
+package notification
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/google/uuid"
+)
+
+// Event is the SubscriptionEvent of a notification.
+type Event string
+
+// The events the catalogue emits. The values are lowercase on the wire;
+// anything else ("Created") is unknown.
+const (
+	Created  Event = "created"
+	Modified Event = "modified"
+	Deleted  Event = "deleted"
+)
+
+// Events lists every known event, in a stable order (metrics, docs).
+var Events = []Event{Created, Modified, Deleted}
+
+// UnknownCollection is the collection token used when neither the product's
+// platformShortName attribute nor its name tells the mission.
+const UnknownCollection = "UNKNOWN"
+
+// Sentinel errors callers act on.
+var (
+	// ErrInvalid marks a body or a notification that breaks the interface
+	// (bad JSON, wrong shape, missing or malformed field). Errors that wrap it
+	// are *ValidationError values.
+	ErrInvalid = errors.New("invalid notification")
+	// ErrTooMany marks an array with more notifications than allowed.
+	ErrTooMany = errors.New("too many notifications in one request")
+)
+
+// ValidationError says which notification and which field is wrong, and why.
+type ValidationError struct {
+	// Index is the position in an array body, or -1 for a single object.
+	Index int
+	// Field is the JSON member at fault ("ProductId", "value.Name"), or ""
+	// when the body as a whole is at fault.
+	Field  string
+	Reason string
+}
+
+func (e *ValidationError) Error() string {
+	var b strings.Builder
+	if e.Index >= 0 {
+		fmt.Fprintf(&b, "[%d]", e.Index)
+	}
+	if e.Field != "" {
+		if b.Len() > 0 {
+			b.WriteByte('.')
+		}
+		b.WriteString(e.Field)
+	}
+	if b.Len() > 0 {
+		b.WriteString(": ")
+	}
+	b.WriteString(e.Reason)
+	return b.String()
+}
+
+// Unwrap lets errors.Is(err, ErrInvalid) match.
+func (e *ValidationError) Unwrap() error { return ErrInvalid }
+
+// Notification is one validated notification.
+type Notification struct {
+	Event     Event
+	ProductID string // canonical lowercase UUID
+	// ProductName is the top-level ProductName, else value.Name.
+	ProductName    string
+	SubscriptionID string // canonical UUID, or ""
+	AckID          string
+	// NotificationDate is zero when absent.
+	NotificationDate time.Time
+	// ModificationDate is the product's (value.ModificationDate), zero when
+	// absent; it separates successive modifications of one product.
+	ModificationDate time.Time
+	// Collection is the sanitised mission token used in the subject.
+	Collection string
+	// Raw is the notification exactly as received: it becomes the message data.
+	Raw []byte
+
+	platform string // platformShortName, only while decoding
+}
+
+// Limits on what a notification field may hold. Real values are far shorter;
+// the caps keep hostile input out of headers and logs.
+const (
+	maxNameLen       = 512
+	maxAckIDLen      = 1024
+	maxCollectionLen = 64
+)
+
+// Parse decodes a request body holding one notification object or a JSON
+// array of them. The result is all-or-nothing: the first invalid element makes
+// the whole body invalid. max bounds the number of elements of an array.
+func Parse(body []byte, max int) ([]Notification, error) {
+	if len(bytes.TrimSpace(body)) == 0 {
+		return nil, &ValidationError{Index: -1, Reason: "empty body"}
+	}
+	if !utf8.Valid(body) {
+		return nil, &ValidationError{Index: -1, Reason: "body is not valid UTF-8"}
+	}
+	if !json.Valid(body) {
+		return nil, &ValidationError{Index: -1, Reason: "malformed JSON" + syntaxDetail(body)}
+	}
+	switch body[skipSpace(body, 0)] {
+	case '{':
+		n, err := decode(body, -1)
+		if err != nil {
+			return nil, err
+		}
+		return []Notification{n}, nil
+	case '[':
+		elems, err := arrayElements(body, max)
+		if errors.Is(err, errTooMany) {
+			return nil, fmt.Errorf("%w: more than %d", ErrTooMany, max)
+		}
+		if err != nil {
+			return nil, &ValidationError{Index: -1, Reason: "malformed JSON: " + err.Error()}
+		}
+		if len(elems) == 0 {
+			return nil, &ValidationError{Index: -1, Reason: "empty array: no notification"}
+		}
+		out := make([]Notification, len(elems))
+		for i, e := range elems {
+			if out[i], err = decode(e, i); err != nil {
+				return nil, err
+			}
+		}
+		return out, nil
+	default:
+		return nil, &ValidationError{Index: -1, Reason: "body must be a notification object or an array of them, not " + jsonKind(body)}
+	}
+}
+
+// Decode validates a single notification object (the PULL queue's Read
+// returns them one by one).
+func Decode(raw []byte) (Notification, error) {
+	if !utf8.Valid(raw) || !json.Valid(raw) {
+		return Notification{}, &ValidationError{Index: -1, Reason: "malformed JSON"}
+	}
+	return decode(raw, -1)
+}
+
+func decode(raw []byte, idx int) (Notification, error) {
+	bad := func(field, reason string) (Notification, error) {
+		return Notification{}, &ValidationError{Index: idx, Field: field, Reason: reason}
+	}
+	members, err := objectMembers(raw)
+	if errors.Is(err, errNotObject) {
+		return bad("", "notification must be a JSON object, not "+jsonKind(raw))
+	}
+	if err != nil {
+		return bad("", "malformed JSON: "+err.Error())
+	}
+	n := Notification{Raw: raw}
+	var (
+		seen     = make(map[string]bool, len(members))
+		value    []byte
+		valueKey string
+	)
+	for _, m := range members {
+		if seen[m.name] {
+			return bad(m.name, "duplicate member")
+		}
+		seen[m.name] = true
+		switch m.name {
+		case "SubscriptionEvent":
+			s, ok := stringValue(m.value)
+			if !ok {
+				return bad(m.name, "must be a string: one of created, modified, deleted")
+			}
+			switch Event(s) {
+			case Created, Modified, Deleted:
+				n.Event = Event(s)
+			default:
+				return bad(m.name, fmt.Sprintf("unknown event %s: must be one of created, modified, deleted (lowercase)", quoteShort(s)))
+			}
+		case "ProductId":
+			s, ok := stringValue(m.value)
+			if !ok {
+				return bad(m.name, "must be a UUID string")
+			}
+			if n.ProductID, ok = canonicalUUID(s); !ok {
+				return bad(m.name, "not a UUID: "+quoteShort(s))
+			}
+		case "SubscriptionId":
+			s, ok := optionalString(m.value)
+			if !ok {
+				return bad(m.name, "must be a UUID string")
+			}
+			if s != "" {
+				if n.SubscriptionID, ok = canonicalUUID(s); !ok {
+					return bad(m.name, "not a UUID: "+quoteShort(s))
+				}
+			}
+		case "ProductName":
+			s, ok := optionalString(m.value)
+			if !ok {
+				return bad(m.name, "must be a string")
+			}
+			if reason := headerSafe(s, maxNameLen); reason != "" {
+				return bad(m.name, reason)
+			}
+			n.ProductName = s
+		case "AckId":
+			s, ok := optionalString(m.value)
+			if !ok {
+				return bad(m.name, "must be a string")
+			}
+			if reason := headerSafe(s, maxAckIDLen); reason != "" {
+				return bad(m.name, reason)
+			}
+			n.AckID = s
+		case "NotificationDate":
+			s, ok := optionalString(m.value)
+			if !ok {
+				return bad(m.name, "must be an ISO 8601 date-time string")
+			}
+			if s != "" {
+				if n.NotificationDate, ok = ParseTime(s); !ok {
+					return bad(m.name, "not an ISO 8601 date-time: "+quoteShort(s))
+				}
+			}
+		case "@odata.context":
+			if _, ok := optionalString(m.value); !ok {
+				return bad(m.name, "must be a string")
+			}
+		case "value", "Value":
+			if valueKey != "" {
+				return bad(m.name, "both value and Value are present")
+			}
+			valueKey = m.name
+			value = m.value
+		}
+	}
+	switch {
+	case n.Event == "":
+		return bad("SubscriptionEvent", "missing")
+	case n.ProductID == "":
+		return bad("ProductId", "missing")
+	}
+	if err := n.readProduct(valueKey, value); err != nil {
+		field := valueKey
+		if err.field != "" {
+			field += "." + err.field
+		}
+		return bad(field, err.reason)
+	}
+	n.Collection = collectionOf(n.platform, n.ProductName)
+	n.platform = ""
+	return n, nil
+}
+
+type fieldError struct{ field, reason string }
+
+// product is the little of the product entity the receiver needs.
+// The rest of it is forwarded untouched in Raw and never decoded.
+type product struct {
+	Name             *string `json:"Name"`
+	ModificationDate *string `json:"ModificationDate"`
+	Attributes       []struct {
+		Name  string          `json:"Name"`
+		Value json.RawMessage `json:"Value"`
+	} `json:"Attributes"`
+}
+
+func (n *Notification) readProduct(key string, raw []byte) *fieldError {
+	if key == "" || string(raw) == "null" {
+		return nil
+	}
+	if raw[0] != '{' {
+		return &fieldError{"", "must be the product entity object, not " + jsonKind(raw)}
+	}
+	var p product
+	if err := json.Unmarshal(raw, &p); err != nil {
+		var te *json.UnmarshalTypeError
+		if errors.As(err, &te) {
+			return &fieldError{te.Field, "must be a " + te.Type.String() + ", not a JSON " + te.Value}
+		}
+		return &fieldError{"", "malformed product entity"}
+	}
+	if p.Name != nil {
+		if reason := headerSafe(*p.Name, maxNameLen); reason != "" {
+			return &fieldError{"Name", reason}
+		}
+		if n.ProductName == "" {
+			n.ProductName = *p.Name
+		}
+	}
+	if p.ModificationDate != nil && *p.ModificationDate != "" {
+		t, ok := ParseTime(*p.ModificationDate)
+		if !ok {
+			return &fieldError{"ModificationDate", "not an ISO 8601 date-time: " + quoteShort(*p.ModificationDate)}
+		}
+		n.ModificationDate = t
+	}
+	for _, a := range p.Attributes {
+		if a.Name == "platformShortName" {
+			var s string
+			if json.Unmarshal(a.Value, &s) == nil {
+				n.platform = s
+			}
+			break
+		}
+	}
+	return nil
+}
+
+// DedupeKey identifies the fact a notification announces: the same product
+// and event (and, for modifications, the same modification) from any
+// subscription, retry or source gives the same key. It is used as the
+// JetStream Nats-Msg-Id. Only validated, canonical values go into it, so it
+// is safe as a header value.
+func (n *Notification) DedupeKey() string {
+	return DedupeKey(n.Event, n.ProductID, n.ModificationDate)
+}
+
+// DedupeKey builds the key from its parts; productID must be canonical.
+// A modification without ModificationDate falls back to product + event.
+func DedupeKey(ev Event, productID string, modified time.Time) string {
+	if ev == Modified && !modified.IsZero() {
+		return string(ev) + ":" + productID + ":" + modified.UTC().Format(time.RFC3339Nano)
+	}
+	return string(ev) + ":" + productID
+}
+
+// Subject returns "<prefix>.<event>.<collection>"; prefix must already be a
+// valid subject (the receiver's configuration checks it).
+func (n *Notification) Subject(prefix string) string {
+	return prefix + "." + string(n.Event) + "." + n.Collection
+}
+
+// Header names set on every published message.
+const (
+	HeaderMsgID          = "Nats-Msg-Id"
+	HeaderEvent          = "Cdse-Event"
+	HeaderProductID      = "Cdse-Product-Id"
+	HeaderProductName    = "Cdse-Product-Name"
+	HeaderSubscriptionID = "Cdse-Subscription-Id"
+	HeaderCollection     = "Cdse-Collection"
+	HeaderSource         = "Cdse-Source"
+)
+
+// Headers returns the NATS headers of the message (empty values omitted).
+// source says where the notification came from: "push", "pull", "reconcile".
+// Every value was checked free of control characters during decoding.
+func (n *Notification) Headers(source string) map[string][]string {
+	h := make(map[string][]string, 7)
+	h[HeaderMsgID] = []string{n.DedupeKey()}
+	h[HeaderEvent] = []string{string(n.Event)}
+	h[HeaderProductID] = []string{n.ProductID}
+	h[HeaderCollection] = []string{n.Collection}
+	if n.ProductName != "" {
+		h[HeaderProductName] = []string{n.ProductName}
+	}
+	if n.SubscriptionID != "" {
+		h[HeaderSubscriptionID] = []string{n.SubscriptionID}
+	}
+	if source != "" {
+		h[HeaderSource] = []string{source}
+	}
+	return h
+}
+
+// collectionOf derives the collection token: the platformShortName attribute
+// when present, else the mission prefix of the product name, else UNKNOWN.
+func collectionOf(platform, name string) string {
+	if c := SanitizeToken(platform); c != "" {
+		return c
+	}
+	switch {
+	case strings.HasPrefix(name, "S1"):
+		return "SENTINEL-1"
+	case strings.HasPrefix(name, "S2"):
+		return "SENTINEL-2"
+	case strings.HasPrefix(name, "S3"):
+		return "SENTINEL-3"
+	case strings.HasPrefix(name, "S5P"):
+		return "SENTINEL-5P"
+	}
+	return UnknownCollection
+}
+
+// SanitizeToken makes s usable as one NATS subject token: every byte outside
+// [A-Za-z0-9_-] becomes '_' (so "." ">" "*" and spaces can never add tokens
+// or wildcards), and the result is at most 64 bytes. Empty or blank input
+// gives "".
+func SanitizeToken(s string) string {
+	s = strings.TrimSpace(s)
+	if s == "" {
+		return ""
+	}
+	if len(s) > maxCollectionLen {
+		s = s[:maxCollectionLen]
+	}
+	b := []byte(s)
+	for i, c := range b {
+		if !(c >= 'A' && c <= 'Z' || c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '_' || c == '-') {
+			b[i] = '_'
+		}
+	}
+	return string(b)
+}
+
+// ParseTime accepts the date-time spellings the catalogue uses: RFC 3339 with
+// 0 to 9 fractional digits and "Z" or a numeric offset, and the same without
+// a zone (taken as UTC).
+func ParseTime(s string) (time.Time, bool) {
+	if t, err := time.Parse(time.RFC3339Nano, s); err == nil {
+		return t, true
+	}
+	if t, err := time.Parse("2006-01-02T15:04:05.999999999", s); err == nil {
+		return t, true
+	}
+	return time.Time{}, false
+}
+
+func canonicalUUID(s string) (string, bool) {
+	if len(s) != 36 { // only the hyphenated form the catalogue uses
+		return "", false
+	}
+	u, err := uuid.Parse(s)
+	if err != nil {
+		return "", false
+	}
+	return u.String(), true
+}
+
+// stringValue decodes a JSON string value.
+func stringValue(raw []byte) (string, bool) {
+	if len(raw) == 0 || raw[0] != '"' {
+		return "", false
+	}
+	s, err := unquote(raw)
+	return s, err == nil
+}
+
+// optionalString decodes a JSON string or null ("" for null).
+func optionalString(raw []byte) (string, bool) {
+	if string(raw) == "null" {
+		return "", true
+	}
+	return stringValue(raw)
+}
+
+// headerSafe returns why s may not go into a NATS header, or "".
+func headerSafe(s string, max int) string {
+	if len(s) > max {
+		return "longer than " + strconv.Itoa(max) + " bytes"
+	}
+	for _, r := range s {
+		if r < 0x20 || r == 0x7f {
+			return "contains a control character"
+		}
+	}
+	return ""
+}
+
+func jsonKind(raw []byte) string {
+	i := skipSpace(raw, 0)
+	if i >= len(raw) {
+		return "nothing"
+	}
+	switch raw[i] {
+	case '{':
+		return "an object"
+	case '[':
+		return "an array"
+	case '"':
+		return "a string"
+	case 't', 'f':
+		return "a boolean"
+	case 'n':
+		return "null"
+	default:
+		return "a number"
+	}
+}
+
+// quoteShort quotes s for an error message, cut to a readable length so a
+// 10 MB field does not come back in the response.
+func quoteShort(s string) string {
+	const max = 64
+	if len(s) > max {
+		return strconv.Quote(s[:max]) + "…"
+	}
+	return strconv.Quote(s)
+}
+
+func syntaxDetail(body []byte) string {
+	var v json.RawMessage // validates without building values
+	err := json.Unmarshal(body, &v)
+	var se *json.SyntaxError
+	if errors.As(err, &se) {
+		return fmt.Sprintf(" at offset %d", se.Offset)
+	}
+	return ""
+}

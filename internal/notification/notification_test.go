@@ -1,0 +1,233 @@
+package notification
+
+import (
+	"bytes"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+func fixture(t testing.TB, name string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("..", "..", "testdata", "notifications", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func TestParseFixtures(t *testing.T) {
+	tests := []struct {
+		file       string
+		event      Event
+		productID  string
+		collection string
+		nameSuffix string
+		modified   string
+	}{
+		{"created-s2.json", Created, "0f6b4c1e-8d2a-4f3b-9c5e-7a1d2b3c4e5f", "SENTINEL-2", "T132945.SAFE", ""},
+		{"created-s1.json", Created, "b1e2c3d4-a5b6-4c7d-8e9f-0a1b2c3d4e5f", "SENTINEL-1", "C3D4_COG.SAFE", ""},
+		{"created-s3.json", Created, "c3d4e5f6-0718-4293-a4b5-c6d7e8f90a1b", "SENTINEL-3", "004.SEN3", ""},
+		{"created-s5p.json", Created, "d5e6f708-1a2b-4c3d-8e4f-5a6b7c8d9e0f", "SENTINEL-5P", ".nc", ""},
+		{"modified-s2.json", Modified, "0f6b4c1e-8d2a-4f3b-9c5e-7a1d2b3c4e5f", "SENTINEL-2", ".SAFE", "2026-11-22T08:01:02.654321Z"},
+		{"deleted-s1.json", Deleted, "b1e2c3d4-a5b6-4c7d-8e9f-0a1b2c3d4e5f", "SENTINEL-1", ".SAFE", ""},
+		{"created-short.json", Created, "e7f8091a-2b3c-4d5e-8f6a-7b8c9d0e1f2a", UnknownCollection, "", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.file, func(t *testing.T) {
+			body := fixture(t, tt.file)
+			ns, err := Parse(body, 100)
+			if err != nil {
+				t.Fatalf("Parse: %v", err)
+			}
+			if len(ns) != 1 {
+				t.Fatalf("got %d notifications, want 1", len(ns))
+			}
+			n := ns[0]
+			if n.Event != tt.event || n.ProductID != tt.productID || n.Collection != tt.collection {
+				t.Errorf("got event %q product %q collection %q", n.Event, n.ProductID, n.Collection)
+			}
+			if !strings.HasSuffix(n.ProductName, tt.nameSuffix) {
+				t.Errorf("ProductName %q does not end in %q", n.ProductName, tt.nameSuffix)
+			}
+			wantKey := string(tt.event) + ":" + tt.productID
+			if tt.modified != "" {
+				wantKey += ":" + tt.modified
+			}
+			if got := n.DedupeKey(); got != wantKey {
+				t.Errorf("DedupeKey = %q, want %q", got, wantKey)
+			}
+			// The message data is the element's own bytes, untouched.
+			if !bytes.Contains(body, n.Raw) || len(n.Raw) < 100 {
+				t.Errorf("Raw is not a slice of the body (len %d)", len(n.Raw))
+			}
+			if got := n.Subject("cdse.product"); got != "cdse.product."+string(tt.event)+"."+tt.collection {
+				t.Errorf("Subject = %q", got)
+			}
+		})
+	}
+}
+
+func TestParseRejects(t *testing.T) {
+	const pid = `"ProductId":"0f6b4c1e-8d2a-4f3b-9c5e-7a1d2b3c4e5f"`
+	tests := []struct {
+		name    string
+		body    string
+		tooMany bool
+		want    string // substring of the error
+	}{
+		{"empty", "", false, "empty body"},
+		{"blank", "  \n", false, "empty body"},
+		{"null", "null", false, "not null"},
+		{"number", "42", false, "not a number"},
+		{"string", `"created"`, false, "not a string"},
+		{"empty array", "[]", false, "empty array"},
+		{"malformed", `{"SubscriptionEvent":`, false, "malformed JSON"},
+		{"trailing garbage", `{"SubscriptionEvent":"created",` + pid + `} x`, false, "malformed JSON"},
+		{"invalid utf-8", "{\"SubscriptionEvent\":\"created\"," + pid + ",\"ProductName\":\"S2\xff\"}", false, "UTF-8"},
+		{"deep nesting", strings.Repeat("[", 100000), false, "malformed JSON"},
+		{"missing event", `{` + pid + `}`, false, "SubscriptionEvent: missing"},
+		{"event other case", `{"SubscriptionEvent":"Created",` + pid + `}`, false, `unknown event "Created"`},
+		{"event unknown", `{"SubscriptionEvent":"updated",` + pid + `}`, false, "unknown event"},
+		{"event list", `{"SubscriptionEvent":["created"],` + pid + `}`, false, "SubscriptionEvent: must be a string"},
+		{"event lowercase member name", `{"subscriptionevent":"created",` + pid + `}`, false, "SubscriptionEvent: missing"},
+		{"missing product", `{"SubscriptionEvent":"created"}`, false, "ProductId: missing"},
+		{"product not uuid", `{"SubscriptionEvent":"created","ProductId":"not-a-uuid"}`, false, "ProductId: not a UUID"},
+		{"product braces", `{"SubscriptionEvent":"created","ProductId":"{0f6b4c1e-8d2a-4f3b-9c5e-7a1d2b3c4e5f}"}`, false, "ProductId: not a UUID"},
+		{"product number", `{"SubscriptionEvent":"created","ProductId":12}`, false, "ProductId: must be a UUID string"},
+		{"product huge", `{"SubscriptionEvent":"created","ProductId":"` + strings.Repeat("a", 1<<20) + `"}`, false, "ProductId: not a UUID"},
+		{"duplicate key", `{"SubscriptionEvent":"created","SubscriptionEvent":"deleted",` + pid + `}`, false, "SubscriptionEvent: duplicate member"},
+		{"duplicate key escaped", `{"SubscriptionEvent":"created","Subscription\u0045vent":"deleted",` + pid + `}`, false, "duplicate member"},
+		{"value and Value", `{"SubscriptionEvent":"created",` + pid + `,"value":{},"Value":{}}`, false, "both value and Value"},
+		{"value not object", `{"SubscriptionEvent":"created",` + pid + `,"value":[1]}`, false, "value: must be the product entity object"},
+		{"value name number", `{"SubscriptionEvent":"created",` + pid + `,"value":{"Name":5}}`, false, "value.Name: must be a string"},
+		{"subscription not uuid", `{"SubscriptionEvent":"created",` + pid + `,"SubscriptionId":"x"}`, false, "SubscriptionId: not a UUID"},
+		{"bad date", `{"SubscriptionEvent":"created",` + pid + `,"NotificationDate":"yesterday"}`, false, "NotificationDate: not an ISO 8601"},
+		{"bad modification date", `{"SubscriptionEvent":"modified",` + pid + `,"value":{"ModificationDate":"soon"}}`, false, "value.ModificationDate"},
+		{"header injection name", `{"SubscriptionEvent":"created",` + pid + `,"ProductName":"S2A\r\nNats-Msg-Id: x"}`, false, "ProductName: contains a control character"},
+		{"header injection value name", `{"SubscriptionEvent":"created",` + pid + `,"value":{"Name":"S2A\nX: y"}}`, false, "value.Name: contains a control character"},
+		{"long name", `{"SubscriptionEvent":"created",` + pid + `,"ProductName":"` + strings.Repeat("S", 600) + `"}`, false, "ProductName: longer than"},
+		{"array element invalid", `[{"SubscriptionEvent":"created",` + pid + `},{"SubscriptionEvent":"created"}]`, false, "[1].ProductId: missing"},
+		{"array element not object", `[{"SubscriptionEvent":"created",` + pid + `},7]`, false, "[1]: notification must be a JSON object"},
+		{"too many", "[" + strings.TrimSuffix(strings.Repeat(`{"SubscriptionEvent":"created",`+pid+`},`, 101), ",") + "]", true, "more than 100"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ns, err := Parse([]byte(tt.body), 100)
+			if err == nil {
+				t.Fatalf("accepted %d notifications, want an error", len(ns))
+			}
+			if tt.tooMany != errors.Is(err, ErrTooMany) {
+				t.Errorf("errors.Is(ErrTooMany) = %v for %v", !tt.tooMany, err)
+			}
+			if !tt.tooMany && !errors.Is(err, ErrInvalid) {
+				t.Errorf("error %v does not wrap ErrInvalid", err)
+			}
+			if !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("error %q does not contain %q", err, tt.want)
+			}
+			if len(err.Error()) > 300 {
+				t.Errorf("error message is %d bytes long; hostile input must not be echoed", len(err.Error()))
+			}
+		})
+	}
+}
+
+func TestParseAcceptsOddities(t *testing.T) {
+	base := `"SubscriptionEvent":"created","ProductId":"0F6B4C1E-8D2A-4F3B-9C5E-7A1D2B3C4E5F"`
+	tests := map[string]string{
+		"null optionals":      `{` + base + `,"ProductName":null,"SubscriptionId":null,"AckId":null,"NotificationDate":null,"value":null}`,
+		"empty strings":       `{` + base + `,"SubscriptionId":"","NotificationDate":"","value":{"EvictionDate":"","ModificationDate":"","Checksum":[{}],"Assets":[]}}`,
+		"unknown members":     `{` + base + `,"Extra":{"nested":[1,2,{"a":"}"}]},"@odata.context":"$metadata#Notification/$entity"}`,
+		"offset and 7 digits": `{` + base + `,"NotificationDate":"2026-11-21T10:00:00.1234567+00:00"}`,
+		"no zone":             `{` + base + `,"NotificationDate":"2026-11-21T10:00:00.123"}`,
+		"escaped strings":     `{` + base + `,"ProductName":"S2A_\u00e9\"q\""}`,
+		"whitespace":          " \n\t[ {" + base + "} ] \n",
+	}
+	for name, body := range tests {
+		t.Run(name, func(t *testing.T) {
+			ns, err := Parse([]byte(body), 100)
+			if err != nil {
+				t.Fatalf("Parse: %v", err)
+			}
+			if ns[0].ProductID != "0f6b4c1e-8d2a-4f3b-9c5e-7a1d2b3c4e5f" {
+				t.Errorf("ProductID not canonical: %q", ns[0].ProductID)
+			}
+		})
+	}
+}
+
+func TestDedupeKey(t *testing.T) {
+	const pid = "0f6b4c1e-8d2a-4f3b-9c5e-7a1d2b3c4e5f"
+	mod := func(s string) time.Time { tm, _ := ParseTime(s); return tm }
+	tests := []struct {
+		name string
+		a, b string
+		same bool
+	}{
+		{"same modification, other spelling",
+			DedupeKey(Modified, pid, mod("2026-11-22T08:01:02.654Z")),
+			DedupeKey(Modified, pid, mod("2026-11-22T09:01:02.654000+01:00")), true},
+		{"two modifications", DedupeKey(Modified, pid, mod("2026-11-22T08:01:02Z")), DedupeKey(Modified, pid, mod("2026-11-22T08:01:03Z")), false},
+		{"created vs deleted", DedupeKey(Created, pid, time.Time{}), DedupeKey(Deleted, pid, time.Time{}), false},
+		{"created ignores modification date", DedupeKey(Created, pid, mod("2026-11-22T08:01:02Z")), DedupeKey(Created, pid, time.Time{}), true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if (tt.a == tt.b) != tt.same {
+				t.Errorf("keys %q and %q: same = %v, want %v", tt.a, tt.b, tt.a == tt.b, tt.same)
+			}
+		})
+	}
+}
+
+func TestCollection(t *testing.T) {
+	tests := []struct{ platform, name, want string }{
+		{"SENTINEL-2", "", "SENTINEL-2"},
+		{"SENTINEL-2.>", "", "SENTINEL-2__"},
+		{"*", "S1A_IW", "_"},
+		{"Sentinel 1 ü", "", "Sentinel_1___"},
+		{"", "S1B_IW_SLC", "SENTINEL-1"},
+		{"", "S2C_MSIL1C", "SENTINEL-2"},
+		{"", "S3B_SL_2_LST", "SENTINEL-3"},
+		{"", "S5P_OFFL_L2", "SENTINEL-5P"},
+		{"", "LC09_L1TP", UnknownCollection},
+		{"  ", "", UnknownCollection},
+		{strings.Repeat("A", 100), "", strings.Repeat("A", 64)},
+	}
+	for _, tt := range tests {
+		t.Run(tt.platform+"/"+tt.name, func(t *testing.T) {
+			if got := collectionOf(tt.platform, tt.name); got != tt.want {
+				t.Errorf("collectionOf(%q, %q) = %q, want %q", tt.platform, tt.name, got, tt.want)
+			}
+		})
+	}
+}
+
+func TestHeaders(t *testing.T) {
+	ns, err := Parse(fixture(t, "created-s2.json"), 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := ns[0].Headers("push")
+	want := map[string]string{
+		HeaderMsgID:          "created:0f6b4c1e-8d2a-4f3b-9c5e-7a1d2b3c4e5f",
+		HeaderEvent:          "created",
+		HeaderProductID:      "0f6b4c1e-8d2a-4f3b-9c5e-7a1d2b3c4e5f",
+		HeaderProductName:    "S2B_MSIL2A_20261121T103319_N0511_R108_T32TQM_20261121T132945.SAFE",
+		HeaderSubscriptionID: "7d3f9c2e-5b1a-4c8d-9e6f-0a1b2c3d4e5f",
+		HeaderCollection:     "SENTINEL-2",
+		HeaderSource:         "push",
+	}
+	for k, v := range want {
+		if got := h[k]; len(got) != 1 || got[0] != v {
+			t.Errorf("header %s = %q, want %q", k, got, v)
+		}
+	}
+	if len(h) != len(want) {
+		t.Errorf("got %d headers, want %d", len(h), len(want))
+	}
+}
