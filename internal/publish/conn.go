@@ -1,0 +1,130 @@
+package publish
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+	"github.com/sirupsen/logrus"
+)
+
+// EmbeddedOptions configure the in-process nats-server of the default mode.
+type EmbeddedOptions struct {
+	// Addr is where downstream consumers connect ("127.0.0.1:4222");
+	// port 0 picks a free one (tests).
+	Addr string
+	// DataDir holds the JetStream file store (DataDir/jetstream).
+	DataDir string
+	// MaxPayload must hold the largest accepted notification plus headers.
+	MaxPayload int32
+}
+
+// StartEmbedded starts a nats-server with JetStream in this process and
+// waits until it accepts connections. Shut it down with Shutdown and
+// WaitForShutdown after the clients have drained.
+func StartEmbedded(o EmbeddedOptions, log logrus.FieldLogger) (*server.Server, error) {
+	host, portStr, err := net.SplitHostPort(o.Addr)
+	if err != nil {
+		return nil, fmt.Errorf("embedded nats address %q: %w", o.Addr, err)
+	}
+	port, err := strconv.Atoi(portStr)
+	if err != nil {
+		return nil, fmt.Errorf("embedded nats port %q: %w", portStr, err)
+	}
+	if port == 0 {
+		port = server.RANDOM_PORT
+	}
+	opts := &server.Options{
+		ServerName: "cdse-receiver-embedded",
+		Host:       host,
+		Port:       port,
+		JetStream:  true,
+		StoreDir:   filepath.Join(o.DataDir, "jetstream"),
+		MaxPayload: o.MaxPayload,
+		NoSigs:     true, // the receiver owns signal handling
+		NoLog:      true,
+	}
+	srv, err := server.NewServer(opts)
+	if err != nil {
+		return nil, fmt.Errorf("embedded nats: %w", err)
+	}
+	srv.SetLoggerV2(&serverLog{log: log}, false, false, false)
+	go srv.Start()
+	if !srv.ReadyForConnections(30 * time.Second) {
+		srv.Shutdown()
+		return nil, errors.New("embedded nats: not ready for connections within 30s (is the port free, the data directory writable?)")
+	}
+	return srv, nil
+}
+
+// ConnectOptions say how to reach an external NATS.
+type ConnectOptions struct {
+	URL       string
+	CredsFile string
+	User      string
+	Password  string
+	Token     string
+	CAFile    string
+}
+
+// Connect dials NATS and keeps reconnecting forever. While disconnected,
+// publishes fail at once instead of being buffered (ReconnectBufSize -1): a
+// request must get a 503 the sender retries, not a 2xx for bytes held in
+// memory, and memory must not grow with an outage.
+// With srv non-nil the connection is in-process (embedded mode).
+func Connect(o ConnectOptions, srv *server.Server, log logrus.FieldLogger) (*nats.Conn, error) {
+	opts := []nats.Option{
+		nats.Name("cdse-receiver"),
+		nats.MaxReconnects(-1),
+		nats.ReconnectWait(500 * time.Millisecond),
+		nats.ReconnectJitter(250*time.Millisecond, time.Second),
+		nats.ReconnectBufSize(-1),
+		nats.RetryOnFailedConnect(true),
+		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) {
+			log.WithError(err).Warn("nats disconnected; requests get 503 until it is back")
+		}),
+		nats.ReconnectHandler(func(nc *nats.Conn) {
+			log.WithField("server", nc.ConnectedUrlRedacted()).Info("nats reconnected")
+		}),
+		nats.ErrorHandler(func(_ *nats.Conn, _ *nats.Subscription, err error) {
+			log.WithError(err).Error("nats error")
+		}),
+	}
+	url := o.URL
+	if srv != nil {
+		opts = append(opts, nats.InProcessServer(srv))
+		url = srv.ClientURL()
+	}
+	if o.CredsFile != "" {
+		opts = append(opts, nats.UserCredentials(o.CredsFile))
+	}
+	if o.User != "" {
+		opts = append(opts, nats.UserInfo(o.User, o.Password))
+	}
+	if o.Token != "" {
+		opts = append(opts, nats.Token(o.Token))
+	}
+	if o.CAFile != "" {
+		opts = append(opts, nats.RootCAs(o.CAFile))
+	}
+	nc, err := nats.Connect(url, opts...)
+	if err != nil {
+		return nil, fmt.Errorf("connect to nats: %w", err)
+	}
+	return nc, nil
+}
+
+// serverLog routes the embedded server's log through logrus.
+type serverLog struct{ log logrus.FieldLogger }
+
+func (l *serverLog) Noticef(format string, v ...any) { l.log.Infof("nats-server: "+format, v...) }
+func (l *serverLog) Warnf(format string, v ...any)   { l.log.Warnf("nats-server: "+format, v...) }
+func (l *serverLog) Fatalf(format string, v ...any)  { l.log.Errorf("nats-server: "+format, v...) }
+func (l *serverLog) Errorf(format string, v ...any)  { l.log.Errorf("nats-server: "+format, v...) }
+func (l *serverLog) Debugf(format string, v ...any)  { l.log.Debugf("nats-server: "+format, v...) }
+func (l *serverLog) Tracef(format string, v ...any)  { l.log.Debugf("nats-server: "+format, v...) }

@@ -1,0 +1,198 @@
+// Package publish stores notifications in NATS JetStream and reports when
+// they are stored. It owns everything that touches NATS: the connection, the
+// stream's configuration, the embedded server of the one-command default, and
+// the publisher that the notification sources call.
+//
+// The one promise it keeps for its callers: Publish returns without error
+// only after JetStream has acknowledged every message (PubAck), either as
+// stored or as a duplicate of a message stored within the stream's duplicate
+// window. Anything else is an error.
+package publish
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Sentinel errors callers map to responses.
+var (
+	// ErrUnavailable: JetStream did not store the message (not connected,
+	// no ack within the timeout, stream missing or full). The sender should
+	// retry later; nothing may be reported as stored.
+	ErrUnavailable = errors.New("jetstream unavailable")
+	// ErrTooLarge: the message exceeds the NATS server's maximum payload and
+	// will never be stored, however often it is retried.
+	ErrTooLarge = errors.New("message larger than the NATS server accepts")
+)
+
+// Message is one message to store. Header must hold the Nats-Msg-Id that
+// JetStream deduplicates on; MsgID repeats it for the local fast path.
+type Message struct {
+	Subject string
+	MsgID   string
+	Header  map[string][]string
+	Data    []byte
+}
+
+// Result is what JetStream said about one message.
+type Result struct {
+	// Duplicate is true when a message with the same id was already stored
+	// within the duplicate window (by this or another receiver).
+	Duplicate bool
+	// Seq is the stream sequence; 0 for duplicates answered locally.
+	Seq uint64
+}
+
+// Publisher publishes to one stream with synchronous confirmation.
+type Publisher struct {
+	nc      *nats.Conn
+	js      jetstream.JetStream
+	stream  string
+	timeout time.Duration
+	recent  *recentIDs
+
+	latency prometheus.Histogram
+	errs    *prometheus.CounterVec
+}
+
+// PublisherOptions configure a Publisher.
+type PublisherOptions struct {
+	Stream string
+	// Timeout bounds the wait for the PubAcks of one Publish call.
+	Timeout time.Duration
+	// MaxPending bounds the messages in flight over the connection; a caller
+	// beyond it waits (within Timeout) instead of buffering without limit.
+	MaxPending int
+	// RecentIDs is how many stored message ids are remembered locally, so a
+	// duplicate is answered without a JetStream round trip; 0 disables it.
+	RecentIDs int
+	// RecentTTL is how long a remembered id stays valid; it must not exceed
+	// the stream's duplicate window, which is what makes the answer true.
+	RecentTTL time.Duration
+}
+
+// NewPublisher returns a publisher on nc. Its metrics are registered on reg.
+func NewPublisher(nc *nats.Conn, o PublisherOptions, reg prometheus.Registerer) (*Publisher, error) {
+	if o.MaxPending <= 0 {
+		o.MaxPending = 4000
+	}
+	js, err := jetstream.New(nc,
+		jetstream.WithPublishAsyncMaxPending(o.MaxPending),
+		// Abandoned acks (the caller timed out) are forgotten after this, so
+		// a broker that stops answering cannot grow the pending set.
+		jetstream.WithPublishAsyncTimeout(o.Timeout),
+	)
+	if err != nil {
+		return nil, fmt.Errorf("jetstream context: %w", err)
+	}
+	p := &Publisher{
+		nc:      nc,
+		js:      js,
+		stream:  o.Stream,
+		timeout: o.Timeout,
+		latency: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "cdse_receiver_publish_duration_seconds",
+			Help:    "Time from publishing a request's messages to the last PubAck.",
+			Buckets: []float64{.0005, .001, .002, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5},
+		}),
+		errs: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "cdse_receiver_publish_errors_total",
+			Help: "Messages JetStream did not store, by reason.",
+		}, []string{"reason"}),
+	}
+	if o.RecentIDs > 0 && o.RecentTTL > 0 {
+		p.recent = newRecentIDs(o.RecentIDs, o.RecentTTL)
+	}
+	for _, c := range []prometheus.Collector{p.latency, p.errs} {
+		if err := reg.Register(c); err != nil {
+			return nil, fmt.Errorf("register metrics: %w", err)
+		}
+	}
+	return p, nil
+}
+
+// JetStream returns the JetStream context (for stream setup and readiness).
+func (p *Publisher) JetStream() jetstream.JetStream { return p.js }
+
+// Publish stores msgs and returns one Result per message, in order, once
+// every one is acknowledged. On error, some messages may have been stored and
+// others not; a retry with the same ids is deduplicated by JetStream, which is
+// why a caller that reports failure to its sender loses nothing.
+func (p *Publisher) Publish(ctx context.Context, msgs []Message) ([]Result, error) {
+	if !p.nc.IsConnected() {
+		p.errs.WithLabelValues("disconnected").Add(float64(len(msgs)))
+		return nil, fmt.Errorf("publish: %w: not connected to NATS (%s)", ErrUnavailable, p.nc.Status())
+	}
+	ctx, cancel := context.WithTimeout(ctx, p.timeout)
+	defer cancel()
+	start := time.Now()
+
+	results := make([]Result, len(msgs))
+	futures := make([]jetstream.PubAckFuture, len(msgs))
+	deadline, _ := ctx.Deadline()
+	for i, m := range msgs {
+		if p.recent != nil && p.recent.has(m.MsgID, start) {
+			results[i].Duplicate = true
+			continue
+		}
+		f, err := p.js.PublishMsgAsync(&nats.Msg{Subject: m.Subject, Header: nats.Header(m.Header), Data: m.Data},
+			jetstream.WithExpectStream(p.stream),
+			jetstream.WithStallWait(max(time.Until(deadline), time.Millisecond)))
+		if err != nil {
+			return nil, p.fail(m.Subject, err)
+		}
+		futures[i] = f
+	}
+	for i, f := range futures {
+		if f == nil {
+			continue
+		}
+		select {
+		case ack := <-f.Ok():
+			results[i] = Result{Duplicate: ack.Duplicate, Seq: ack.Sequence}
+			// Only a fresh store is remembered: for a duplicate the original
+			// store time is unknown, and remembering it from now on could
+			// outlast the server's window.
+			if p.recent != nil && !ack.Duplicate {
+				p.recent.add(msgs[i].MsgID, start)
+			}
+		case err := <-f.Err():
+			return nil, p.fail(msgs[i].Subject, err)
+		case <-ctx.Done():
+			return nil, p.fail(msgs[i].Subject, ctx.Err())
+		}
+	}
+	p.latency.Observe(time.Since(start).Seconds())
+	return results, nil
+}
+
+// fail classifies a publish error; the reason label is a fixed word, never
+// text from the request or the server.
+func (p *Publisher) fail(subject string, err error) error {
+	reason, kind := "error", ErrUnavailable
+	switch {
+	case errors.Is(err, nats.ErrMaxPayload):
+		reason, kind = "too_large", ErrTooLarge
+	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, jetstream.ErrAsyncPublishTimeout), errors.Is(err, jetstream.ErrTooManyStalledMsgs):
+		reason = "timeout"
+	case errors.Is(err, jetstream.ErrNoStreamResponse), errors.Is(err, nats.ErrNoResponders), errors.Is(err, jetstream.ErrStreamNotFound):
+		reason = "no_stream"
+	case errors.Is(err, nats.ErrConnectionClosed), errors.Is(err, nats.ErrConnectionReconnecting), errors.Is(err, nats.ErrReconnectBufExceeded), errors.Is(err, nats.ErrDisconnected):
+		reason = "disconnected"
+	}
+	var apiErr *jetstream.APIError
+	if errors.As(err, &apiErr) && reason == "error" {
+		reason = "rejected" // e.g. stream full with discard=new, wrong stream
+	}
+	p.errs.WithLabelValues(reason).Inc()
+	if reason == "timeout" {
+		return fmt.Errorf("publish %s: %w: no PubAck within %s: %w", subject, kind, p.timeout, err)
+	}
+	return fmt.Errorf("publish %s: %w: %w", subject, kind, err)
+}
