@@ -1,0 +1,60 @@
+package webhook
+
+import (
+	"fmt"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/cdse-jetstream/receiver/internal/notification"
+)
+
+// metrics of the webhook. Label values are fixed words (status codes,
+// events, reasons): nothing from a request body or header becomes a label.
+type metrics struct {
+	requests      *prometheus.CounterVec
+	duration      prometheus.Histogram
+	notifications *prometheus.CounterVec
+	rejected      prometheus.Counter
+	authFailures  *prometheus.CounterVec
+}
+
+func newMetrics(reg prometheus.Registerer) (*metrics, error) {
+	m := &metrics{
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "cdse_receiver_http_requests_total",
+			Help: "Webhook requests by HTTP status.",
+		}, []string{"code"}),
+		duration: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "cdse_receiver_http_request_duration_seconds",
+			Help:    "Webhook request latency, from routing to response.",
+			Buckets: []float64{.0005, .001, .002, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10},
+		}),
+		notifications: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "cdse_receiver_notifications_total",
+			Help: "Valid notifications by event and outcome (accepted, duplicate, failed: not stored, the sender was told to retry).",
+		}, []string{"event", "outcome"}),
+		rejected: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "cdse_receiver_notifications_rejected_total",
+			Help: "Request bodies refused as invalid (400/413) after authentication.",
+		}),
+		authFailures: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "cdse_receiver_auth_failures_total",
+			Help: "Webhook requests refused for credentials, by reason (missing, malformed, invalid).",
+		}, []string{"reason"}),
+	}
+	for _, c := range []prometheus.Collector{m.requests, m.duration, m.notifications, m.rejected, m.authFailures} {
+		if err := reg.Register(c); err != nil {
+			return nil, fmt.Errorf("register webhook metrics: %w", err)
+		}
+	}
+	// Pre-create the series so dashboards and alerts see zeros.
+	for _, ev := range notification.Events {
+		for _, o := range []string{"accepted", "duplicate", "failed"} {
+			m.notifications.WithLabelValues(string(ev), o)
+		}
+	}
+	for _, r := range []string{"missing", "malformed", "invalid"} {
+		m.authFailures.WithLabelValues(r)
+	}
+	return m, nil
+}

@@ -1,0 +1,338 @@
+// Package webhook is the PUSH endpoint the catalogue calls: an Echo server
+// that authenticates the caller, reads and validates the notification body,
+// hands the notifications to a Publisher, and answers 2xx only once every one
+// of them is stored (or known to be stored already).
+package webhook
+
+import (
+	"compress/gzip"
+	"context"
+	"encoding/base64"
+	"errors"
+	"io"
+	"mime"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/labstack/echo/v4"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/sirupsen/logrus"
+
+	"github.com/cdse-jetstream/receiver/internal/notification"
+	"github.com/cdse-jetstream/receiver/internal/publish"
+)
+
+// Publisher stores messages and says, per message, whether it was a
+// duplicate. It returns without error only once every message is stored.
+type Publisher interface {
+	Publish(ctx context.Context, msgs []publish.Message) ([]publish.Result, error)
+}
+
+// Verifier checks Basic credentials.
+type Verifier interface {
+	Verify(user, password string) bool
+}
+
+// Options configure the webhook.
+type Options struct {
+	// Path the catalogue POSTs to ("/notifications").
+	Path string
+	// MaxBody bounds the request body, after decompression.
+	MaxBody int64
+	// MaxNotifications bounds the elements of an array body.
+	MaxNotifications int
+	// SubjectPrefix starts every subject ("cdse.product").
+	SubjectPrefix string
+	// Realm is sent in WWW-Authenticate.
+	Realm string
+}
+
+// Source is the Cdse-Source header value of webhook messages.
+const Source = "push"
+
+// Response is the body of a 200.
+type Response struct {
+	Accepted   int `json:"accepted"`
+	Duplicates int `json:"duplicates"`
+}
+
+// Context keys for the request log.
+const (
+	ctxError    = "webhook.error"
+	ctxNotes    = "webhook.notifications"
+	ctxResponse = "webhook.response"
+)
+
+type handler struct {
+	o   Options
+	pub Publisher
+	m   *metrics
+}
+
+// New builds the webhook's Echo server. Its metrics are registered on reg.
+func New(o Options, pub Publisher, v Verifier, reg prometheus.Registerer, log logrus.FieldLogger) (*echo.Echo, error) {
+	m, err := newMetrics(reg)
+	if err != nil {
+		return nil, err
+	}
+	if o.Realm == "" {
+		o.Realm = "cdse-receiver"
+	}
+	e := echo.New()
+	e.HideBanner = true
+	e.HidePort = true
+	e.HTTPErrorHandler = errorHandler(log)
+	// The peer address, not X-Forwarded-For, unless proxies are trusted:
+	// anyone can write that header.
+	e.IPExtractor = echo.ExtractIPDirect()
+	e.Use(requestLog(log, m), securityHeaders, recoverPanics(log))
+	h := &handler{o: o, pub: pub, m: m}
+	e.POST(o.Path, h.receive, basicAuth(v, o.Realm, m))
+	// Other methods on the path get 405 (Echo's router), other paths 404.
+	return e, nil
+}
+
+func (h *handler) receive(c echo.Context) error {
+	req := c.Request()
+	if err := checkContentType(req.Header.Get(echo.HeaderContentType)); err != nil {
+		return err
+	}
+	body, err := h.readBody(req)
+	if err != nil {
+		return err
+	}
+	ns, err := notification.Parse(body, h.o.MaxNotifications)
+	if err != nil {
+		h.m.rejected.Inc()
+		return err
+	}
+	c.Set(ctxNotes, ns)
+	msgs := make([]publish.Message, len(ns))
+	for i := range ns {
+		n := &ns[i]
+		key := n.DedupeKey()
+		msgs[i] = publish.Message{Subject: n.Subject(h.o.SubjectPrefix), MsgID: key, Header: n.Headers(Source), Data: n.Raw}
+	}
+	results, err := h.pub.Publish(req.Context(), msgs)
+	if err != nil {
+		for i := range ns {
+			h.m.notifications.WithLabelValues(string(ns[i].Event), "failed").Inc()
+		}
+		return err
+	}
+	var resp Response
+	for i, r := range results {
+		outcome := "accepted"
+		if r.Duplicate {
+			outcome = "duplicate"
+			resp.Duplicates++
+		} else {
+			resp.Accepted++
+		}
+		h.m.notifications.WithLabelValues(string(ns[i].Event), outcome).Inc()
+	}
+	c.Set(ctxResponse, resp)
+	return c.JSON(http.StatusOK, resp)
+}
+
+// checkContentType accepts JSON, with or without a charset (which must then
+// be UTF-8), and a missing header (senders that omit it still send JSON; the
+// body is validated as JSON either way).
+func checkContentType(ct string) error {
+	if ct == "" {
+		return nil
+	}
+	mt, params, err := mime.ParseMediaType(ct)
+	if err != nil || mt != echo.MIMEApplicationJSON {
+		return newError(http.StatusUnsupportedMediaType, "unsupported_media_type", "Content-Type must be application/json")
+	}
+	if cs, ok := params["charset"]; ok && !strings.EqualFold(cs, "utf-8") {
+		return newError(http.StatusUnsupportedMediaType, "unsupported_media_type", "charset must be utf-8")
+	}
+	return nil
+}
+
+// readBody reads the body within MaxBody, decompressing gzip with the same
+// limit on the decompressed size, so a small bomb cannot expand in memory.
+func (h *handler) readBody(req *http.Request) ([]byte, error) {
+	limit := h.o.MaxBody
+	tooLarge := newError(http.StatusRequestEntityTooLarge, "body_too_large", "request body larger than "+strconv.FormatInt(limit, 10)+" bytes")
+	if req.ContentLength > limit {
+		return nil, tooLarge
+	}
+	var r io.Reader = http.MaxBytesReader(nil, req.Body, limit+1)
+	switch enc := strings.ToLower(strings.TrimSpace(req.Header.Get(echo.HeaderContentEncoding))); enc {
+	case "", "identity":
+	case "gzip", "x-gzip":
+		zr, err := gzip.NewReader(r)
+		if err != nil {
+			return nil, bodyReadError(err, tooLarge, "body is not valid gzip")
+		}
+		defer zr.Close()
+		r = zr
+	default:
+		return nil, newError(http.StatusUnsupportedMediaType, "unsupported_content_encoding", "Content-Encoding must be gzip or none")
+	}
+	buf := make([]byte, 0, min(max(req.ContentLength, 8<<10), limit+1))
+	body, err := readAll(io.LimitReader(r, limit+1), buf)
+	if err != nil {
+		return nil, bodyReadError(err, tooLarge, "could not read the request body")
+	}
+	if int64(len(body)) > limit {
+		return nil, tooLarge
+	}
+	return body, nil
+}
+
+func bodyReadError(err error, tooLarge *Error, msg string) error {
+	var mbe *http.MaxBytesError
+	var ne net.Error
+	switch {
+	case errors.As(err, &mbe):
+		return tooLarge
+	case errors.As(err, &ne) && ne.Timeout():
+		return &Error{Status: http.StatusRequestTimeout, Code: "request_timeout", Message: "the request body did not arrive in time", cause: err}
+	}
+	return &Error{Status: http.StatusBadRequest, Code: "bad_body", Message: msg, cause: err}
+}
+
+// readAll is io.ReadAll into a buffer sized from Content-Length.
+func readAll(r io.Reader, b []byte) ([]byte, error) {
+	for {
+		n, err := r.Read(b[len(b):cap(b)])
+		b = b[:len(b)+n]
+		if err != nil {
+			if err == io.EOF {
+				return b, nil
+			}
+			return b, err
+		}
+		if len(b) == cap(b) {
+			b = append(b, 0)[:len(b)]
+		}
+	}
+}
+
+// basicAuth checks the catalogue's credentials before anything is read.
+func basicAuth(v Verifier, realm string, m *metrics) echo.MiddlewareFunc {
+	challenge := `Basic realm="` + realm + `", charset="UTF-8"`
+	return func(next echo.HandlerFunc) echo.HandlerFunc {
+		return func(c echo.Context) error {
+			user, pass, reason := parseBasic(c.Request().Header.Get(echo.HeaderAuthorization))
+			if reason == "" && !v.Verify(user, pass) {
+				reason = "invalid"
+			}
+			if reason != "" {
+				m.authFailures.WithLabelValues(reason).Inc()
+				c.Response().Header().Set(echo.HeaderWWWAuthenticate, challenge)
+				return newError(http.StatusUnauthorized, "unauthorized", "valid Basic credentials required")
+			}
+			return next(c)
+		}
+	}
+}
+
+// parseBasic returns the credentials of a Basic Authorization header, or a
+// reason ("missing", "malformed") why there are none.
+func parseBasic(h string) (user, pass, reason string) {
+	if h == "" {
+		return "", "", "missing"
+	}
+	const prefix = "basic "
+	if len(h) <= len(prefix) || !strings.EqualFold(h[:len(prefix)], prefix) || len(h) > 4096 {
+		return "", "", "malformed"
+	}
+	raw, err := base64.StdEncoding.DecodeString(strings.TrimSpace(h[len(prefix):]))
+	if err != nil {
+		return "", "", "malformed"
+	}
+	user, pass, ok := strings.Cut(string(raw), ":")
+	if !ok {
+		return "", "", "malformed"
+	}
+	return user, pass, ""
+}
+
+// securityHeaders tells browsers and proxies that these are private JSON
+// answers, in case someone points one at the endpoint.
+func securityHeaders(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		h := c.Response().Header()
+		h.Set("X-Content-Type-Options", "nosniff")
+		h.Set("Cache-Control", "no-store")
+		h.Set("Content-Security-Policy", "default-src 'none'; frame-ancestors 'none'")
+		h.Set("Referrer-Policy", "no-referrer")
+		return next(c)
+	}
+}
+
+// recoverPanics turns a panic into a 500 without a stack trace in the body;
+// the stack goes to the log.
+func recoverPanics(log logrus.FieldLogger) echo.MiddlewareFunc {
+	return func(next echo.HandlerFunc) echo.HandlerFunc {
+		return func(c echo.Context) (err error) {
+			defer func() {
+				if r := recover(); r != nil {
+					if r == http.ErrAbortHandler {
+						panic(r)
+					}
+					log.WithField("panic", r).Error("handler panicked")
+					err = errors.New("handler panicked")
+				}
+			}()
+			return next(c)
+		}
+	}
+}
+
+// requestLog writes one line per request and counts it by status. It runs
+// outermost, so it sees the status the error handler chose.
+func requestLog(log logrus.FieldLogger, m *metrics) echo.MiddlewareFunc {
+	return func(next echo.HandlerFunc) echo.HandlerFunc {
+		return func(c echo.Context) error {
+			start := time.Now()
+			err := next(c)
+			if err != nil {
+				c.Error(err)
+			}
+			status := c.Response().Status
+			elapsed := time.Since(start)
+			m.requests.WithLabelValues(strconv.Itoa(status)).Inc()
+			m.duration.Observe(elapsed.Seconds())
+
+			f := logrus.Fields{
+				"method":     c.Request().Method,
+				"status":     status,
+				"latency_ms": float64(elapsed.Microseconds()) / 1000,
+				"remote":     c.RealIP(),
+			}
+			if ns, ok := c.Get(ctxNotes).([]notification.Notification); ok && len(ns) > 0 {
+				f["event"] = string(ns[0].Event)
+				f["product_id"] = ns[0].ProductID
+				f["notifications"] = len(ns)
+			}
+			outcome := "ok"
+			if r, ok := c.Get(ctxResponse).(Response); ok {
+				f["accepted"], f["duplicates"] = r.Accepted, r.Duplicates
+				if r.Accepted == 0 {
+					outcome = "duplicate"
+				}
+			}
+			if e, ok := c.Get(ctxError).(*Error); ok {
+				outcome = e.Code
+				f["reason"] = e.Message
+			}
+			f["outcome"] = outcome
+			entry := log.WithFields(f)
+			if status >= 500 {
+				entry.Warn("request")
+			} else {
+				entry.Info("request")
+			}
+			return nil
+		}
+	}
+}
