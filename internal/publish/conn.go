@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"path/filepath"
 	"strconv"
 	"time"
 
@@ -18,7 +17,7 @@ type EmbeddedOptions struct {
 	// Addr is where downstream consumers connect ("127.0.0.1:4222");
 	// port 0 picks a free one (tests).
 	Addr string
-	// DataDir holds the JetStream file store (DataDir/jetstream).
+	// DataDir holds the JetStream file store (in DataDir/jetstream).
 	DataDir string
 	// MaxPayload must hold the largest accepted notification plus headers.
 	MaxPayload int32
@@ -44,7 +43,7 @@ func StartEmbedded(o EmbeddedOptions, log logrus.FieldLogger) (*server.Server, e
 		Host:       host,
 		Port:       port,
 		JetStream:  true,
-		StoreDir:   filepath.Join(o.DataDir, "jetstream"),
+		StoreDir:   o.DataDir, // the server adds "jetstream"
 		MaxPayload: o.MaxPayload,
 		NoSigs:     true, // the receiver owns signal handling
 		NoLog:      true,
@@ -86,6 +85,9 @@ func Connect(o ConnectOptions, srv *server.Server, log logrus.FieldLogger) (*nat
 		nats.ReconnectBufSize(-1),
 		nats.RetryOnFailedConnect(true),
 		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) {
+			if err == nil {
+				return // a deliberate close or drain
+			}
 			log.WithError(err).Warn("nats disconnected; requests get 503 until it is back")
 		}),
 		nats.ReconnectHandler(func(nc *nats.Conn) {
@@ -122,7 +124,7 @@ func Connect(o ConnectOptions, srv *server.Server, log logrus.FieldLogger) (*nat
 // serverLog routes the embedded server's log through logrus.
 type serverLog struct{ log logrus.FieldLogger }
 
-func (l *serverLog) Noticef(format string, v ...any) { l.log.Infof("nats-server: "+format, v...) }
+func (l *serverLog) Noticef(format string, v ...any) { l.log.Debugf("nats-server: "+format, v...) }
 func (l *serverLog) Warnf(format string, v ...any)   { l.log.Warnf("nats-server: "+format, v...) }
 func (l *serverLog) Fatalf(format string, v ...any)  { l.log.Errorf("nats-server: "+format, v...) }
 func (l *serverLog) Errorf(format string, v ...any)  { l.log.Errorf("nats-server: "+format, v...) }

@@ -1,0 +1,20 @@
+// Command receiver turns the catalogue's PUSH notifications into a
+// deduplicated NATS JetStream feed. See README.md; `receiver --help` lists
+// every setting.
+package main
+
+import (
+	"context"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/cdse-jetstream/receiver/internal/receiver"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := receiver.Run(ctx, os.Args, os.Getenv, os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}

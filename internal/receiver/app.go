@@ -1,0 +1,344 @@
+// Package receiver assembles the receiver binary: it loads the Config, starts
+// (or connects to) NATS, ensures the stream, serves the webhook and the admin
+// endpoints, and shuts all of it down in order within a time bound.
+package receiver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"sync/atomic"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/sirupsen/logrus"
+
+	"github.com/cdse-jetstream/receiver/internal/auth"
+	"github.com/cdse-jetstream/receiver/internal/publish"
+	"github.com/cdse-jetstream/receiver/internal/webhook"
+)
+
+// Run is the whole receiver process: it returns the exit code.
+func Run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) int {
+	cfg, err := Load(args, getenv, stdout)
+	if errors.Is(err, ErrHelp) {
+		return 0
+	}
+	if err == nil {
+		err = cfg.Validate()
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "receiver: invalid configuration:\n%v\n", err)
+		return 2
+	}
+	log := NewLogger(cfg, stdout)
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+
+	app, err := New(cfg, log, reg)
+	if err != nil {
+		log.WithError(err).Error("receiver failed to start")
+		return 1
+	}
+	if err := app.Start(ctx); err != nil {
+		log.WithError(err).Error("receiver failed to start")
+		app.Shutdown(context.Background())
+		return 1
+	}
+	var exit int
+	select {
+	case <-ctx.Done():
+		log.Info("shutting down")
+	case err := <-app.Errors():
+		log.WithError(err).Error("server failed")
+		exit = 1
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownTimeout)
+	defer cancel()
+	if err := app.Shutdown(sctx); err != nil {
+		log.WithError(err).Error("shutdown incomplete")
+		exit = 1
+	}
+	log.Info("stopped")
+	return exit
+}
+
+// NewLogger returns the process logger: JSON by default, to stdout.
+func NewLogger(cfg Config, w io.Writer) *logrus.Logger {
+	log := logrus.New()
+	log.SetOutput(w)
+	if cfg.LogFormat == "text" {
+		log.SetFormatter(&logrus.TextFormatter{FullTimestamp: true})
+	} else {
+		log.SetFormatter(&logrus.JSONFormatter{TimestampFormat: time.RFC3339Nano})
+	}
+	if lvl, err := logrus.ParseLevel(cfg.LogLevel); err == nil {
+		log.SetLevel(lvl)
+	}
+	return log
+}
+
+// App is a running receiver.
+type App struct {
+	cfg Config
+	log logrus.FieldLogger
+	reg *prometheus.Registry
+
+	embedded *server.Server
+	nc       *nats.Conn
+	pub      *publish.Publisher
+
+	web, admin         *http.Server
+	webLn, adminLn     net.Listener
+	errs               chan error
+	streamOK, stopping atomic.Bool
+	stopEnsure         context.CancelFunc
+	ensureDone         chan struct{}
+}
+
+// New checks what can be checked before listening: credentials and metrics.
+func New(cfg Config, log logrus.FieldLogger, reg *prometheus.Registry) (*App, error) {
+	if _, err := auth.NewBasic(auth.Credential{User: cfg.Username, Password: cfg.Password}); err != nil {
+		return nil, err
+	}
+	return &App{cfg: cfg, log: log, reg: reg, errs: make(chan error, 2), ensureDone: make(chan struct{})}, nil
+}
+
+// Start connects NATS, ensures the stream (retrying in the background while
+// NATS is unreachable: the process stays up and not ready) and starts both
+// listeners. It returns once they accept connections.
+func (a *App) Start(ctx context.Context) error {
+	cfg := a.cfg
+	if cfg.NATSURL == "" {
+		srv, err := publish.StartEmbedded(publish.EmbeddedOptions{
+			Addr:    cfg.NATSEmbeddedAddr,
+			DataDir: cfg.DataDir,
+			// Room for the largest body plus headers.
+			MaxPayload: int32(max(cfg.MaxBody+64<<10, 1<<20)),
+		}, a.log)
+		if err != nil {
+			return err
+		}
+		a.embedded = srv
+		a.log.WithField("url", srv.ClientURL()).Info("embedded NATS server started; consumers connect here")
+	}
+	nc, err := publish.Connect(publish.ConnectOptions{
+		URL: cfg.NATSURL, CredsFile: cfg.NATSCreds, User: cfg.NATSUser, Password: cfg.NATSPassword,
+		Token: cfg.NATSToken, CAFile: cfg.NATSCA,
+	}, a.embedded, a.log)
+	if err != nil {
+		return err
+	}
+	a.nc = nc
+	a.pub, err = publish.NewPublisher(nc, publish.PublisherOptions{
+		Stream:    cfg.Stream,
+		Timeout:   cfg.PublishTimeout,
+		RecentIDs: 100_000,
+		RecentTTL: cfg.DedupeWindow,
+	}, a.reg)
+	if err != nil {
+		return err
+	}
+	if mp := nc.MaxPayload(); nc.IsConnected() && mp < cfg.MaxBody+4<<10 {
+		a.log.WithField("max_payload", mp).Warn("NATS max_payload is smaller than RECEIVER_MAX_BODY: larger notifications will get 413")
+	}
+
+	ectx, cancel := context.WithCancel(context.Background())
+	a.stopEnsure = cancel
+	go a.ensureStream(ectx)
+
+	verifier, err := auth.NewBasic(auth.Credential{User: cfg.Username, Password: cfg.Password})
+	if err != nil {
+		return err
+	}
+	e, err := webhook.New(webhook.Options{
+		Path:             cfg.Path,
+		MaxBody:          cfg.MaxBody,
+		MaxNotifications: cfg.MaxNotifications,
+		SubjectPrefix:    cfg.SubjectPrefix,
+	}, a.pub, verifier, a.reg, a.log)
+	if err != nil {
+		return err
+	}
+	a.web = &http.Server{
+		Handler:           e,
+		ReadHeaderTimeout: 5 * time.Second,
+		ReadTimeout:       cfg.ReadTimeout,
+		WriteTimeout:      cfg.ReadTimeout + cfg.PublishTimeout,
+		IdleTimeout:       2 * time.Minute,
+		MaxHeaderBytes:    32 << 10,
+		ErrorLog:          newStdLog(a.log),
+	}
+	a.admin = &http.Server{Handler: a.adminHandler(), ReadHeaderTimeout: 5 * time.Second, ErrorLog: newStdLog(a.log)}
+
+	if a.webLn, err = net.Listen("tcp", cfg.Addr); err != nil {
+		return fmt.Errorf("webhook listener: %w", err)
+	}
+	if a.adminLn, err = net.Listen("tcp", cfg.AdminAddr); err != nil {
+		return fmt.Errorf("admin listener: %w", err)
+	}
+	go a.serve(a.web, a.webLn)
+	go a.serve(a.admin, a.adminLn)
+	a.log.WithFields(cfg.Fields()).WithFields(logrus.Fields{
+		"webhook_addr": a.webLn.Addr().String(),
+		"admin_addr":   a.adminLn.Addr().String(),
+		"nats_url":     a.NATSURL(),
+	}).Info("receiver started")
+	return nil
+}
+
+func (a *App) serve(s *http.Server, ln net.Listener) {
+	if err := s.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		a.errs <- err
+	}
+}
+
+// ensureStream creates or updates the stream, retrying until it succeeds:
+// an external NATS may come up after the receiver.
+func (a *App) ensureStream(ctx context.Context) {
+	defer close(a.ensureDone)
+	wait := 200 * time.Millisecond
+	for {
+		cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		info, err := publish.EnsureStream(cctx, a.pub.JetStream(), publish.StreamOptions{
+			Name:       a.cfg.Stream,
+			Subjects:   []string{a.cfg.SubjectPrefix + ".>"},
+			Replicas:   a.cfg.StreamReplicas,
+			Duplicates: a.cfg.DedupeWindow,
+			MaxAge:     a.cfg.StreamMaxAge,
+			MaxBytes:   a.cfg.StreamMaxBytes,
+		})
+		cancel()
+		if err == nil {
+			a.streamOK.Store(true)
+			a.log.WithFields(logrus.Fields{"stream": info.Config.Name, "subjects": info.Config.Subjects,
+				"replicas": info.Config.Replicas, "duplicate_window": info.Config.Duplicates.String()}).Info("stream ready")
+			return
+		}
+		a.log.WithError(err).WithField("retry_in", wait.String()).Warn("stream not ready")
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(wait):
+		}
+		wait = min(wait*2, 10*time.Second)
+	}
+}
+
+// Ready says whether the receiver can store notifications now: NATS is
+// connected and the stream exists.
+func (a *App) Ready(ctx context.Context) error {
+	switch {
+	case a.stopping.Load():
+		return errors.New("shutting down")
+	case a.nc == nil || !a.nc.IsConnected():
+		return errors.New("not connected to NATS")
+	case !a.streamOK.Load():
+		return errors.New("stream not created yet")
+	}
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	if _, err := a.pub.JetStream().Stream(ctx, a.cfg.Stream); err != nil {
+		return fmt.Errorf("stream %s: %w", a.cfg.Stream, err)
+	}
+	return nil
+}
+
+func (a *App) adminHandler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = io.WriteString(w, `{"status":"ok"}`)
+	})
+	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		if err := a.Ready(r.Context()); err != nil {
+			w.WriteHeader(http.StatusServiceUnavailable)
+			_, _ = fmt.Fprintf(w, `{"status":"not ready","reason":%q}`, err.Error())
+			return
+		}
+		_, _ = io.WriteString(w, `{"status":"ready"}`)
+	})
+	mux.Handle("GET /metrics", promhttp.HandlerFor(a.reg, promhttp.HandlerOpts{Registry: a.reg}))
+	return mux
+}
+
+// Errors reports a listener that failed while serving.
+func (a *App) Errors() <-chan error { return a.errs }
+
+// WebhookAddr and AdminAddr are the bound listen addresses.
+func (a *App) WebhookAddr() string { return a.webLn.Addr().String() }
+
+// AdminAddr is the bound admin address.
+func (a *App) AdminAddr() string { return a.adminLn.Addr().String() }
+
+// NATSURL is where consumers connect: the embedded server's client URL or
+// the configured one (redacted).
+func (a *App) NATSURL() string {
+	if a.embedded != nil {
+		return a.embedded.ClientURL()
+	}
+	return redactURL(a.cfg.NATSURL)
+}
+
+// Shutdown stops in order: readiness goes false, the webhook stops accepting
+// and finishes in-flight requests (each answers with its true status), the
+// NATS connection drains, the embedded server stops; the admin endpoints go
+// last. It returns when done or when ctx expires.
+func (a *App) Shutdown(ctx context.Context) error {
+	a.stopping.Store(true)
+	var errs []error
+	if a.stopEnsure != nil {
+		a.stopEnsure()
+		<-a.ensureDone
+	}
+	if a.web != nil {
+		if err := a.web.Shutdown(ctx); err != nil {
+			errs = append(errs, fmt.Errorf("webhook: %w", err))
+		}
+	}
+	if a.nc != nil {
+		if err := drain(ctx, a.nc); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if a.embedded != nil {
+		a.embedded.Shutdown()
+		done := make(chan struct{})
+		go func() { a.embedded.WaitForShutdown(); close(done) }()
+		select {
+		case <-done:
+		case <-ctx.Done():
+			errs = append(errs, errors.New("embedded nats: shutdown timed out"))
+		}
+	}
+	if a.admin != nil {
+		if err := a.admin.Shutdown(ctx); err != nil {
+			errs = append(errs, fmt.Errorf("admin: %w", err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func drain(ctx context.Context, nc *nats.Conn) error {
+	closed := make(chan struct{})
+	nc.SetClosedHandler(func(*nats.Conn) { close(closed) })
+	if err := nc.Drain(); err != nil {
+		nc.Close()
+		return nil // already closed or never connected: nothing in flight
+	}
+	select {
+	case <-closed:
+		return nil
+	case <-ctx.Done():
+		nc.Close()
+		return errors.New("nats: drain timed out")
+	}
+}

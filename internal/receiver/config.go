@@ -1,0 +1,413 @@
+package receiver
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/url"
+	"os"
+	"reflect"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/sirupsen/logrus"
+	"gopkg.in/yaml.v3"
+)
+
+// Config is every setting of the receiver. Defaults live in DefaultConfig,
+// names and help in settings(); Validate checks it without side effects.
+type Config struct {
+	Addr             string
+	Path             string
+	Username         string
+	Password         string
+	AdminAddr        string
+	DataDir          string
+	MaxBody          int64
+	MaxNotifications int
+	DedupeWindow     time.Duration
+	PublishTimeout   time.Duration
+	ShutdownTimeout  time.Duration
+	ReadTimeout      time.Duration
+
+	NATSURL          string
+	NATSEmbeddedAddr string
+	SubjectPrefix    string
+	Stream           string
+	StreamReplicas   int
+	StreamMaxAge     time.Duration
+	StreamMaxBytes   int64
+	NATSCreds        string
+	NATSUser         string
+	NATSPassword     string
+	NATSToken        string
+	NATSCA           string
+
+	LogLevel  string
+	LogFormat string
+}
+
+// DefaultConfig holds every default, in one place.
+func DefaultConfig() Config {
+	return Config{
+		Addr:             ":8080",
+		Path:             "/notifications",
+		AdminAddr:        ":9090",
+		DataDir:          "./data",
+		MaxBody:          1 << 20,
+		MaxNotifications: 100,
+		DedupeWindow:     24 * time.Hour,
+		PublishTimeout:   5 * time.Second,
+		ShutdownTimeout:  20 * time.Second,
+		ReadTimeout:      30 * time.Second,
+		NATSEmbeddedAddr: "127.0.0.1:4222",
+		SubjectPrefix:    "cdse.product",
+		Stream:           "CDSE_PRODUCTS",
+		StreamReplicas:   1,
+		LogLevel:         "info",
+		LogFormat:        "json",
+	}
+}
+
+// setting binds one Config field to its environment variable, its flag and
+// its key in the YAML file (the environment name).
+type setting struct {
+	env  string
+	flag string // "" for secrets: a flag would show in ps
+	help string
+	// secret settings are masked in dumps and also read from <env>_FILE.
+	secret bool
+	field  any // pointer into Config
+}
+
+func (c *Config) settings() []setting {
+	return []setting{
+		{env: "RECEIVER_ADDR", flag: "addr", help: "webhook listen address", field: &c.Addr},
+		{env: "RECEIVER_PATH", flag: "path", help: "webhook path the catalogue POSTs to", field: &c.Path},
+		{env: "RECEIVER_USERNAME", flag: "username", help: "Basic-auth user the catalogue sends (required)", field: &c.Username},
+		{env: "RECEIVER_PASSWORD", help: "Basic-auth password (required; or RECEIVER_PASSWORD_FILE)", secret: true, field: &c.Password},
+		{env: "RECEIVER_ADMIN_ADDR", flag: "admin-addr", help: "listen address of /healthz, /readyz, /metrics (keep it private)", field: &c.AdminAddr},
+		{env: "RECEIVER_DATA_DIR", flag: "data-dir", help: "data directory of the embedded NATS (JetStream file store)", field: &c.DataDir},
+		{env: "RECEIVER_MAX_BODY", flag: "max-body", help: "largest request body in bytes, after gzip decompression (suffixes KiB, MiB)", field: &c.MaxBody},
+		{env: "RECEIVER_MAX_NOTIFICATIONS", flag: "max-notifications", help: "most notifications in one array body", field: &c.MaxNotifications},
+		{env: "RECEIVER_DEDUPE_WINDOW", flag: "dedupe-window", help: "how long a product event is remembered as seen (the stream's duplicate window)", field: &c.DedupeWindow},
+		{env: "RECEIVER_PUBLISH_TIMEOUT", flag: "publish-timeout", help: "longest wait for JetStream's PubAck before answering 503", field: &c.PublishTimeout},
+		{env: "RECEIVER_SHUTDOWN_TIMEOUT", flag: "shutdown-timeout", help: "bound on graceful shutdown after SIGTERM", field: &c.ShutdownTimeout},
+		{env: "RECEIVER_READ_TIMEOUT", flag: "read-timeout", help: "longest time to read a whole request (slow clients are cut off)", field: &c.ReadTimeout},
+		{env: "NATS_URL", flag: "nats-url", help: "external NATS server or cluster URL(s), comma-separated; empty runs an embedded server", field: &c.NATSURL},
+		{env: "NATS_EMBEDDED_ADDR", flag: "nats-embedded-addr", help: "client address of the embedded NATS server, for consumers", field: &c.NATSEmbeddedAddr},
+		{env: "NATS_SUBJECT_PREFIX", flag: "subject-prefix", help: "subject prefix: <prefix>.<event>.<collection>", field: &c.SubjectPrefix},
+		{env: "NATS_STREAM", flag: "stream", help: "JetStream stream name", field: &c.Stream},
+		{env: "NATS_STREAM_REPLICAS", flag: "stream-replicas", help: "stream replicas (3 on a 3-node cluster; 1 when embedded)", field: &c.StreamReplicas},
+		{env: "NATS_STREAM_MAX_AGE", flag: "stream-max-age", help: "drop messages older than this (0: keep; must be >= the dedupe window)", field: &c.StreamMaxAge},
+		{env: "NATS_STREAM_MAX_BYTES", flag: "stream-max-bytes", help: "drop the oldest messages beyond this size (0: no limit)", field: &c.StreamMaxBytes},
+		{env: "NATS_CREDS", flag: "nats-creds", help: "NATS credentials file (JWT + nkey)", field: &c.NATSCreds},
+		{env: "NATS_USER", flag: "nats-user", help: "NATS user", field: &c.NATSUser},
+		{env: "NATS_PASSWORD", help: "NATS password (or NATS_PASSWORD_FILE)", secret: true, field: &c.NATSPassword},
+		{env: "NATS_TOKEN", help: "NATS token (or NATS_TOKEN_FILE)", secret: true, field: &c.NATSToken},
+		{env: "NATS_CA", flag: "nats-ca", help: "CA certificate file to verify the NATS servers' TLS", field: &c.NATSCA},
+		{env: "LOG_LEVEL", flag: "log-level", help: "debug, info, warn or error", field: &c.LogLevel},
+		{env: "LOG_FORMAT", flag: "log-format", help: "json or text", field: &c.LogFormat},
+	}
+}
+
+// ErrHelp is returned by Load when usage was asked for (and printed).
+var ErrHelp = errors.New("help requested")
+
+// Load builds the configuration from, in rising precedence: the defaults,
+// the YAML file named by --config or RECEIVER_CONFIG, the environment
+// (with <NAME>_FILE for secrets), and the flags. It does not validate.
+func Load(args []string, getenv func(string) string, usage io.Writer) (Config, error) {
+	c := DefaultConfig()
+	settings := c.settings()
+
+	fs := flag.NewFlagSet(progName(args), flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	configFile := fs.String("config", getenv("RECEIVER_CONFIG"), "YAML file with settings (keys are the environment names)")
+	flagVals := map[string]*string{}
+	for _, s := range settings {
+		if s.flag != "" {
+			flagVals[s.flag] = fs.String(s.flag, "", s.help)
+		}
+	}
+	if len(args) == 0 {
+		args = []string{"receiver"}
+	}
+	if err := fs.Parse(args[1:]); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			printUsage(usage, fs.Name(), settings)
+			return c, ErrHelp
+		}
+		return c, fmt.Errorf("%w (see --help)", err)
+	}
+	if fs.NArg() > 0 {
+		return c, fmt.Errorf("unexpected argument %q (see --help)", fs.Arg(0))
+	}
+
+	var errs []error
+	if *configFile != "" {
+		errs = append(errs, loadFile(*configFile, settings))
+	}
+	for _, s := range settings {
+		if v := getenv(s.env); v != "" {
+			errs = append(errs, set(s, v, s.env))
+		}
+		if s.secret {
+			if path := getenv(s.env + "_FILE"); path != "" {
+				b, err := os.ReadFile(path)
+				if err != nil {
+					errs = append(errs, fmt.Errorf("%s_FILE: %w", s.env, err))
+					continue
+				}
+				errs = append(errs, set(s, strings.TrimRight(string(b), "\r\n"), s.env+"_FILE"))
+			}
+		}
+	}
+	fs.Visit(func(f *flag.Flag) {
+		for _, s := range settings {
+			if s.flag == f.Name {
+				errs = append(errs, set(s, *flagVals[f.Name], "--"+f.Name))
+			}
+		}
+	})
+	return c, errors.Join(errs...)
+}
+
+func loadFile(path string, settings []setting) error {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return fmt.Errorf("config file: %w", err)
+	}
+	var m map[string]any
+	if err := yaml.Unmarshal(b, &m); err != nil {
+		return fmt.Errorf("config file %s: %w", path, err)
+	}
+	byName := map[string]setting{}
+	for _, s := range settings {
+		byName[s.env] = s
+	}
+	var errs []error
+	for k, v := range m {
+		s, ok := byName[strings.ToUpper(k)]
+		if !ok {
+			errs = append(errs, fmt.Errorf("config file %s: unknown setting %q", path, k))
+			continue
+		}
+		errs = append(errs, set(s, fmt.Sprint(v), path+": "+k))
+	}
+	return errors.Join(errs...)
+}
+
+// set parses v into the setting's field. Errors name the source, never the
+// value of a secret.
+func set(s setting, v, source string) error {
+	var err error
+	switch p := s.field.(type) {
+	case *string:
+		*p = v
+	case *int:
+		*p, err = strconv.Atoi(v)
+	case *int64:
+		*p, err = parseSize(v)
+	case *time.Duration:
+		*p, err = time.ParseDuration(v)
+	default:
+		panic("unsupported setting type " + reflect.TypeOf(p).String())
+	}
+	if err != nil {
+		shown := strconv.Quote(v)
+		if s.secret {
+			shown = "(hidden)"
+		}
+		return fmt.Errorf("%s: cannot parse %s", source, shown)
+	}
+	return nil
+}
+
+// parseSize reads a byte count with an optional KiB/MiB/GiB (or KB/MB/GB) suffix.
+func parseSize(v string) (int64, error) {
+	v = strings.TrimSpace(v)
+	mult := int64(1)
+	for _, u := range []struct {
+		suffix string
+		mult   int64
+	}{{"KiB", 1 << 10}, {"MiB", 1 << 20}, {"GiB", 1 << 30}, {"KB", 1000}, {"MB", 1000 * 1000}, {"GB", 1000 * 1000 * 1000}} {
+		if strings.HasSuffix(v, u.suffix) {
+			v, mult = strings.TrimSpace(strings.TrimSuffix(v, u.suffix)), u.mult
+			break
+		}
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil {
+		return 0, err
+	}
+	return n * mult, nil
+}
+
+var (
+	subjectToken = regexp.MustCompile(`^[A-Za-z0-9_-]+$`)
+	streamName   = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
+)
+
+// Validate reports every problem of the configuration at once.
+func (c Config) Validate() error {
+	var errs []error
+	bad := func(format string, a ...any) { errs = append(errs, fmt.Errorf(format, a...)) }
+
+	if c.Username == "" {
+		bad("RECEIVER_USERNAME is required: the webhook never runs without authentication")
+	}
+	if c.Password == "" {
+		bad("RECEIVER_PASSWORD or RECEIVER_PASSWORD_FILE is required: the webhook never runs without authentication")
+	} else if len(c.Password) < 12 {
+		bad("RECEIVER_PASSWORD is shorter than 12 characters: the endpoint is public, use a long random password")
+	}
+	if strings.Contains(c.Username, ":") {
+		bad("RECEIVER_USERNAME must not contain ':' (Basic auth cannot carry it)")
+	}
+	if !strings.HasPrefix(c.Path, "/") || strings.ContainsAny(c.Path, "?#* ") {
+		bad("RECEIVER_PATH %q must be an absolute URL path", c.Path)
+	}
+	for _, a := range []struct{ name, addr string }{{"RECEIVER_ADDR", c.Addr}, {"RECEIVER_ADMIN_ADDR", c.AdminAddr}} {
+		if _, _, err := net.SplitHostPort(a.addr); err != nil {
+			bad("%s %q is not host:port", a.name, a.addr)
+		}
+	}
+	if c.Addr == c.AdminAddr && !strings.HasSuffix(c.Addr, ":0") {
+		bad("RECEIVER_ADDR and RECEIVER_ADMIN_ADDR must differ: the admin endpoints must not be public")
+	}
+	if c.MaxBody < 1<<10 || c.MaxBody > 64<<20 {
+		bad("RECEIVER_MAX_BODY %d must be between 1KiB and 64MiB", c.MaxBody)
+	}
+	if c.MaxNotifications < 1 || c.MaxNotifications > 10000 {
+		bad("RECEIVER_MAX_NOTIFICATIONS %d must be between 1 and 10000", c.MaxNotifications)
+	}
+	if c.DedupeWindow < time.Second {
+		bad("RECEIVER_DEDUPE_WINDOW %s must be at least 1s", c.DedupeWindow)
+	}
+	if c.PublishTimeout <= 0 || c.PublishTimeout > time.Minute {
+		bad("RECEIVER_PUBLISH_TIMEOUT %s must be between 0 and 1m", c.PublishTimeout)
+	}
+	if c.ShutdownTimeout <= 0 {
+		bad("RECEIVER_SHUTDOWN_TIMEOUT %s must be positive", c.ShutdownTimeout)
+	}
+	if c.ReadTimeout <= c.PublishTimeout {
+		bad("RECEIVER_READ_TIMEOUT %s must exceed RECEIVER_PUBLISH_TIMEOUT %s", c.ReadTimeout, c.PublishTimeout)
+	}
+	for _, tok := range strings.Split(c.SubjectPrefix, ".") {
+		if !subjectToken.MatchString(tok) {
+			bad("NATS_SUBJECT_PREFIX %q must be dot-separated tokens of [A-Za-z0-9_-]", c.SubjectPrefix)
+			break
+		}
+	}
+	if !streamName.MatchString(c.Stream) {
+		bad("NATS_STREAM %q must be 1-64 characters of [A-Za-z0-9_-]", c.Stream)
+	}
+	if c.StreamReplicas < 1 || c.StreamReplicas > 5 {
+		bad("NATS_STREAM_REPLICAS %d must be between 1 and 5", c.StreamReplicas)
+	}
+	if c.StreamMaxAge != 0 && c.StreamMaxAge < c.DedupeWindow {
+		bad("NATS_STREAM_MAX_AGE %s must be 0 or at least RECEIVER_DEDUPE_WINDOW %s", c.StreamMaxAge, c.DedupeWindow)
+	}
+	if c.StreamMaxBytes < 0 {
+		bad("NATS_STREAM_MAX_BYTES must not be negative")
+	}
+	if c.NATSURL == "" {
+		if c.StreamReplicas != 1 {
+			bad("NATS_STREAM_REPLICAS must be 1 with the embedded NATS server (set NATS_URL for a cluster)")
+		}
+		if _, _, err := net.SplitHostPort(c.NATSEmbeddedAddr); err != nil {
+			bad("NATS_EMBEDDED_ADDR %q is not host:port", c.NATSEmbeddedAddr)
+		}
+		if c.DataDir == "" {
+			bad("RECEIVER_DATA_DIR is required with the embedded NATS server")
+		}
+	} else {
+		for _, u := range strings.Split(c.NATSURL, ",") {
+			if pu, err := url.Parse(strings.TrimSpace(u)); err != nil || pu.Host == "" {
+				bad("NATS_URL: %q is not a URL like nats://host:4222", redactURL(u))
+			}
+		}
+	}
+	if c.NATSToken != "" && (c.NATSUser != "" || c.NATSCreds != "") {
+		bad("NATS_TOKEN cannot be combined with NATS_USER or NATS_CREDS")
+	}
+	if c.NATSPassword != "" && c.NATSUser == "" {
+		bad("NATS_PASSWORD needs NATS_USER")
+	}
+	if _, err := logrus.ParseLevel(c.LogLevel); err != nil {
+		bad("LOG_LEVEL %q must be debug, info, warn or error", c.LogLevel)
+	}
+	if c.LogFormat != "json" && c.LogFormat != "text" {
+		bad("LOG_FORMAT %q must be json or text", c.LogFormat)
+	}
+	return errors.Join(errs...)
+}
+
+// Fields is the configuration as log fields, secrets masked.
+func (c Config) Fields() logrus.Fields {
+	f := logrus.Fields{}
+	for _, s := range c.settings() {
+		v := reflect.ValueOf(s.field).Elem().Interface()
+		switch {
+		case s.secret && fmt.Sprint(v) != "":
+			v = "*****"
+		case s.env == "NATS_URL":
+			v = redactURL(c.NATSURL)
+		}
+		f[s.env] = fmt.Sprint(v)
+	}
+	return f
+}
+
+// redactURL hides a password written into a URL (nats://user:pass@host).
+func redactURL(s string) string {
+	parts := strings.Split(s, ",")
+	for i, p := range parts {
+		if u, err := url.Parse(strings.TrimSpace(p)); err == nil && u.User != nil {
+			parts[i] = u.Redacted()
+		}
+	}
+	return strings.Join(parts, ",")
+}
+
+func printUsage(w io.Writer, name string, settings []setting) {
+	fmt.Fprintf(w, `Usage: %s [flags]
+
+Receives the catalogue's PUSH notifications over HTTPS (Basic auth) and
+stores each product event once in a NATS JetStream stream.
+
+Every setting is read from, in rising precedence: a YAML file (--config or
+RECEIVER_CONFIG; keys are the environment names), the environment, flags.
+Secrets have no flag (it would show in ps): use the variable or <NAME>_FILE.
+
+`, name)
+	defaults := DefaultConfig()
+	defSettings := defaults.settings()
+	for i, s := range settings {
+		flagName := "(no flag)"
+		if s.flag != "" {
+			flagName = "--" + s.flag
+		}
+		def := fmt.Sprint(reflect.ValueOf(defSettings[i].field).Elem().Interface())
+		if def == "" || def == "0" || def == "0s" {
+			def = "none"
+		}
+		fmt.Fprintf(w, "  %-28s %-22s %s (default %s)\n", s.env, flagName, s.help, def)
+	}
+	fmt.Fprintln(w, "\n  --config FILE                                     YAML settings file")
+}
+
+func progName(args []string) string {
+	if len(args) == 0 {
+		return "receiver"
+	}
+	if i := strings.LastIndexByte(args[0], '/'); i >= 0 {
+		return args[0][i+1:]
+	}
+	return args[0]
+}
