@@ -39,10 +39,7 @@ func Run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return 2
 	}
 	log := NewLogger(cfg, stdout)
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-
-	app, err := New(cfg, log, reg)
+	app, err := New(cfg, log, prometheus.NewRegistry())
 	if err != nil {
 		log.WithError(err).Error("receiver failed to start")
 		return 1
@@ -87,9 +84,10 @@ func NewLogger(cfg Config, w io.Writer) *logrus.Logger {
 
 // App is a running receiver.
 type App struct {
-	cfg Config
-	log logrus.FieldLogger
-	reg *prometheus.Registry
+	cfg      Config
+	log      logrus.FieldLogger
+	reg      *prometheus.Registry
+	verifier *auth.Basic
 
 	embedded *server.Server
 	nc       *nats.Conn
@@ -104,11 +102,19 @@ type App struct {
 }
 
 // New checks what can be checked before listening: credentials and metrics.
+// Everything the receiver measures is registered on reg.
 func New(cfg Config, log logrus.FieldLogger, reg *prometheus.Registry) (*App, error) {
-	if _, err := auth.NewBasic(auth.Credential{User: cfg.Username, Password: cfg.Password}); err != nil {
+	verifier, err := auth.NewBasic(auth.Credential{User: cfg.Username, Password: cfg.Password})
+	if err != nil {
 		return nil, err
 	}
-	return &App{cfg: cfg, log: log, reg: reg, errs: make(chan error, 2), ensureDone: make(chan struct{})}, nil
+	if err := errors.Join(
+		reg.Register(collectors.NewGoCollector()),
+		reg.Register(collectors.NewProcessCollector(collectors.ProcessCollectorOpts{})),
+	); err != nil {
+		return nil, fmt.Errorf("register process metrics: %w", err)
+	}
+	return &App{cfg: cfg, log: log, reg: reg, verifier: verifier, errs: make(chan error, 2), ensureDone: make(chan struct{})}, nil
 }
 
 // Start connects NATS, ensures the stream (retrying in the background while
@@ -154,16 +160,12 @@ func (a *App) Start(ctx context.Context) error {
 	a.stopEnsure = cancel
 	go a.ensureStream(ectx)
 
-	verifier, err := auth.NewBasic(auth.Credential{User: cfg.Username, Password: cfg.Password})
-	if err != nil {
-		return err
-	}
 	e, err := webhook.New(webhook.Options{
 		Path:             cfg.Path,
 		MaxBody:          cfg.MaxBody,
 		MaxNotifications: cfg.MaxNotifications,
 		SubjectPrefix:    cfg.SubjectPrefix,
-	}, a.pub, verifier, a.reg, a.log)
+	}, a.pub, a.verifier, a.reg, a.log)
 	if err != nil {
 		return err
 	}

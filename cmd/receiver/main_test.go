@@ -1,0 +1,270 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+const (
+	user     = "cdse"
+	password = "binary-test-password-1"
+)
+
+var binDir string
+
+func TestMain(m *testing.M) {
+	var err error
+	if binDir, err = os.MkdirTemp("", "receiver-bin"); err != nil {
+		panic(err)
+	}
+	code := m.Run()
+	os.RemoveAll(binDir)
+	os.Exit(code)
+}
+
+// buildReceiver compiles the real binary once per test run.
+var buildReceiver = sync.OnceValues(func() (string, error) {
+	dir := binDir
+	bin := filepath.Join(dir, "receiver")
+	out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput()
+	if err != nil {
+		return "", &buildError{out: string(out), err: err}
+	}
+	return bin, nil
+})
+
+type buildError struct {
+	out string
+	err error
+}
+
+func (e *buildError) Error() string { return e.err.Error() + ": " + e.out }
+
+type proc struct {
+	cmd     *exec.Cmd
+	webhook string
+	admin   string
+	natsURL string
+	logs    *syncBuffer
+	done    chan error
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// startReceiver runs the binary with the embedded NATS default on free ports
+// and returns once its "receiver started" log line says where it listens.
+func startReceiver(t *testing.T, dataDir string) *proc {
+	t.Helper()
+	bin, err := buildReceiver()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(bin)
+	cmd.Env = append(os.Environ(),
+		"RECEIVER_USERNAME="+user,
+		"RECEIVER_PASSWORD="+password,
+		"RECEIVER_ADDR=127.0.0.1:0",
+		"RECEIVER_ADMIN_ADDR=127.0.0.1:0",
+		"NATS_EMBEDDED_ADDR=127.0.0.1:0",
+		"RECEIVER_DATA_DIR="+dataDir,
+		"RECEIVER_SHUTDOWN_TIMEOUT=10s",
+	)
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &proc{cmd: cmd, logs: &syncBuffer{}, done: make(chan error, 1)}
+	cmd.Stderr = p.logs
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		<-p.done
+	})
+	started := make(chan map[string]any, 1)
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		sc.Buffer(make([]byte, 64<<10), 1<<20)
+		for sc.Scan() {
+			p.logs.Write(append(sc.Bytes(), '\n'))
+			var line map[string]any
+			if json.Unmarshal(sc.Bytes(), &line) == nil && line["msg"] == "receiver started" {
+				started <- line
+			}
+		}
+		p.done <- cmd.Wait()
+	}()
+	select {
+	case line := <-started:
+		p.webhook, p.admin, p.natsURL = line["webhook_addr"].(string), line["admin_addr"].(string), line["nats_url"].(string)
+	case <-time.After(60 * time.Second):
+		t.Fatalf("receiver did not start; logs:\n%s", p.logs.String())
+	}
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		resp, err := http.Get("http://" + p.admin + "/readyz")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == 200 {
+				return p
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("not ready; logs:\n%s", p.logs.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func (p *proc) post(t *testing.T, body []byte) (int, string) {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodPost, "http://"+p.webhook+"/notifications", bytes.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.SetBasicAuth(user, password)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+// stop sends SIGTERM and waits for a clean exit.
+func (p *proc) stop(t *testing.T) {
+	t.Helper()
+	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-p.done:
+		p.done <- err // for the cleanup
+		if err != nil {
+			t.Fatalf("exit after SIGTERM: %v; logs:\n%s", err, p.logs.String())
+		}
+	case <-time.After(15 * time.Second):
+		t.Fatal("no exit within 15s of SIGTERM")
+	}
+}
+
+func TestBinaryEndToEnd(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the binary")
+	}
+	dataDir := t.TempDir()
+	p := startReceiver(t, dataDir)
+
+	// A downstream consumer, as a user would write one, on the embedded server.
+	nc, err := nats.Connect(p.natsURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	js, _ := jetstream.New(nc)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cons, err := js.OrderedConsumer(ctx, "CDSE_PRODUCTS", jetstream.OrderedConsumerConfig{FilterSubjects: []string{"cdse.product.>"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	files := []string{"created-s1.json", "created-s2.json", "created-s3.json", "created-s5p.json", "modified-s2.json", "deleted-s1.json", "created-s2.json"}
+	for _, f := range files {
+		body, err := os.ReadFile(filepath.Join("..", "..", "testdata", "notifications", f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if code, resp := p.post(t, body); code != 200 {
+			t.Fatalf("%s: %d %s", f, code, resp)
+		}
+	}
+	want := []string{
+		"cdse.product.created.SENTINEL-1",
+		"cdse.product.created.SENTINEL-2",
+		"cdse.product.created.SENTINEL-3",
+		"cdse.product.created.SENTINEL-5P",
+		"cdse.product.modified.SENTINEL-2",
+		"cdse.product.deleted.SENTINEL-1",
+	}
+	batch, err := cons.Fetch(len(want)+1, jetstream.FetchMaxWait(2*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for m := range batch.Messages() {
+		got = append(got, m.Subject())
+		if m.Headers().Get("Cdse-Source") != "push" || m.Headers().Get("Nats-Msg-Id") == "" {
+			t.Errorf("headers of %s: %v", m.Subject(), m.Headers())
+		}
+	}
+	if strings.Join(got, " ") != strings.Join(want, " ") {
+		t.Errorf("consumer got\n%v\nwant\n%v", got, want)
+	}
+
+	p.stop(t)
+	if strings.Contains(p.logs.String(), password) {
+		t.Error("the password appears in the process output")
+	}
+
+	// A restart on the same data directory remembers what was delivered.
+	p2 := startReceiver(t, dataDir)
+	body, _ := os.ReadFile(filepath.Join("..", "..", "testdata", "notifications", "created-s3.json"))
+	if code, resp := p2.post(t, body); code != 200 || !strings.Contains(resp, `"duplicates":1`) {
+		t.Fatalf("after restart: %d %s", code, resp)
+	}
+	p2.stop(t)
+}
+
+func TestBinaryRefusesToStartWithoutCredentials(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the binary")
+	}
+	bin, err := buildReceiver()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(bin)
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "RECEIVER_DATA_DIR=" + t.TempDir()}
+	out, err := cmd.CombinedOutput()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 2 {
+		t.Fatalf("exit %v, want 2; output %s", err, out)
+	}
+	for _, want := range []string{"RECEIVER_USERNAME is required", "RECEIVER_PASSWORD or RECEIVER_PASSWORD_FILE is required"} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+}

@@ -1,0 +1,238 @@
+package receiver
+
+import (
+	"bytes"
+	"context"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/sirupsen/logrus"
+	"github.com/sirupsen/logrus/hooks/test"
+
+	"github.com/cdse-jetstream/receiver/internal/natstest"
+)
+
+func testConfig(t *testing.T, dataDir string) Config {
+	c := validConfig()
+	c.Addr, c.AdminAddr, c.NATSEmbeddedAddr = "127.0.0.1:0", "127.0.0.1:0", "127.0.0.1:0"
+	c.DataDir = dataDir
+	c.ShutdownTimeout = 10 * time.Second
+	return c
+}
+
+func startApp(t *testing.T, c Config) (*App, *test.Hook) {
+	t.Helper()
+	log, hook := test.NewNullLogger()
+	log.SetLevel(logrus.DebugLevel)
+	a, err := New(c, log, prometheus.NewRegistry())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = a.Shutdown(context.Background()) }) // idempotent
+	waitReady(t, "http://"+a.AdminAddr()+"/readyz", 15*time.Second)
+	return a, hook
+}
+
+func waitReady(t *testing.T, url string, timeout time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		resp, err := http.Get(url)
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == 200 {
+				return
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s not ready within %s (last: %v)", url, timeout, err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func post(t *testing.T, a *App, c Config, body []byte) int {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodPost, "http://"+a.WebhookAddr()+c.Path, bytes.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.SetBasicAuth(c.Username, c.Password)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	return resp.StatusCode
+}
+
+func readFixture(t *testing.T, name string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("..", "..", "testdata", "notifications", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func streamCount(t *testing.T, natsURL, name string) uint64 {
+	t.Helper()
+	nc, err := nats.Connect(natsURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	js, _ := jetstream.New(nc)
+	s, err := js.Stream(context.Background(), name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := s.Info(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return info.State.Msgs
+}
+
+func TestAppEmbeddedRestartKeepsDedupe(t *testing.T) {
+	c := testConfig(t, t.TempDir())
+	a, _ := startApp(t, c)
+	for _, f := range []string{"created-s2.json", "created-s1.json", "created-s2.json"} {
+		if code := post(t, a, c, readFixture(t, f)); code != 200 {
+			t.Fatalf("%s: %d", f, code)
+		}
+	}
+	if got := streamCount(t, a.NATSURL(), c.Stream); got != 2 {
+		t.Fatalf("stream holds %d, want 2", got)
+	}
+	if err := a.Shutdown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+
+	// Same data directory, new process state: the dedupe memory is JetStream's.
+	b, _ := startApp(t, c)
+	if code := post(t, b, c, readFixture(t, "created-s2.json")); code != 200 {
+		t.Fatalf("after restart: %d", code)
+	}
+	if got := streamCount(t, b.NATSURL(), c.Stream); got != 2 {
+		t.Errorf("after restart stream holds %d, want 2", got)
+	}
+}
+
+func TestAppExternalNATS(t *testing.T) {
+	srv := natstest.RunJetStream(t)
+	store := natstest.StoreDir(srv)
+	c := testConfig(t, "")
+	c.NATSURL = srv.ClientURL()
+	c.StreamReplicas = 1
+	a, _ := startApp(t, c)
+	if code := post(t, a, c, readFixture(t, "deleted-s1.json")); code != 200 {
+		t.Fatalf("post: %d", code)
+	}
+	// Broker outage: not ready, 503; back: ready and accepting, by itself.
+	srv.Shutdown()
+	srv.WaitForShutdown()
+	readyz := "http://" + a.AdminAddr() + "/readyz"
+	deadline := time.Now().Add(2 * time.Second)
+	for {
+		resp, err := http.Get(readyz)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode == 503 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("/readyz still 200 two seconds into the outage")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if resp, err := http.Get("http://" + a.AdminAddr() + "/healthz"); err != nil || resp.StatusCode != 200 {
+		t.Fatalf("liveness must not depend on NATS: %v %v", resp, err)
+	}
+	if code := post(t, a, c, readFixture(t, "created-s3.json")); code != 503 {
+		t.Fatalf("post during outage: %d, want 503", code)
+	}
+	natstest.Restart(t, srv, store)
+	waitReady(t, readyz, 15*time.Second)
+	if code := post(t, a, c, readFixture(t, "created-s3.json")); code != 200 {
+		t.Fatalf("post after outage: %d", code)
+	}
+	if got := streamCount(t, c.NATSURL, c.Stream); got != 2 {
+		t.Errorf("stream holds %d, want 2", got)
+	}
+}
+
+func TestAppWaitsForNATS(t *testing.T) {
+	// NATS not up yet (a Kubernetes rollout order): the receiver starts,
+	// is alive but not ready, and becomes ready once NATS appears.
+	opts := natstest.DefaultOptions
+	opts.StoreDir = t.TempDir()
+	opts.Port = freePort(t)
+	c := testConfig(t, "")
+	c.NATSURL = "nats://127.0.0.1:" + strconv.Itoa(opts.Port)
+	log, _ := test.NewNullLogger()
+	a, err := New(c, log, prometheus.NewRegistry())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	defer a.Shutdown(context.Background())
+	resp, err := http.Get("http://" + a.AdminAddr() + "/readyz")
+	if err != nil || resp.StatusCode != 503 {
+		t.Fatalf("ready without NATS: %v %v", resp, err)
+	}
+	resp.Body.Close()
+	natstest.Run(t, opts)
+	waitReady(t, "http://"+a.AdminAddr()+"/readyz", 20*time.Second)
+}
+
+func TestMetricsEndpoint(t *testing.T) {
+	c := testConfig(t, t.TempDir())
+	a, _ := startApp(t, c)
+	post(t, a, c, readFixture(t, "created-s5p.json"))
+	resp, err := http.Get("http://" + a.AdminAddr() + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var buf bytes.Buffer
+	buf.ReadFrom(resp.Body)
+	for _, want := range []string{
+		`cdse_receiver_notifications_total{event="created",outcome="accepted"} 1`,
+		`cdse_receiver_http_requests_total{code="200"} 1`,
+		`cdse_receiver_publish_duration_seconds_count 1`,
+		`cdse_receiver_auth_failures_total{reason="invalid"} 0`,
+		`go_goroutines`,
+	} {
+		if !strings.Contains(buf.String(), want) {
+			t.Errorf("/metrics lacks %s", want)
+		}
+	}
+	if strings.Contains(buf.String(), c.Password) {
+		t.Error("/metrics shows the password")
+	}
+}
+
+func freePort(t *testing.T) int {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port
+}
