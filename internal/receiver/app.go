@@ -25,6 +25,9 @@ import (
 	"github.com/cdse-jetstream/receiver/internal/webhook"
 )
 
+// Version is set at build time (make build: git describe).
+var Version = "dev"
+
 // Run is the whole receiver process: it returns the exit code.
 func Run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) int {
 	cfg, err := Load(args, getenv, stdout)
@@ -192,6 +195,7 @@ func (a *App) Start(ctx context.Context) error {
 		"webhook_addr": a.webLn.Addr().String(),
 		"admin_addr":   a.adminLn.Addr().String(),
 		"nats_url":     a.NATSURL(),
+		"version":      Version,
 	}).Info("receiver started")
 	return nil
 }

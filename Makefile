@@ -1,0 +1,40 @@
+# Run `make help` for the targets.
+SHELL := bash
+GO ?= go
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+LDFLAGS := -s -w -X github.com/cdse-jetstream/receiver/internal/receiver.Version=$(VERSION)
+
+.PHONY: help
+help: ## list the targets
+	@grep -hE '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
+
+.PHONY: build
+build: ## build the binaries into bin/
+	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o bin/ ./cmd/...
+
+.PHONY: run
+run: ## run the receiver with the embedded NATS and the development settings of configs/dev.yaml
+	$(GO) run ./cmd/receiver --config configs/dev.yaml
+
+.PHONY: test
+test: ## run the whole test suite (vet, race detector, seed corpora of the fuzz targets)
+	$(GO) vet ./...
+	$(GO) test -race -count=1 -timeout 15m ./...
+
+.PHONY: test-short
+test-short: ## quick tests: no race detector, no binary builds
+	$(GO) test -short -count=1 ./...
+
+.PHONY: fuzz
+fuzz: ## fuzz the notification decoder for FUZZTIME (default 2m)
+	$(GO) test ./internal/notification -run '^$$' -fuzz FuzzParse -fuzztime $(or $(FUZZTIME),2m) -fuzzminimizetime 1s
+
+.PHONY: lint
+lint: ## go vet and gofmt
+	$(GO) vet ./...
+	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt:"; echo "$$out"; exit 1; fi
+
+.PHONY: tidy
+tidy: ## fail if go.mod/go.sum are not tidy
+	$(GO) mod tidy
+	git diff --exit-code go.mod go.sum
