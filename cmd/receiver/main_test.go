@@ -62,7 +62,8 @@ type proc struct {
 	admin   string
 	natsURL string
 	logs    *syncBuffer
-	done    chan error
+	done    chan struct{} // closed when the process has exited
+	err     error         // its exit status, once done
 }
 
 type syncBuffer struct {
@@ -83,8 +84,9 @@ func (s *syncBuffer) String() string {
 }
 
 // startReceiver runs the binary with the embedded NATS default on free ports
-// and returns once its "receiver started" log line says where it listens.
-func startReceiver(t *testing.T, dataDir string) *proc {
+// and returns once its "receiver started" log line says where it listens
+// and /readyz answers 200. extraEnv adds or overrides settings.
+func startReceiver(t *testing.T, dataDir string, extraEnv ...string) *proc {
 	t.Helper()
 	bin, err := buildReceiver()
 	if err != nil {
@@ -100,11 +102,12 @@ func startReceiver(t *testing.T, dataDir string) *proc {
 		"RECEIVER_DATA_DIR="+dataDir,
 		"RECEIVER_SHUTDOWN_TIMEOUT=10s",
 	)
+	cmd.Env = append(cmd.Env, extraEnv...)
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := &proc{cmd: cmd, logs: &syncBuffer{}, done: make(chan error, 1)}
+	p := &proc{cmd: cmd, logs: &syncBuffer{}, done: make(chan struct{})}
 	cmd.Stderr = p.logs
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -124,7 +127,8 @@ func startReceiver(t *testing.T, dataDir string) *proc {
 				started <- line
 			}
 		}
-		p.done <- cmd.Wait()
+		p.err = cmd.Wait()
+		close(p.done)
 	}()
 	select {
 	case line := <-started:
@@ -169,10 +173,9 @@ func (p *proc) stop(t *testing.T) {
 		t.Fatal(err)
 	}
 	select {
-	case err := <-p.done:
-		p.done <- err // for the cleanup
-		if err != nil {
-			t.Fatalf("exit after SIGTERM: %v; logs:\n%s", err, p.logs.String())
+	case <-p.done:
+		if p.err != nil {
+			t.Fatalf("exit after SIGTERM: %v; logs:\n%s", p.err, p.logs.String())
 		}
 	case <-time.After(15 * time.Second):
 		t.Fatal("no exit within 15s of SIGTERM")

@@ -7,6 +7,7 @@ import (
 	"crypto/sha256"
 	"crypto/subtle"
 	"errors"
+	"strconv"
 )
 
 // Credential is one user name and password the catalogue may present.
@@ -15,11 +16,13 @@ type Credential struct {
 	Password string
 }
 
-// Basic verifies HTTP Basic credentials against a fixed set. Several
-// credentials may be valid at once, so a password can be rotated without
-// downtime (register the new one with the catalogue, then drop the old).
+// Basic verifies HTTP Basic credentials against a fixed set and, optionally,
+// an htpasswd file of bcrypt hashes. Several credentials may be valid at
+// once, so a password can be rotated without downtime (add the new one,
+// change the subscription, then remove the old).
 type Basic struct {
 	creds []digest
+	file  *bcryptVerifier
 }
 
 type digest struct{ user, pass [sha256.Size]byte }
@@ -28,9 +31,10 @@ type digest struct{ user, pass [sha256.Size]byte }
 // anybody: the receiver must not start without credentials.
 var ErrNoCredentials = errors.New("no webhook credentials configured")
 
-// NewBasic returns a verifier for creds; every user and password must be
-// non-empty.
-func NewBasic(creds ...Credential) (*Basic, error) {
+// NewBasic returns a verifier for creds and, when htpasswdPath is not
+// empty, the users of that file. Every user and password must be non-empty,
+// and there must be at least one credential.
+func NewBasic(creds []Credential, htpasswdPath string) (*Basic, error) {
 	b := &Basic{}
 	for _, c := range creds {
 		if c.User == "" || c.Password == "" {
@@ -38,10 +42,26 @@ func NewBasic(creds ...Credential) (*Basic, error) {
 		}
 		b.creds = append(b.creds, digest{sha256.Sum256([]byte(c.User)), sha256.Sum256([]byte(c.Password))})
 	}
-	if len(b.creds) == 0 {
+	if htpasswdPath != "" {
+		f, err := newBcryptVerifier(htpasswdPath)
+		if err != nil {
+			return nil, err
+		}
+		b.file = f
+	}
+	if len(b.creds) == 0 && b.file == nil {
 		return nil, ErrNoCredentials
 	}
 	return b, nil
+}
+
+// Reload re-reads the htpasswd file if it changed; it reports whether it did.
+// On error the previous file stays in force.
+func (b *Basic) Reload() (bool, error) {
+	if b.file == nil {
+		return false, nil
+	}
+	return b.file.reload()
 }
 
 // Verify reports whether user and password match one of the credentials.
@@ -54,5 +74,12 @@ func (b *Basic) Verify(user, password string) bool {
 	for _, c := range b.creds {
 		ok |= subtle.ConstantTimeCompare(u[:], c.user[:]) & subtle.ConstantTimeCompare(p[:], c.pass[:])
 	}
-	return ok == 1
+	if ok == 1 {
+		return true
+	}
+	if b.file != nil {
+		// Length-prefixed, so no two user/password pairs share a key.
+		return b.file.verify(user, password, sha256.Sum256([]byte(strconv.Itoa(len(user))+":"+user+password)))
+	}
+	return false
 }

@@ -2,11 +2,17 @@ package auth
 
 import (
 	"errors"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
+	"time"
+
+	"golang.org/x/crypto/bcrypt"
 )
 
 func TestBasic(t *testing.T) {
-	b, err := NewBasic(Credential{"cdse", "old-secret"}, Credential{"cdse", "new-secret"})
+	b, err := NewBasic([]Credential{{"cdse", "old-secret"}, {"cdse", "new-secret"}}, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -31,8 +37,117 @@ func TestBasic(t *testing.T) {
 
 func TestNewBasicRefusesEmpty(t *testing.T) {
 	for _, creds := range [][]Credential{nil, {{"u", ""}}, {{"", "p"}}} {
-		if _, err := NewBasic(creds...); !errors.Is(err, ErrNoCredentials) {
+		if _, err := NewBasic(creds, ""); !errors.Is(err, ErrNoCredentials) {
 			t.Errorf("NewBasic(%v) = %v, want ErrNoCredentials", creds, err)
 		}
+	}
+}
+
+func writeHTPasswd(t *testing.T, path string, lines ...string) {
+	t.Helper()
+	if err := os.WriteFile(path, []byte(strings.Join(lines, "\n")+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func bcryptLine(t *testing.T, user, pass string) string {
+	t.Helper()
+	h, err := bcrypt.GenerateFromPassword([]byte(pass), bcrypt.MinCost)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return user + ":" + string(h)
+}
+
+func TestHTPasswdRotation(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "htpasswd")
+	writeHTPasswd(t, path, "# receiver credentials", bcryptLine(t, "cdse", "old-password-1"))
+	b, err := NewBasic(nil, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !b.Verify("cdse", "old-password-1") || b.Verify("cdse", "new-password-2") || b.Verify("nobody", "old-password-1") {
+		t.Fatal("initial file not applied")
+	}
+	// Step 1: both passwords valid while the subscription is updated.
+	writeHTPasswd(t, path, bcryptLine(t, "cdse", "old-password-1"), bcryptLine(t, "cdse", "new-password-2"))
+	touch(t, path, time.Now().Add(time.Second))
+	if changed, err := b.Reload(); !changed || err != nil {
+		t.Fatalf("reload: %v %v", changed, err)
+	}
+	if !b.Verify("cdse", "old-password-1") || !b.Verify("cdse", "new-password-2") {
+		t.Fatal("both passwords must work during the rotation")
+	}
+	// Step 2: the old one removed; its cached success must not survive.
+	writeHTPasswd(t, path, bcryptLine(t, "cdse", "new-password-2"))
+	touch(t, path, time.Now().Add(2*time.Second))
+	if changed, err := b.Reload(); !changed || err != nil {
+		t.Fatalf("reload: %v %v", changed, err)
+	}
+	if b.Verify("cdse", "old-password-1") || !b.Verify("cdse", "new-password-2") {
+		t.Fatal("old password still accepted after removal")
+	}
+	// A broken file keeps the previous one in force.
+	writeHTPasswd(t, path, "cdse:plaintext")
+	touch(t, path, time.Now().Add(3*time.Second))
+	if _, err := b.Reload(); err == nil || !strings.Contains(err.Error(), "only bcrypt") {
+		t.Fatalf("broken file: %v", err)
+	}
+	if !b.Verify("cdse", "new-password-2") {
+		t.Fatal("a broken file must not lock everyone out")
+	}
+	if changed, err := b.Reload(); changed || err == nil {
+		t.Fatalf("the broken file is reported again: %v %v", changed, err)
+	}
+}
+
+func touch(t *testing.T, path string, at time.Time) {
+	t.Helper()
+	if err := os.Chtimes(path, at, at); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestHTPasswdRefusesWeakHashes(t *testing.T) {
+	for name, line := range map[string]string{
+		"plain": "cdse:secret",
+		"md5":   "cdse:$apr1$r31.....$HqJZimcKQFAMYayBlzkrA/",
+		"sha1":  "cdse:{SHA}W6ph5Mm5Pz8GgiULbPgzG37mj9g=",
+		"empty": "# nothing",
+	} {
+		t.Run(name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "htpasswd")
+			writeHTPasswd(t, path, line)
+			if _, err := NewBasic(nil, path); err == nil {
+				t.Error("accepted")
+			}
+		})
+	}
+}
+
+func TestFailureLimiter(t *testing.T) {
+	now := time.Unix(1000, 0)
+	l := NewFailureLimiter(3, time.Minute, 2)
+	l.now = func() time.Time { return now }
+	for i := 1; i <= 4; i++ {
+		limited, retry := l.Fail("10.0.0.1")
+		if limited != (i > 3) {
+			t.Fatalf("failure %d: limited=%v", i, limited)
+		}
+		if retry != time.Minute {
+			t.Errorf("retry %v", retry)
+		}
+	}
+	if limited, _ := l.Fail("10.0.0.2"); limited {
+		t.Error("another address is limited too")
+	}
+	now = now.Add(61 * time.Second)
+	if limited, _ := l.Fail("10.0.0.1"); limited {
+		t.Error("the window did not end")
+	}
+	// Bounded: a third address evicts, never grows past max.
+	l.Fail("10.0.0.3")
+	if len(l.clients) > 2 {
+		t.Errorf("tracking %d addresses, max 2", len(l.clients))
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -100,14 +101,14 @@ type App struct {
 	webLn, adminLn     net.Listener
 	errs               chan error
 	streamOK, stopping atomic.Bool
-	stopEnsure         context.CancelFunc
-	ensureDone         chan struct{}
+	stopBackground     context.CancelFunc
+	background         sync.WaitGroup
 }
 
 // New checks what can be checked before listening: credentials and metrics.
 // Everything the receiver measures is registered on reg.
 func New(cfg Config, log logrus.FieldLogger, reg *prometheus.Registry) (*App, error) {
-	verifier, err := auth.NewBasic(auth.Credential{User: cfg.Username, Password: cfg.Password})
+	verifier, err := auth.NewBasic(cfg.credentials(), cfg.HTPasswdFile)
 	if err != nil {
 		return nil, err
 	}
@@ -117,7 +118,7 @@ func New(cfg Config, log logrus.FieldLogger, reg *prometheus.Registry) (*App, er
 	); err != nil {
 		return nil, fmt.Errorf("register process metrics: %w", err)
 	}
-	return &App{cfg: cfg, log: log, reg: reg, verifier: verifier, errs: make(chan error, 2), ensureDone: make(chan struct{})}, nil
+	return &App{cfg: cfg, log: log, reg: reg, verifier: verifier, errs: make(chan error, 2)}, nil
 }
 
 // Start connects NATS, ensures the stream (retrying in the background while
@@ -159,28 +160,28 @@ func (a *App) Start(ctx context.Context) error {
 		a.log.WithField("max_payload", mp).Warn("NATS max_payload is smaller than RECEIVER_MAX_BODY: larger notifications will get 413")
 	}
 
-	ectx, cancel := context.WithCancel(context.Background())
-	a.stopEnsure = cancel
-	go a.ensureStream(ectx)
+	bctx, cancel := context.WithCancel(context.Background())
+	a.stopBackground = cancel
+	a.background.Add(2)
+	go func() { defer a.background.Done(); a.ensureStream(bctx) }()
+	go func() { defer a.background.Done(); a.reloadCredentials(bctx, 10*time.Second) }()
 
-	e, err := webhook.New(webhook.Options{
+	proxies, _ := cfg.trustedProxies() // checked by Validate
+	wo := webhook.Options{
 		Path:             cfg.Path,
 		MaxBody:          cfg.MaxBody,
 		MaxNotifications: cfg.MaxNotifications,
 		SubjectPrefix:    cfg.SubjectPrefix,
-	}, a.pub, a.verifier, a.reg, a.log)
+		TrustedProxies:   proxies,
+	}
+	if cfg.AuthFailureLimit > 0 {
+		wo.Limiter = auth.NewFailureLimiter(cfg.AuthFailureLimit, time.Minute, 100_000)
+	}
+	e, err := webhook.New(wo, a.pub, a.verifier, a.reg, a.log)
 	if err != nil {
 		return err
 	}
-	a.web = &http.Server{
-		Handler:           e,
-		ReadHeaderTimeout: 5 * time.Second,
-		ReadTimeout:       cfg.ReadTimeout,
-		WriteTimeout:      cfg.ReadTimeout + cfg.PublishTimeout,
-		IdleTimeout:       2 * time.Minute,
-		MaxHeaderBytes:    32 << 10,
-		ErrorLog:          newStdLog(a.log),
-	}
+	a.web = webhook.HTTPServer(e, webhook.Timeouts{ReadHeader: cfg.ReadHeaderTimeout, Read: cfg.ReadTimeout, Publish: cfg.PublishTimeout}, newStdLog(a.log))
 	a.admin = &http.Server{Handler: a.adminHandler(), ReadHeaderTimeout: 5 * time.Second, ErrorLog: newStdLog(a.log)}
 
 	if a.webLn, err = net.Listen("tcp", cfg.Addr); err != nil {
@@ -209,7 +210,6 @@ func (a *App) serve(s *http.Server, ln net.Listener) {
 // ensureStream creates or updates the stream, retrying until it succeeds:
 // an external NATS may come up after the receiver.
 func (a *App) ensureStream(ctx context.Context) {
-	defer close(a.ensureDone)
 	wait := 200 * time.Millisecond
 	for {
 		cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
@@ -235,6 +235,30 @@ func (a *App) ensureStream(ctx context.Context) {
 		case <-time.After(wait):
 		}
 		wait = min(wait*2, 10*time.Second)
+	}
+}
+
+// reloadCredentials re-reads the htpasswd file when it changes, so that a
+// rotated Secret takes effect without a restart.
+func (a *App) reloadCredentials(ctx context.Context, every time.Duration) {
+	if a.cfg.HTPasswdFile == "" {
+		return
+	}
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		changed, err := a.verifier.Reload()
+		switch {
+		case err != nil:
+			a.log.WithError(err).Error("htpasswd file not reloaded; the previous credentials stay in force")
+		case changed:
+			a.log.Info("htpasswd file reloaded")
+		}
 	}
 }
 
@@ -301,9 +325,9 @@ func (a *App) NATSURL() string {
 func (a *App) Shutdown(ctx context.Context) error {
 	a.stopping.Store(true)
 	var errs []error
-	if a.stopEnsure != nil {
-		a.stopEnsure()
-		<-a.ensureDone
+	if a.stopBackground != nil {
+		a.stopBackground()
+		a.background.Wait()
 	}
 	if a.web != nil {
 		if err := a.web.Shutdown(ctx); err != nil {

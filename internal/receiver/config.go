@@ -15,24 +15,30 @@ import (
 	"time"
 
 	"github.com/sirupsen/logrus"
+
+	"github.com/cdse-jetstream/receiver/internal/auth"
 	"gopkg.in/yaml.v3"
 )
 
 // Config is every setting of the receiver. Defaults live in DefaultConfig,
 // names and help in settings(); Validate checks it without side effects.
 type Config struct {
-	Addr             string
-	Path             string
-	Username         string
-	Password         string
-	AdminAddr        string
-	DataDir          string
-	MaxBody          int64
-	MaxNotifications int
-	DedupeWindow     time.Duration
-	PublishTimeout   time.Duration
-	ShutdownTimeout  time.Duration
-	ReadTimeout      time.Duration
+	Addr              string
+	Path              string
+	Username          string
+	Password          string
+	AdminAddr         string
+	DataDir           string
+	MaxBody           int64
+	MaxNotifications  int
+	DedupeWindow      time.Duration
+	PublishTimeout    time.Duration
+	ShutdownTimeout   time.Duration
+	ReadTimeout       time.Duration
+	ReadHeaderTimeout time.Duration
+	HTPasswdFile      string
+	TrustedProxies    string
+	AuthFailureLimit  int
 
 	NATSURL          string
 	NATSEmbeddedAddr string
@@ -54,22 +60,24 @@ type Config struct {
 // DefaultConfig holds every default, in one place.
 func DefaultConfig() Config {
 	return Config{
-		Addr:             ":8080",
-		Path:             "/notifications",
-		AdminAddr:        ":9090",
-		DataDir:          "./data",
-		MaxBody:          1 << 20,
-		MaxNotifications: 100,
-		DedupeWindow:     24 * time.Hour,
-		PublishTimeout:   5 * time.Second,
-		ShutdownTimeout:  20 * time.Second,
-		ReadTimeout:      30 * time.Second,
-		NATSEmbeddedAddr: "127.0.0.1:4222",
-		SubjectPrefix:    "cdse.product",
-		Stream:           "CDSE_PRODUCTS",
-		StreamReplicas:   1,
-		LogLevel:         "info",
-		LogFormat:        "json",
+		Addr:              ":8080",
+		Path:              "/notifications",
+		AdminAddr:         ":9090",
+		DataDir:           "./data",
+		MaxBody:           1 << 20,
+		MaxNotifications:  100,
+		DedupeWindow:      24 * time.Hour,
+		PublishTimeout:    5 * time.Second,
+		ShutdownTimeout:   20 * time.Second,
+		ReadTimeout:       30 * time.Second,
+		ReadHeaderTimeout: 5 * time.Second,
+		AuthFailureLimit:  20,
+		NATSEmbeddedAddr:  "127.0.0.1:4222",
+		SubjectPrefix:     "cdse.product",
+		Stream:            "CDSE_PRODUCTS",
+		StreamReplicas:    1,
+		LogLevel:          "info",
+		LogFormat:         "json",
 	}
 }
 
@@ -98,6 +106,10 @@ func (c *Config) settings() []setting {
 		{env: "RECEIVER_PUBLISH_TIMEOUT", flag: "publish-timeout", help: "longest wait for JetStream's PubAck before answering 503", field: &c.PublishTimeout},
 		{env: "RECEIVER_SHUTDOWN_TIMEOUT", flag: "shutdown-timeout", help: "bound on graceful shutdown after SIGTERM", field: &c.ShutdownTimeout},
 		{env: "RECEIVER_READ_TIMEOUT", flag: "read-timeout", help: "longest time to read a whole request (slow clients are cut off)", field: &c.ReadTimeout},
+		{env: "RECEIVER_READ_HEADER_TIMEOUT", flag: "read-header-timeout", help: "longest time to read the request headers (slowloris)", field: &c.ReadHeaderTimeout},
+		{env: "RECEIVER_HTPASSWD_FILE", flag: "htpasswd-file", help: "extra credentials: htpasswd file of bcrypt hashes (htpasswd -B), reloaded when it changes", field: &c.HTPasswdFile},
+		{env: "RECEIVER_TRUSTED_PROXIES", flag: "trusted-proxies", help: "comma-separated CIDRs of proxies whose X-Forwarded-For is believed", field: &c.TrustedProxies},
+		{env: "RECEIVER_AUTH_FAILURE_LIMIT", flag: "auth-failure-limit", help: "failed logins per minute per client address before wrong credentials get 429 (0: off)", field: &c.AuthFailureLimit},
 		{env: "NATS_URL", flag: "nats-url", help: "external NATS server or cluster URL(s), comma-separated; empty runs an embedded server", field: &c.NATSURL},
 		{env: "NATS_EMBEDDED_ADDR", flag: "nats-embedded-addr", help: "client address of the embedded NATS server, for consumers", field: &c.NATSEmbeddedAddr},
 		{env: "NATS_SUBJECT_PREFIX", flag: "subject-prefix", help: "subject prefix: <prefix>.<event>.<collection>", field: &c.SubjectPrefix},
@@ -258,12 +270,15 @@ func (c Config) Validate() error {
 	var errs []error
 	bad := func(format string, a ...any) { errs = append(errs, fmt.Errorf(format, a...)) }
 
-	if c.Username == "" {
-		bad("RECEIVER_USERNAME is required: the webhook never runs without authentication")
+	if c.HTPasswdFile == "" || c.Username != "" || c.Password != "" {
+		if c.Username == "" {
+			bad("RECEIVER_USERNAME is required (or RECEIVER_HTPASSWD_FILE alone): the webhook never runs without authentication")
+		}
+		if c.Password == "" {
+			bad("RECEIVER_PASSWORD or RECEIVER_PASSWORD_FILE is required (or RECEIVER_HTPASSWD_FILE alone): the webhook never runs without authentication")
+		}
 	}
-	if c.Password == "" {
-		bad("RECEIVER_PASSWORD or RECEIVER_PASSWORD_FILE is required: the webhook never runs without authentication")
-	} else if len(c.Password) < 12 {
+	if c.Password != "" && len(c.Password) < 12 {
 		bad("RECEIVER_PASSWORD is shorter than 12 characters: the endpoint is public, use a long random password")
 	}
 	if strings.Contains(c.Username, ":") {
@@ -294,6 +309,15 @@ func (c Config) Validate() error {
 	}
 	if c.ShutdownTimeout <= 0 {
 		bad("RECEIVER_SHUTDOWN_TIMEOUT %s must be positive", c.ShutdownTimeout)
+	}
+	if _, err := c.trustedProxies(); err != nil {
+		bad("RECEIVER_TRUSTED_PROXIES: %v", err)
+	}
+	if c.AuthFailureLimit < 0 {
+		bad("RECEIVER_AUTH_FAILURE_LIMIT must not be negative")
+	}
+	if c.ReadHeaderTimeout <= 0 {
+		bad("RECEIVER_READ_HEADER_TIMEOUT must be positive")
 	}
 	if c.ReadTimeout <= c.PublishTimeout {
 		bad("RECEIVER_READ_TIMEOUT %s must exceed RECEIVER_PUBLISH_TIMEOUT %s", c.ReadTimeout, c.PublishTimeout)
@@ -346,6 +370,38 @@ func (c Config) Validate() error {
 		bad("LOG_FORMAT %q must be json or text", c.LogFormat)
 	}
 	return errors.Join(errs...)
+}
+
+// credentials are the static webhook credentials (none when only an
+// htpasswd file is used).
+func (c Config) credentials() []auth.Credential {
+	if c.Username == "" && c.Password == "" {
+		return nil
+	}
+	return []auth.Credential{{User: c.Username, Password: c.Password}}
+}
+
+// trustedProxies parses RECEIVER_TRUSTED_PROXIES.
+func (c Config) trustedProxies() ([]*net.IPNet, error) {
+	var nets []*net.IPNet
+	for _, s := range strings.Split(c.TrustedProxies, ",") {
+		if s = strings.TrimSpace(s); s == "" {
+			continue
+		}
+		if !strings.Contains(s, "/") {
+			if ip := net.ParseIP(s); ip != nil && ip.To4() != nil {
+				s += "/32"
+			} else {
+				s += "/128"
+			}
+		}
+		_, n, err := net.ParseCIDR(s)
+		if err != nil {
+			return nil, fmt.Errorf("%q is not an address or CIDR", s)
+		}
+		nets = append(nets, n)
+	}
+	return nets, nil
 }
 
 // Fields is the configuration as log fields, secrets masked.

@@ -39,7 +39,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		}),
 		authFailures: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "cdse_receiver_auth_failures_total",
-			Help: "Webhook requests refused for credentials, by reason (missing, malformed, invalid).",
+			Help: "Webhook requests refused for credentials, by reason (missing, malformed, invalid; limited counts those answered 429).",
 		}, []string{"reason"}),
 	}
 	for _, c := range []prometheus.Collector{m.requests, m.duration, m.notifications, m.rejected, m.authFailures} {
@@ -53,7 +53,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			m.notifications.WithLabelValues(string(ev), o)
 		}
 	}
-	for _, r := range []string{"missing", "malformed", "invalid"} {
+	for _, r := range []string{"missing", "malformed", "invalid", "limited"} {
 		m.authFailures.WithLabelValues(r)
 	}
 	return m, nil

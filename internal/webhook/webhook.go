@@ -10,6 +10,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"io"
+	stdlog "log"
 	"mime"
 	"net"
 	"net/http"
@@ -36,6 +37,12 @@ type Verifier interface {
 	Verify(user, password string) bool
 }
 
+// FailureLimiter counts failed logins per client address and says when an
+// address is over its limit.
+type FailureLimiter interface {
+	Fail(addr string) (limited bool, retryAfter time.Duration)
+}
+
 // Options configure the webhook.
 type Options struct {
 	// Path the catalogue POSTs to ("/notifications").
@@ -48,6 +55,12 @@ type Options struct {
 	SubjectPrefix string
 	// Realm is sent in WWW-Authenticate.
 	Realm string
+	// TrustedProxies are the peers whose X-Forwarded-For names the client;
+	// for anyone else the TCP peer is the client.
+	TrustedProxies []*net.IPNet
+	// Limiter, if set, answers 429 to wrong credentials from an address
+	// over its limit of failures.
+	Limiter FailureLimiter
 }
 
 // Source is the Cdse-Source header value of webhook messages.
@@ -85,14 +98,43 @@ func New(o Options, pub Publisher, v Verifier, reg prometheus.Registerer, log lo
 	e.HideBanner = true
 	e.HidePort = true
 	e.HTTPErrorHandler = errorHandler(log)
-	// The peer address, not X-Forwarded-For, unless proxies are trusted:
-	// anyone can write that header.
+	// The peer address, not X-Forwarded-For, unless the peer is a trusted
+	// proxy: anyone can write that header. Echo would trust loopback and
+	// private ranges by default; only the configured ranges are trusted here.
 	e.IPExtractor = echo.ExtractIPDirect()
+	if len(o.TrustedProxies) > 0 {
+		trust := []echo.TrustOption{echo.TrustLoopback(false), echo.TrustLinkLocal(false), echo.TrustPrivateNet(false)}
+		for _, n := range o.TrustedProxies {
+			trust = append(trust, echo.TrustIPRange(n))
+		}
+		e.IPExtractor = echo.ExtractIPFromXFFHeader(trust...)
+	}
 	e.Use(requestLog(log, m), securityHeaders, recoverPanics(log))
 	h := &handler{o: o, pub: pub, m: m}
-	e.POST(o.Path, h.receive, basicAuth(v, o.Realm, m))
+	e.POST(o.Path, h.receive, basicAuth(v, o.Limiter, o.Realm, m, log))
 	// Other methods on the path get 405 (Echo's router), other paths 404.
 	return e, nil
+}
+
+// Timeouts of the webhook's HTTP server: a public endpoint must cut off
+// slow clients before they pile up.
+type Timeouts struct {
+	ReadHeader time.Duration // request line and headers (slowloris)
+	Read       time.Duration // the whole request, body included
+	Publish    time.Duration // the longest wait for PubAcks
+}
+
+// HTTPServer wraps h in the server the webhook runs in.
+func HTTPServer(h http.Handler, t Timeouts, errorLog *stdlog.Logger) *http.Server {
+	return &http.Server{
+		Handler:           h,
+		ReadHeaderTimeout: t.ReadHeader,
+		ReadTimeout:       t.Read,
+		WriteTimeout:      t.Read + t.Publish,
+		IdleTimeout:       2 * time.Minute,
+		MaxHeaderBytes:    32 << 10,
+		ErrorLog:          errorLog,
+	}
 }
 
 func (h *handler) receive(c echo.Context) error {
@@ -217,7 +259,7 @@ func readAll(r io.Reader, b []byte) ([]byte, error) {
 }
 
 // basicAuth checks the catalogue's credentials before anything is read.
-func basicAuth(v Verifier, realm string, m *metrics) echo.MiddlewareFunc {
+func basicAuth(v Verifier, lim FailureLimiter, realm string, m *metrics, log logrus.FieldLogger) echo.MiddlewareFunc {
 	challenge := `Basic realm="` + realm + `", charset="UTF-8"`
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(c echo.Context) error {
@@ -225,12 +267,20 @@ func basicAuth(v Verifier, realm string, m *metrics) echo.MiddlewareFunc {
 			if reason == "" && !v.Verify(user, pass) {
 				reason = "invalid"
 			}
-			if reason != "" {
-				m.authFailures.WithLabelValues(reason).Inc()
-				c.Response().Header().Set(echo.HeaderWWWAuthenticate, challenge)
-				return newError(http.StatusUnauthorized, "unauthorized", "valid Basic credentials required")
+			if reason == "" {
+				return next(c)
 			}
-			return next(c)
+			m.authFailures.WithLabelValues(reason).Inc()
+			if lim != nil {
+				if limited, retry := lim.Fail(c.RealIP()); limited {
+					m.authFailures.WithLabelValues("limited").Inc()
+					log.WithField("remote", c.RealIP()).Warn("too many failed logins from this address")
+					return &Error{Status: http.StatusTooManyRequests, Code: "too_many_auth_failures",
+						Message: "too many failed logins from this address; retry later", RetryAfter: max(int(retry.Seconds()+0.999), 1)}
+				}
+			}
+			c.Response().Header().Set(echo.HeaderWWWAuthenticate, challenge)
+			return newError(http.StatusUnauthorized, "unauthorized", "valid Basic credentials required")
 		}
 	}
 }

@@ -44,6 +44,11 @@ type env struct {
 
 func start(t *testing.T, srv *server.Server) *env {
 	t.Helper()
+	return startWith(t, srv, func(*Options) {})
+}
+
+func startWith(t *testing.T, srv *server.Server, opt func(*Options)) *env {
+	t.Helper()
 	logger, hook := test.NewNullLogger()
 	logger.SetLevel(logrus.DebugLevel)
 	nc, err := publish.Connect(publish.ConnectOptions{URL: srv.ClientURL()}, nil, logger)
@@ -61,15 +66,20 @@ func start(t *testing.T, srv *server.Server) *env {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	v, err := auth.NewBasic(auth.Credential{User: user, Password: password})
+	v, err := auth.NewBasic([]auth.Credential{{User: user, Password: password}}, "")
 	if err != nil {
 		t.Fatal(err)
 	}
-	e, err := New(Options{Path: "/notifications", MaxBody: 1 << 20, MaxNotifications: 100, SubjectPrefix: "cdse.product"}, pub, v, reg, logger)
+	o := Options{Path: "/notifications", MaxBody: 1 << 20, MaxNotifications: 100, SubjectPrefix: "cdse.product"}
+	opt(&o)
+	e, err := New(o, pub, v, reg, logger)
 	if err != nil {
 		t.Fatal(err)
 	}
-	hs := httptest.NewServer(e)
+	hs := httptest.NewUnstartedServer(e)
+	// The real server, with timeouts shortened so the tests stay quick.
+	hs.Config = HTTPServer(e, Timeouts{ReadHeader: 500 * time.Millisecond, Read: 1500 * time.Millisecond, Publish: 2 * time.Second}, nil)
+	hs.Start()
 	t.Cleanup(hs.Close)
 	return &env{url: hs.URL, srv: srv, nc: nc, js: pub.JetStream(), reg: reg, logs: hook}
 }
