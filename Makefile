@@ -30,9 +30,10 @@ fuzz: ## fuzz the notification decoder for FUZZTIME (default 2m)
 	$(GO) test ./internal/notification -run '^$$' -fuzz FuzzParse -fuzztime $(or $(FUZZTIME),2m) -fuzzminimizetime 1s
 
 .PHONY: lint
-lint: ## go vet and gofmt
+lint: ## go vet, gofmt and govulncheck (govulncheck needs the network)
 	$(GO) vet ./...
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt:"; echo "$$out"; exit 1; fi
+	$(GO) run golang.org/x/vuln/cmd/govulncheck@latest ./...
 
 .PHONY: tidy
 tidy: ## fail if go.mod/go.sum are not tidy

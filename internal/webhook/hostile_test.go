@@ -16,6 +16,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/sirupsen/logrus"
 
 	"github.com/cdse-jetstream/receiver/internal/auth"
 	"github.com/cdse-jetstream/receiver/internal/natstest"
@@ -279,5 +280,37 @@ func TestSlowBrokerNoLeak(t *testing.T) {
 			t.Fatalf("goroutines %d, before %d:\n%s", runtime.NumGoroutine(), before, buf[:runtime.Stack(buf, true)])
 		}
 		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// TestStreamFull: a stream at its limits with discard=new refuses; the
+// sender gets 503, never a 2xx, and the log says why.
+func TestStreamFull(t *testing.T) {
+	e := start(t, natstest.RunJetStream(t))
+	s, _ := e.js.Stream(context.Background(), stream)
+	cfg := s.CachedInfo().Config
+	cfg.MaxBytes = 12 << 10
+	cfg.Discard = jetstream.DiscardNew
+	if _, err := e.js.UpdateStream(context.Background(), cfg); err != nil {
+		t.Fatal(err)
+	}
+	if resp, b := e.post(t, fixture(t, "created-s1.json")); resp.StatusCode != 200 {
+		t.Fatalf("first: %d %s", resp.StatusCode, b)
+	}
+	resp, b := e.post(t, fixture(t, "created-s3.json"))
+	if resp.StatusCode != 503 || resp.Header.Get("Retry-After") == "" {
+		t.Fatalf("full stream: %d %s", resp.StatusCode, b)
+	}
+	found := false
+	for _, entry := range e.logs.AllEntries() {
+		if line, _ := entry.String(); strings.Contains(line, "maximum bytes exceeded") && entry.Level <= logrus.ErrorLevel {
+			found = true
+		}
+	}
+	if !found {
+		t.Error("no error log line says the stream is full")
+	}
+	if got := e.count(t); got != 1 {
+		t.Errorf("stream holds %d", got)
 	}
 }
