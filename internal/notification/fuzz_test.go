@@ -111,3 +111,20 @@ func FuzzDedupeKey(f *testing.F) {
 		}
 	})
 }
+
+// FuzzValidJSON holds the fast validator to encoding/json's verdict.
+func FuzzValidJSON(f *testing.F) {
+	files, _ := filepath.Glob(filepath.Join("..", "..", "testdata", "notifications", "*.json"))
+	for _, p := range files {
+		b, _ := os.ReadFile(p)
+		f.Add(b)
+	}
+	for _, s := range []string{``, ` `, `0`, `-0.5e+10`, `01`, `1.`, `.1`, `-`, `1e`, `"\u00e9"`, `"\u00g0"`, `"\x"`, "\"\x01\"", `[1,]`, `{"a":1,}`, `{"a" 1}`, `[]]`, `nul`, `truex`, `{"a":[{"b":null}]}`, `"\ud800"`, strings.Repeat("[", 10001) + strings.Repeat("]", 10001), strings.Repeat("[", 10000) + strings.Repeat("]", 10000)} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		if got, want := validJSON(b), json.Valid(b); got != want {
+			t.Fatalf("validJSON(%q) = %v, encoding/json says %v", b, got, want)
+		}
+	})
+}

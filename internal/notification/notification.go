@@ -118,7 +118,7 @@ func Parse(body []byte, max int) ([]Notification, error) {
 	if !utf8.Valid(body) {
 		return nil, &ValidationError{Index: -1, Reason: "body is not valid UTF-8"}
 	}
-	if !json.Valid(body) {
+	if !validJSON(body) {
 		return nil, &ValidationError{Index: -1, Reason: "malformed JSON" + syntaxDetail(body)}
 	}
 	switch body[skipSpace(body, 0)] {
@@ -154,7 +154,7 @@ func Parse(body []byte, max int) ([]Notification, error) {
 // Decode validates a single notification object (the PULL queue's Read
 // returns them one by one).
 func Decode(raw []byte) (Notification, error) {
-	if !utf8.Valid(raw) || !json.Valid(raw) {
+	if !utf8.Valid(raw) || !validJSON(raw) {
 		return Notification{}, &ValidationError{Index: -1, Reason: "malformed JSON"}
 	}
 	return decode(raw, -1)
@@ -272,57 +272,81 @@ func decode(raw []byte, idx int) (Notification, error) {
 
 type fieldError struct{ field, reason string }
 
-// product is the little of the product entity the receiver needs.
-// The rest of it is forwarded untouched in Raw and never decoded.
-type product struct {
-	Name             *string `json:"Name"`
-	ModificationDate *string `json:"ModificationDate"`
-	Attributes       []struct {
-		Name  string          `json:"Name"`
-		Value json.RawMessage `json:"Value"`
-	} `json:"Attributes"`
-}
-
+// readProduct takes from the product entity the little the receiver needs:
+// Name, ModificationDate and the platformShortName attribute. The rest is
+// forwarded untouched in Raw and never decoded. raw is known to be valid
+// JSON, so the members are found with the scanner, without a second
+// validation pass or reflection.
 func (n *Notification) readProduct(key string, raw []byte) *fieldError {
 	if key == "" || string(raw) == "null" {
 		return nil
 	}
-	if raw[0] != '{' {
+	members, err := objectMembers(raw)
+	if err != nil {
 		return &fieldError{"", "must be the product entity object, not " + jsonKind(raw)}
 	}
-	var p product
-	if err := json.Unmarshal(raw, &p); err != nil {
-		var te *json.UnmarshalTypeError
-		if errors.As(err, &te) {
-			return &fieldError{te.Field, "must be a " + te.Type.String() + ", not a JSON " + te.Value}
-		}
-		return &fieldError{"", "malformed product entity"}
-	}
-	if p.Name != nil {
-		if reason := headerSafe(*p.Name, maxNameLen); reason != "" {
-			return &fieldError{"Name", reason}
-		}
-		if n.ProductName == "" {
-			n.ProductName = *p.Name
-		}
-	}
-	if p.ModificationDate != nil && *p.ModificationDate != "" {
-		t, ok := ParseTime(*p.ModificationDate)
-		if !ok {
-			return &fieldError{"ModificationDate", "not an ISO 8601 date-time: " + quoteShort(*p.ModificationDate)}
-		}
-		n.ModificationDate = t
-	}
-	for _, a := range p.Attributes {
-		if a.Name == "platformShortName" {
-			var s string
-			if json.Unmarshal(a.Value, &s) == nil {
-				n.platform = s
+	for _, m := range members {
+		switch m.name {
+		case "Name":
+			s, ok := optionalString(m.value)
+			if !ok {
+				return &fieldError{"Name", "must be a string, not " + jsonKind(m.value)}
 			}
-			break
+			if reason := headerSafe(s, maxNameLen); reason != "" {
+				return &fieldError{"Name", reason}
+			}
+			if n.ProductName == "" {
+				n.ProductName = s
+			}
+		case "ModificationDate":
+			s, ok := optionalString(m.value)
+			if !ok {
+				return &fieldError{"ModificationDate", "must be an ISO 8601 date-time string, not " + jsonKind(m.value)}
+			}
+			if s != "" {
+				t, ok := ParseTime(s)
+				if !ok {
+					return &fieldError{"ModificationDate", "not an ISO 8601 date-time: " + quoteShort(s)}
+				}
+				n.ModificationDate = t
+			}
+		case "Attributes":
+			if string(m.value) == "null" {
+				continue
+			}
+			attrs, err := arrayElements(m.value, -1)
+			if err != nil {
+				return &fieldError{"Attributes", "must be an array, not " + jsonKind(m.value)}
+			}
+			for _, a := range attrs {
+				if p, ok := platformAttribute(a); ok {
+					n.platform = p
+					break
+				}
+			}
 		}
 	}
 	return nil
+}
+
+// platformAttribute returns the Value of a platformShortName attribute.
+// Attributes of other shapes are ignored: they are the catalogue's business.
+func platformAttribute(raw []byte) (string, bool) {
+	members, err := objectMembers(raw)
+	if err != nil {
+		return "", false
+	}
+	var name, value string
+	var hasValue bool
+	for _, m := range members {
+		switch m.name {
+		case "Name":
+			name, _ = stringValue(m.value)
+		case "Value":
+			value, hasValue = stringValue(m.value)
+		}
+	}
+	return value, name == "platformShortName" && hasValue
 }
 
 // DedupeKey identifies the fact a notification announces: the same product

@@ -67,8 +67,8 @@ func objectMembers(b []byte) ([]member, error) {
 }
 
 // arrayElements returns the raw bytes of each element of the JSON array b,
-// stopping with errTooMany as soon as there are more than max.
-// b must be valid JSON.
+// stopping with errTooMany as soon as there are more than max (max < 0: no
+// limit). b must be valid JSON.
 func arrayElements(b []byte, max int) ([][]byte, error) {
 	i := skipSpace(b, 0)
 	if i >= len(b) || b[i] != '[' {

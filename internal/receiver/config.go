@@ -39,6 +39,7 @@ type Config struct {
 	HTPasswdFile      string
 	TrustedProxies    string
 	AuthFailureLimit  int
+	PProf             bool
 
 	NATSURL          string
 	NATSEmbeddedAddr string
@@ -110,6 +111,7 @@ func (c *Config) settings() []setting {
 		{env: "RECEIVER_HTPASSWD_FILE", flag: "htpasswd-file", help: "extra credentials: htpasswd file of bcrypt hashes (htpasswd -B), reloaded when it changes", field: &c.HTPasswdFile},
 		{env: "RECEIVER_TRUSTED_PROXIES", flag: "trusted-proxies", help: "comma-separated CIDRs of proxies whose X-Forwarded-For is believed", field: &c.TrustedProxies},
 		{env: "RECEIVER_AUTH_FAILURE_LIMIT", flag: "auth-failure-limit", help: "failed logins per minute per client address before wrong credentials get 429 (0: off)", field: &c.AuthFailureLimit},
+		{env: "RECEIVER_PPROF", flag: "pprof", help: "serve /debug/pprof on the admin address (profiling)", field: &c.PProf},
 		{env: "NATS_URL", flag: "nats-url", help: "external NATS server or cluster URL(s), comma-separated; empty runs an embedded server", field: &c.NATSURL},
 		{env: "NATS_EMBEDDED_ADDR", flag: "nats-embedded-addr", help: "client address of the embedded NATS server, for consumers", field: &c.NATSEmbeddedAddr},
 		{env: "NATS_SUBJECT_PREFIX", flag: "subject-prefix", help: "subject prefix: <prefix>.<event>.<collection>", field: &c.SubjectPrefix},
@@ -227,6 +229,8 @@ func set(s setting, v, source string) error {
 		*p, err = parseSize(v)
 	case *time.Duration:
 		*p, err = time.ParseDuration(v)
+	case *bool:
+		*p, err = strconv.ParseBool(v)
 	default:
 		panic("unsupported setting type " + reflect.TypeOf(p).String())
 	}

@@ -1,0 +1,422 @@
+// Command bench is the benchmark harness behind `make bench`. In one run and
+// one process tree it starts a nats-server with JetStream (file store), the
+// two reference pipelines (bench/refserver: bare HTTP, and HTTP plus a
+// synchronous JetStream publish) and the real receiver binary against that
+// server, loads each with the same generator (bench/loadgen), prints
+// throughput, latency percentiles, errors and the receiver's peak RSS, the
+// ratios to the references, and checks that the stream holds exactly one
+// message per acknowledged product. With -soak it instead holds a steady rate
+// and watches RSS, goroutines and open files for growth.
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/cdse-jetstream/receiver/bench/loadgen"
+)
+
+const (
+	user     = "bench"
+	password = "bench-password-0123456789"
+	fixture  = "testdata/notifications/created-s2.json"
+	fixID    = "0f6b4c1e-8d2a-4f3b-9c5e-7a1d2b3c4e5f"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx); err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(1)
+	}
+}
+
+type opts struct {
+	conns      int
+	duration   time.Duration
+	dupRatio   float64
+	soak       time.Duration
+	soakRate   float64
+	cpuProfile string
+}
+
+func run(ctx context.Context) error {
+	var o opts
+	flag.IntVar(&o.conns, "conns", 32, "concurrent connections")
+	flag.DurationVar(&o.duration, "duration", 10*time.Second, "length of each phase")
+	flag.Float64Var(&o.dupRatio, "dup-ratio", 0.3, "share of duplicates in the mixed phase")
+	flag.DurationVar(&o.soak, "soak", 0, "run a soak test of this length instead of the benchmark")
+	flag.Float64Var(&o.soakRate, "soak-rate", 200, "requests/s during the soak")
+	flag.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of the receiver under the unique load to this file")
+	flag.Parse()
+
+	tmp, err := os.MkdirTemp("", "cdse-bench")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(tmp)
+	fmt.Println("building binaries ...")
+	for _, b := range []struct{ out, pkg string }{{"receiver", "./cmd/receiver"}, {"refserver", "./bench/refserver"}} {
+		if out, err := exec.Command("go", "build", "-o", filepath.Join(tmp, b.out), b.pkg).CombinedOutput(); err != nil {
+			return fmt.Errorf("build %s: %v\n%s", b.pkg, err, out)
+		}
+	}
+	indented, err := os.ReadFile(fixture)
+	if err != nil {
+		return fmt.Errorf("run from the repository root: %w", err)
+	}
+	// Compact, as the catalogue sends it (about 6 KB).
+	var buf bytes.Buffer
+	if err := json.Compact(&buf, indented); err != nil {
+		return err
+	}
+	template := buf.Bytes()
+
+	ns, err := startNATS(filepath.Join(tmp, "nats"))
+	if err != nil {
+		return err
+	}
+	defer func() { ns.Shutdown(); ns.WaitForShutdown() }()
+	nc, err := nats.Connect(ns.ClientURL())
+	if err != nil {
+		return err
+	}
+	defer nc.Close()
+	js, _ := jetstream.New(nc)
+	if _, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: "BENCH_REF", Subjects: []string{"bench.ref.>"}, Storage: jetstream.FileStorage}); err != nil {
+		return err
+	}
+	load := loadgen.Options{User: user, Password: password, Template: template, TemplateID: fixID, Conns: o.conns, Duration: o.duration}
+	fmt.Printf("nats-server %s (JetStream, file store); %d connections, %s per phase; %d-byte notifications; GOMAXPROCS %s\n\n",
+		server.VERSION, o.conns, o.duration, len(template), os.Getenv("GOMAXPROCS"))
+
+	if o.soak > 0 {
+		return soak(ctx, tmp, ns.ClientURL(), js, load, o)
+	}
+
+	// References.
+	var bare, ref loadgen.Result
+	for _, m := range []struct {
+		mode string
+		res  *loadgen.Result
+	}{{"bare", &bare}, {"jetstream", &ref}} {
+		p, err := startProc(ctx, filepath.Join(tmp, "refserver"), []string{"-mode", m.mode, "-nats", ns.ClientURL()},
+			[]string{"REF_USER=" + user, "REF_PASSWORD=" + password}, "listening ")
+		if err != nil {
+			return err
+		}
+		load.URL = "http://" + p.addr + "/"
+		*m.res = loadgen.Run(ctx, load)
+		p.stop()
+		fmt.Printf("%-28s %s\n", "reference "+m.mode+":", *m.res)
+	}
+
+	// The receiver.
+	p, err := startReceiver(ctx, tmp, ns.ClientURL(), o.cpuProfile != "")
+	if err != nil {
+		return err
+	}
+	defer p.stop()
+	load.URL = "http://" + p.addr + "/notifications"
+	var profDone chan error
+	if o.cpuProfile != "" {
+		profDone = make(chan error, 1)
+		go func() {
+			profDone <- fetch("http://"+p.admin+"/debug/pprof/profile?seconds="+strconv.Itoa(int(o.duration.Seconds())-1), o.cpuProfile)
+		}()
+	}
+	uniq := loadgen.Run(ctx, load)
+	fmt.Printf("%-28s %s\n", "receiver, unique:", uniq)
+	if profDone != nil {
+		if err := <-profDone; err != nil {
+			fmt.Println("cpu profile:", err)
+		} else {
+			fmt.Println("cpu profile written to", o.cpuProfile)
+		}
+	}
+
+	keys := make([]string, 0, len(uniq.Acked))
+	for k := range uniq.Acked {
+		keys = append(keys, k)
+	}
+	dupLoad := load
+	dupLoad.Keys = keys
+	dups := loadgen.Run(ctx, dupLoad)
+	fmt.Printf("%-28s %s\n", "receiver, duplicates only:", dups)
+
+	mixLoad := load
+	mixLoad.DupRatio = o.dupRatio
+	mixed := loadgen.Run(ctx, mixLoad)
+	fmt.Printf("%-28s %s\n", fmt.Sprintf("receiver, %.0f%% duplicates:", o.dupRatio*100), mixed)
+
+	halfLoad := load
+	halfLoad.Rate = uniq.RPS() / 2
+	half := loadgen.Run(ctx, halfLoad)
+	fmt.Printf("%-28s %s\n", fmt.Sprintf("receiver at %.0f req/s (50%%):", halfLoad.Rate), half)
+	peak := p.peakRSS()
+
+	fmt.Printf("\nreceiver / bare HTTP reference:          %.2f\n", uniq.RPS()/bare.RPS())
+	fmt.Printf("receiver / HTTP+JetStream reference:     %.2f   (target >= 0.80)\n", uniq.RPS()/ref.RPS())
+	fmt.Printf("duplicates / unique rate:                %.2f   (target >= 2)\n", dups.RPS()/uniq.RPS())
+	fmt.Printf("p99 at 50%% of the maximum rate:          %s   (target < 10ms)\n", half.Pct(99).Round(time.Microsecond))
+	fmt.Printf("receiver peak RSS:                       %.1f MiB   (target < 100 MiB)\n", float64(peak)/(1<<20))
+
+	// Exactly once: every acknowledged product in the stream once, none twice.
+	acked := map[string]bool{}
+	sent := map[string]bool{}
+	for _, r := range []loadgen.Result{uniq, dups, mixed, half} {
+		for k := range r.Acked {
+			acked[k] = true
+		}
+		for k := range r.Sent {
+			sent[k] = true
+		}
+	}
+	if err := verify(ctx, js, acked, sent); err != nil {
+		return fmt.Errorf("FAILED: %w", err)
+	}
+	fmt.Printf("verified: %d acknowledged products, each exactly once in CDSE_PRODUCTS\n", len(acked))
+	return nil
+}
+
+func startNATS(dir string) (*server.Server, error) {
+	ns, err := server.NewServer(&server.Options{Host: "127.0.0.1", Port: -1, JetStream: true, StoreDir: dir, NoSigs: true, NoLog: true, MaxPayload: 8 << 20})
+	if err != nil {
+		return nil, err
+	}
+	go ns.Start()
+	if !ns.ReadyForConnections(10 * time.Second) {
+		return nil, errors.New("nats-server not ready")
+	}
+	return ns, nil
+}
+
+type proc struct {
+	cmd   *exec.Cmd
+	addr  string
+	admin string
+	peak  atomic.Int64
+	done  chan struct{}
+}
+
+// startProc runs bin and waits for a stdout line starting with marker,
+// whose remainder is the listen address.
+func startProc(ctx context.Context, bin string, args, env []string, marker string) (*proc, error) {
+	cmd := exec.CommandContext(ctx, bin, args...)
+	cmd.Env = append(os.Environ(), env...)
+	cmd.Stderr = os.Stderr
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	p := &proc{cmd: cmd, done: make(chan struct{})}
+	found := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(out)
+		sc.Buffer(make([]byte, 64<<10), 1<<20)
+		for sc.Scan() {
+			line := sc.Text()
+			if i := strings.Index(line, marker); i >= 0 {
+				select {
+				case found <- line[i+len(marker):]:
+				default:
+				}
+			}
+		}
+		_, _ = io.Copy(io.Discard, out)
+	}()
+	go p.sampleRSS()
+	select {
+	case a := <-found:
+		p.addr = strings.TrimSpace(a)
+		return p, nil
+	case <-time.After(30 * time.Second):
+		p.stop()
+		return nil, fmt.Errorf("%s did not start", bin)
+	}
+}
+
+func startReceiver(ctx context.Context, tmp, natsURL string, pprof bool) (*proc, error) {
+	env := []string{
+		"RECEIVER_USERNAME=" + user, "RECEIVER_PASSWORD=" + password,
+		"RECEIVER_ADDR=127.0.0.1:0", "RECEIVER_ADMIN_ADDR=127.0.0.1:0",
+		"NATS_URL=" + natsURL, "LOG_FORMAT=text",
+	}
+	if pprof {
+		env = append(env, "RECEIVER_PPROF=true")
+	}
+	p, err := startProc(ctx, filepath.Join(tmp, "receiver"), nil, env, "receiver started")
+	if err != nil {
+		return nil, err
+	}
+	// The text log line carries admin_addr=... and webhook_addr=...
+	fields := map[string]string{}
+	for _, f := range strings.Fields(p.addr) {
+		if k, v, ok := strings.Cut(f, "="); ok {
+			fields[k] = strings.Trim(v, `"`)
+		}
+	}
+	p.addr, p.admin = fields["webhook_addr"], fields["admin_addr"]
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		resp, err := http.Get("http://" + p.admin + "/readyz")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == 200 {
+				return p, nil
+			}
+		}
+		if time.Now().After(deadline) {
+			p.stop()
+			return nil, errors.New("receiver not ready")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func (p *proc) sampleRSS() {
+	t := time.NewTicker(100 * time.Millisecond)
+	defer t.Stop()
+	for {
+		select {
+		case <-p.done:
+			return
+		case <-t.C:
+			if rss := procStatus(p.cmd.Process.Pid, "VmRSS:"); rss > p.peak.Load() {
+				p.peak.Store(rss)
+			}
+		}
+	}
+}
+
+func (p *proc) peakRSS() int64 {
+	if hwm := procStatus(p.cmd.Process.Pid, "VmHWM:"); hwm > 0 {
+		return hwm
+	}
+	return p.peak.Load()
+}
+
+func (p *proc) stop() {
+	select {
+	case <-p.done:
+		return
+	default:
+	}
+	close(p.done)
+	_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	_ = p.cmd.Wait()
+}
+
+// procStatus reads a kB field of /proc/<pid>/status, in bytes.
+func procStatus(pid int, field string) int64 {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if strings.HasPrefix(line, field) {
+			f := strings.Fields(line)
+			if len(f) >= 2 {
+				n, _ := strconv.ParseInt(f[1], 10, 64)
+				return n << 10
+			}
+		}
+	}
+	return 0
+}
+
+func openFDs(pid int) int {
+	ents, _ := os.ReadDir(fmt.Sprintf("/proc/%d/fd", pid))
+	return len(ents)
+}
+
+func fetch(url, path string) error {
+	resp, err := http.Get(url)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != 200 {
+		return fmt.Errorf("%s: %s", url, resp.Status)
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	_, err = io.Copy(f, resp.Body)
+	return err
+}
+
+// verify reads the Cdse-Product-Id of every message (headers only) and
+// checks it against what the load generator saw acknowledged.
+func verify(ctx context.Context, js jetstream.JetStream, acked, sent map[string]bool) error {
+	s, err := js.Stream(ctx, "CDSE_PRODUCTS")
+	if err != nil {
+		return err
+	}
+	info, err := s.Info(ctx)
+	if err != nil {
+		return err
+	}
+	cons, err := s.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{HeadersOnly: true})
+	if err != nil {
+		return err
+	}
+	seen := make(map[string]int, info.State.Msgs)
+	read := uint64(0)
+	for read < info.State.Msgs {
+		batch, err := cons.Fetch(1000, jetstream.FetchMaxWait(2*time.Second))
+		if err != nil {
+			return err
+		}
+		n := 0
+		for m := range batch.Messages() {
+			seen[m.Headers().Get("Cdse-Product-Id")]++
+			n++
+		}
+		if n == 0 {
+			return fmt.Errorf("read %d of %d messages", read, info.State.Msgs)
+		}
+		read += uint64(n)
+	}
+	var problems []string
+	for k := range acked {
+		if seen[k] != 1 {
+			problems = append(problems, fmt.Sprintf("acknowledged %s stored %d times", k, seen[k]))
+		}
+	}
+	for k, n := range seen {
+		if n > 1 || !sent[k] {
+			problems = append(problems, fmt.Sprintf("%s stored %d times (sent: %v)", k, n, sent[k]))
+		}
+	}
+	if len(problems) > 0 {
+		return fmt.Errorf("%d problems, first: %s", len(problems), problems[0])
+	}
+	return nil
+}

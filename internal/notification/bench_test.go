@@ -1,0 +1,54 @@
+package notification
+
+import (
+	"bytes"
+	"encoding/json"
+	"testing"
+)
+
+// Micro-benchmarks of the hot path, per fixture; run with
+// go test ./internal/notification -run '^$' -bench . -benchmem
+func BenchmarkParse(b *testing.B) {
+	for _, name := range []string{"created-s1.json", "created-s2.json", "created-s3.json", "created-s5p.json", "modified-s2.json", "deleted-s1.json", "created-short.json"} {
+		var buf bytes.Buffer
+		if err := json.Compact(&buf, fixture(b, name)); err != nil {
+			b.Fatal(err)
+		}
+		body := buf.Bytes()
+		b.Run(name, func(b *testing.B) {
+			b.SetBytes(int64(len(body)))
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := Parse(body, 100); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+func BenchmarkRouting(b *testing.B) {
+	ns, err := Parse(fixture(b, "modified-s2.json"), 1)
+	if err != nil {
+		b.Fatal(err)
+	}
+	n := &ns[0]
+	b.Run("DedupeKey", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			_ = n.DedupeKey()
+		}
+	})
+	b.Run("Subject", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			_ = n.Subject("cdse.product")
+		}
+	})
+	b.Run("Headers", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			_ = n.Headers("push")
+		}
+	})
+}
