@@ -172,16 +172,14 @@ func decode(raw []byte, idx int) (Notification, error) {
 		return bad("", "malformed JSON: "+err.Error())
 	}
 	n := Notification{Raw: raw}
+	if name, dup := duplicateName(members); dup {
+		return bad(name, "duplicate member")
+	}
 	var (
-		seen     = make(map[string]bool, len(members))
 		value    []byte
 		valueKey string
 	)
 	for _, m := range members {
-		if seen[m.name] {
-			return bad(m.name, "duplicate member")
-		}
-		seen[m.name] = true
 		switch m.name {
 		case "SubscriptionEvent":
 			s, ok := stringValue(m.value)
@@ -272,6 +270,29 @@ func decode(raw []byte, idx int) (Notification, error) {
 
 type fieldError struct{ field, reason string }
 
+// duplicateName finds a member name that occurs twice: by pairs for the
+// usual handful of members, with a map for larger (hostile) objects.
+func duplicateName(members []member) (string, bool) {
+	if len(members) <= 16 {
+		for i := range members {
+			for j := i + 1; j < len(members); j++ {
+				if members[i].name == members[j].name {
+					return members[i].name, true
+				}
+			}
+		}
+		return "", false
+	}
+	seen := make(map[string]bool, len(members))
+	for _, m := range members {
+		if seen[m.name] {
+			return m.name, true
+		}
+		seen[m.name] = true
+	}
+	return "", false
+}
+
 // readProduct takes from the product entity the little the receiver needs:
 // Name, ModificationDate and the platformShortName attribute. The rest is
 // forwarded untouched in Raw and never decoded. raw is known to be valid
@@ -332,21 +353,19 @@ func (n *Notification) readProduct(key string, raw []byte) *fieldError {
 // platformAttribute returns the Value of a platformShortName attribute.
 // Attributes of other shapes are ignored: they are the catalogue's business.
 func platformAttribute(raw []byte) (string, bool) {
-	members, err := objectMembers(raw)
-	if err != nil {
-		return "", false
-	}
 	var name, value string
 	var hasValue bool
-	for _, m := range members {
+	err := eachMember(raw, func(m member) {
 		switch m.name {
 		case "Name":
 			name, _ = stringValue(m.value)
 		case "Value":
-			value, hasValue = stringValue(m.value)
+			if name == "platformShortName" || name == "" {
+				value, hasValue = stringValue(m.value)
+			}
 		}
-	}
-	return value, name == "platformShortName" && hasValue
+	})
+	return value, err == nil && name == "platformShortName" && hasValue
 }
 
 // DedupeKey identifies the fact a notification announces: the same product

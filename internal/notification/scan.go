@@ -1,6 +1,7 @@
 package notification
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -25,31 +26,41 @@ var errNotObject = errors.New("not a JSON object")
 // event or product than the one we routed and deduplicated; such a body has to
 // be refused, and that needs the exact names.
 func objectMembers(b []byte) ([]member, error) {
+	members := make([]member, 0, 12)
+	err := eachMember(b, func(m member) { members = append(members, m) })
+	if err != nil {
+		return nil, err
+	}
+	return members, nil
+}
+
+// eachMember calls f for each member of the JSON object b, in order.
+// b must be valid JSON.
+func eachMember(b []byte, f func(member)) error {
 	i := skipSpace(b, 0)
 	if i >= len(b) || b[i] != '{' {
-		return nil, errNotObject
+		return errNotObject
 	}
 	i = skipSpace(b, i+1)
-	members := make([]member, 0, 12)
 	if i < len(b) && b[i] == '}' {
-		return members, nil
+		return nil
 	}
 	for i < len(b) {
 		if b[i] != '"' {
-			return nil, fmt.Errorf("unexpected byte %q at offset %d", b[i], i)
+			return fmt.Errorf("unexpected byte %q at offset %d", b[i], i)
 		}
 		end := stringEnd(b, i)
 		name, err := unquote(b[i:end])
 		if err != nil {
-			return nil, err
+			return err
 		}
 		i = skipSpace(b, end)
 		if i >= len(b) || b[i] != ':' {
-			return nil, fmt.Errorf("expected ':' at offset %d", i)
+			return fmt.Errorf("expected ':' at offset %d", i)
 		}
 		i = skipSpace(b, i+1)
 		vEnd := valueEnd(b, i)
-		members = append(members, member{name: name, value: b[i:vEnd]})
+		f(member{name: name, value: b[i:vEnd]})
 		i = skipSpace(b, vEnd)
 		if i >= len(b) {
 			break
@@ -58,12 +69,12 @@ func objectMembers(b []byte) ([]member, error) {
 		case ',':
 			i = skipSpace(b, i+1)
 		case '}':
-			return members, nil
+			return nil
 		default:
-			return nil, fmt.Errorf("unexpected byte %q at offset %d", b[i], i)
+			return fmt.Errorf("unexpected byte %q at offset %d", b[i], i)
 		}
 	}
-	return nil, errors.New("unterminated object")
+	return errors.New("unterminated object")
 }
 
 // arrayElements returns the raw bytes of each element of the JSON array b,
@@ -116,16 +127,25 @@ func skipSpace(b []byte, i int) int {
 }
 
 // stringEnd returns the offset just past the string that starts at b[i] == '"'.
+// It jumps from quote to quote (bytes.IndexByte is vectorised) and counts
+// the backslashes before each to tell an escaped quote from the closing one.
 func stringEnd(b []byte, i int) int {
-	for j := i + 1; j < len(b); j++ {
-		switch b[j] {
-		case '\\':
-			j++
-		case '"':
+	j := i + 1
+	for {
+		k := bytes.IndexByte(b[j:], '"')
+		if k < 0 {
+			return len(b)
+		}
+		j += k
+		bs := 0
+		for p := j - 1; p > i && b[p] == '\\'; p-- {
+			bs++
+		}
+		if bs%2 == 0 {
 			return j + 1
 		}
+		j++
 	}
-	return len(b)
 }
 
 // valueEnd returns the offset just past the JSON value that starts at b[i].
@@ -172,14 +192,54 @@ func unquote(lit []byte) (string, error) {
 		return "", errors.New("bad string")
 	}
 	inner := lit[1 : len(lit)-1]
-	for _, c := range inner {
-		if c == '\\' {
-			var s string
-			if err := json.Unmarshal(lit, &s); err != nil {
-				return "", err
-			}
-			return s, nil
+	if bytes.IndexByte(inner, '\\') >= 0 {
+		var s string
+		if err := json.Unmarshal(lit, &s); err != nil {
+			return "", err
 		}
+		return s, nil
+	}
+	if s, ok := knownName(inner); ok {
+		return s, nil
 	}
 	return string(inner), nil
+}
+
+// knownName returns the member names of notifications and products as
+// constants, so that scanning them allocates nothing (a switch on
+// string(b) does not copy b).
+func knownName(b []byte) (string, bool) {
+	switch string(b) {
+	case "@odata.context":
+		return "@odata.context", true
+	case "SubscriptionEvent":
+		return "SubscriptionEvent", true
+	case "ProductId":
+		return "ProductId", true
+	case "ProductName":
+		return "ProductName", true
+	case "SubscriptionId":
+		return "SubscriptionId", true
+	case "NotificationDate":
+		return "NotificationDate", true
+	case "AckId":
+		return "AckId", true
+	case "value":
+		return "value", true
+	case "Value":
+		return "Value", true
+	case "Name":
+		return "Name", true
+	case "ModificationDate":
+		return "ModificationDate", true
+	case "Attributes":
+		return "Attributes", true
+	case "@odata.type":
+		return "@odata.type", true
+	case "ValueType":
+		return "ValueType", true
+	case "Id":
+		return "Id", true
+	}
+	return "", false
 }

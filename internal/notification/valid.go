@@ -139,8 +139,18 @@ func (v *validator) array(depth int) bool {
 
 func (v *validator) str() bool {
 	v.i++ // opening quote
-	for v.i < len(v.b) {
-		c := v.b[v.i]
+	b := v.b
+	for v.i < len(b) {
+		// The common run of plain bytes, in a tight loop on locals.
+		i := v.i
+		for i < len(b) && b[i] >= 0x20 && b[i] != '"' && b[i] != '\\' {
+			i++
+		}
+		v.i = i
+		if i >= len(b) {
+			return false
+		}
+		c := b[i]
 		switch {
 		case c == '"':
 			v.i++
