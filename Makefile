@@ -25,6 +25,15 @@ test: ## run the whole test suite (vet, race detector, seed corpora of the fuzz 
 test-short: ## quick tests: no race detector, no binary builds
 	$(GO) test -short -count=1 ./...
 
+.PHONY: bench
+bench: ## micro-benchmarks of the hot path, then the load harness (BENCHFLAGS, e.g. -duration 10s -conns 32 -cpuprofile cpu.prof)
+	$(GO) test ./internal/notification -run '^$$' -bench . -benchmem
+	$(GO) run ./bench/cmd/bench $(BENCHFLAGS)
+
+.PHONY: soak
+soak: ## 10-minute soak at a steady rate: RSS, goroutines and open files must stay flat (SOAKFLAGS to change)
+	$(GO) run ./bench/cmd/bench -soak 10m -soak-rate 200 $(SOAKFLAGS)
+
 .PHONY: fuzz
 fuzz: ## fuzz the notification decoder for FUZZTIME (default 2m)
 	$(GO) test ./internal/notification -run '^$$' -fuzz FuzzParse -fuzztime $(or $(FUZZTIME),2m) -fuzzminimizetime 1s
