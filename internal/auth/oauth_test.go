@@ -1,0 +1,105 @@
+package auth
+
+import (
+	"errors"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/cdse-jetstream/receiver/internal/cdsesim"
+)
+
+// clock is a settable time shared by the simulator and the token source.
+type clock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *clock) Now() time.Time      { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
+func (c *clock) Add(d time.Duration) { c.mu.Lock(); c.t = c.t.Add(d); c.mu.Unlock() }
+func newClock() *clock               { return &clock{t: time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)} }
+func tokenURL(srv *httptest.Server) string {
+	return srv.URL + "/auth/realms/CDSE/protocol/openid-connect/token"
+}
+
+func startSim(t *testing.T, c *clock, users map[string]cdsesim.User) (*cdsesim.Sim, *httptest.Server) {
+	t.Helper()
+	sim := cdsesim.New(cdsesim.Options{Users: users, Now: c.Now})
+	srv := httptest.NewServer(sim.Handler())
+	t.Cleanup(func() { srv.Close(); sim.Close() })
+	return sim, srv
+}
+
+func TestPasswordTokenSourceLifecycle(t *testing.T) {
+	c := newClock()
+	sim, srv := startSim(t, c, map[string]cdsesim.User{"alice": {Password: "alice-pw"}})
+	ts := PasswordTokenSource(PasswordConfig{TokenURL: tokenURL(srv), Username: "alice", Password: "alice-pw", Now: c.Now})
+
+	first, err := ts.Token()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Within the access token's life: the same token, no request.
+	c.Add(5 * time.Minute)
+	if tok, _ := ts.Token(); tok.AccessToken != first.AccessToken {
+		t.Error("token renewed while still valid")
+	}
+	// Access token about to expire (10 min): refreshed, not a new login.
+	c.Add(5 * time.Minute)
+	second, err := ts.Token()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if second.AccessToken == first.AccessToken {
+		t.Error("expired access token not renewed")
+	}
+	if got := sim.Stats().Logins; got != 1 {
+		t.Errorf("%d logins, want 1 (refresh, not login)", got)
+	}
+	// Refresh token expired too (60 min): a new password login.
+	c.Add(2 * time.Hour)
+	if _, err := ts.Token(); err != nil {
+		t.Fatal(err)
+	}
+	if got := sim.Stats().Logins; got != 2 {
+		t.Errorf("%d logins, want 2", got)
+	}
+}
+
+func TestPasswordTokenSourceErrors(t *testing.T) {
+	c := newClock()
+	_, srv := startSim(t, c, map[string]cdsesim.User{
+		"alice": {Password: "alice-pw"},
+		"bob":   {Password: "bob-pw", TOTP: "123456"},
+	})
+	tests := []struct {
+		name           string
+		user, pw, totp string
+		want           error
+	}{
+		{"wrong password", "alice", "nope-secret-pw", "", ErrBadCredentials},
+		{"unknown user", "carol", "nope-secret-pw", "", ErrBadCredentials},
+		{"totp missing", "bob", "bob-pw", "", ErrTOTP},
+		{"totp wrong", "bob", "bob-pw", "654321", ErrTOTP},
+		{"totp right", "bob", "bob-pw", "123456", nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := PasswordTokenSource(PasswordConfig{TokenURL: tokenURL(srv), Username: tt.user, Password: tt.pw, TOTP: tt.totp, Now: c.Now}).Token()
+			if !errors.Is(err, tt.want) || (tt.want == nil) != (err == nil) {
+				t.Fatalf("err = %v, want %v", err, tt.want)
+			}
+			if err != nil && strings.Contains(err.Error(), tt.pw) {
+				t.Errorf("the password is in the error: %v", err)
+			}
+		})
+	}
+	// The identity provider unreachable: a clear error, no password.
+	srv.Close()
+	_, err := PasswordTokenSource(PasswordConfig{TokenURL: tokenURL(srv), Username: "alice", Password: "alice-pw", Now: c.Now}).Token()
+	if !errors.Is(err, ErrTokenEndpoint) || strings.Contains(err.Error(), "alice-pw") {
+		t.Errorf("unreachable: %v", err)
+	}
+}

@@ -1,0 +1,277 @@
+// Package catalogclient is a client of the catalogue's OData v1 API: the
+// subscription service (create, list, get, update, delete; Read and Ack of
+// PULL queues) and the Products listing. Every call carries a bearer token
+// from an oauth2.TokenSource; 429 and 5xx answers are retried with bounded,
+// jittered backoff that honours Retry-After; every error names the
+// operation, the HTTP status and the server's message.
+package catalogclient
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"golang.org/x/oauth2"
+)
+
+// DefaultBaseURL is the real catalogue.
+const DefaultBaseURL = "https://catalogue.dataspace.copernicus.eu/odata/v1"
+
+// Sentinel errors callers act on.
+var (
+	ErrUnauthorized = errors.New("not authorized")
+	ErrNotFound     = errors.New("not found")
+)
+
+// APIError is a non-2xx answer.
+type APIError struct {
+	Op      string // "create subscription"
+	Status  int
+	Message string // the server's message
+}
+
+func (e *APIError) Error() string {
+	return fmt.Sprintf("%s: HTTP %d: %s", e.Op, e.Status, e.Message)
+}
+
+// Unwrap maps statuses onto the sentinel errors.
+func (e *APIError) Unwrap() error {
+	switch e.Status {
+	case http.StatusUnauthorized, http.StatusForbidden:
+		return ErrUnauthorized
+	case http.StatusNotFound:
+		return ErrNotFound
+	}
+	return nil
+}
+
+// Client calls the catalogue.
+type Client struct {
+	base   string
+	http   *http.Client
+	tokens oauth2.TokenSource
+	// MaxAttempts bounds the tries of one call on 429/5xx (default 4).
+	MaxAttempts int
+	// Backoff is the first wait between tries (default 500 ms, doubling, with
+	// jitter, at most 30 s; Retry-After wins when given).
+	Backoff time.Duration
+}
+
+// New returns a client of the API at baseURL (".../odata/v1").
+func New(baseURL string, tokens oauth2.TokenSource, hc *http.Client) *Client {
+	if hc == nil {
+		hc = &http.Client{Timeout: 60 * time.Second}
+	}
+	return &Client{base: strings.TrimRight(baseURL, "/"), http: hc, tokens: tokens, MaxAttempts: 4, Backoff: 500 * time.Millisecond}
+}
+
+// do sends one request (retrying 429/5xx) and decodes a 2xx body into out.
+func (c *Client) do(ctx context.Context, op, method, path string, query url.Values, in, out any) error {
+	var body []byte
+	if in != nil {
+		var err error
+		if body, err = json.Marshal(in); err != nil {
+			return fmt.Errorf("%s: %w", op, err)
+		}
+	}
+	u := c.base + path
+	if len(query) > 0 {
+		u += "?" + query.Encode()
+	}
+	wait := c.Backoff
+	for attempt := 1; ; attempt++ {
+		tok, err := c.tokens.Token()
+		if err != nil {
+			return fmt.Errorf("%s: login: %w", op, err)
+		}
+		req, err := http.NewRequestWithContext(ctx, method, u, bytes.NewReader(body))
+		if err != nil {
+			return fmt.Errorf("%s: %w", op, err)
+		}
+		req.Header.Set("Authorization", "Bearer "+tok.AccessToken)
+		req.Header.Set("Accept", "application/json")
+		if in != nil {
+			req.Header.Set("Content-Type", "application/json")
+		}
+		resp, err := c.http.Do(req)
+		if err != nil {
+			if attempt < c.MaxAttempts && ctx.Err() == nil {
+				if err := sleep(ctx, jitter(wait)); err != nil {
+					return fmt.Errorf("%s: %w", op, err)
+				}
+				wait = min(wait*2, 30*time.Second)
+				continue
+			}
+			return fmt.Errorf("%s: %w", op, err)
+		}
+		data, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
+		resp.Body.Close()
+		if resp.StatusCode/100 == 2 {
+			if out != nil && len(data) > 0 {
+				if err := json.Unmarshal(data, out); err != nil {
+					return fmt.Errorf("%s: decode response: %w", op, err)
+				}
+			}
+			return nil
+		}
+		retryable := resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode >= 500
+		if retryable && attempt < c.MaxAttempts {
+			d := jitter(wait)
+			if ra, err := strconv.Atoi(resp.Header.Get("Retry-After")); err == nil && ra >= 0 {
+				d = time.Duration(ra) * time.Second
+			}
+			if err := sleep(ctx, d); err != nil {
+				return fmt.Errorf("%s: %w", op, err)
+			}
+			wait = min(wait*2, 30*time.Second)
+			continue
+		}
+		return &APIError{Op: op, Status: resp.StatusCode, Message: serverMessage(resp.StatusCode, data)}
+	}
+}
+
+// serverMessage extracts the message of the catalogue's error bodies:
+// {"detail":{"message":...}}, {"detail":[{"loc":...,"msg":...}]} or
+// {"error":{"message":...}}.
+func serverMessage(status int, data []byte) string {
+	var v struct {
+		Detail json.RawMessage `json:"detail"`
+		Error  *struct {
+			Message string `json:"message"`
+		} `json:"error"`
+	}
+	if json.Unmarshal(data, &v) == nil {
+		var one struct {
+			Message string `json:"message"`
+		}
+		var many []struct {
+			Loc []any  `json:"loc"`
+			Msg string `json:"msg"`
+		}
+		switch {
+		case json.Unmarshal(v.Detail, &one) == nil && one.Message != "":
+			return one.Message
+		case json.Unmarshal(v.Detail, &many) == nil && len(many) > 0:
+			var parts []string
+			for _, m := range many {
+				loc := make([]string, len(m.Loc))
+				for i, l := range m.Loc {
+					loc[i] = fmt.Sprint(l)
+				}
+				parts = append(parts, strings.Join(loc, ".")+": "+m.Msg)
+			}
+			return strings.Join(parts, "; ")
+		case v.Error != nil && v.Error.Message != "":
+			return v.Error.Message
+		}
+	}
+	if s := strings.TrimSpace(string(data)); s != "" && len(s) < 300 {
+		return s
+	}
+	return http.StatusText(status)
+}
+
+func jitter(d time.Duration) time.Duration {
+	return d/2 + time.Duration(rand.Int64N(int64(d/2)+1))
+}
+
+func sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
+
+func key(id string) string { return "(" + url.PathEscape(id) + ")" }
+
+// CreateSubscription creates a subscription and returns it.
+func (c *Client) CreateSubscription(ctx context.Context, req SubscriptionRequest) (*Subscription, error) {
+	var s Subscription
+	return &s, c.do(ctx, "create subscription", http.MethodPost, "/Subscriptions", nil, req, &s)
+}
+
+// ListSubscriptions returns the account's subscriptions.
+func (c *Client) ListSubscriptions(ctx context.Context) ([]Subscription, error) {
+	var out []Subscription
+	return out, c.do(ctx, "list subscriptions", http.MethodGet, "/Subscriptions/Info", nil, nil, &out)
+}
+
+// GetSubscription returns one subscription.
+func (c *Client) GetSubscription(ctx context.Context, id string) (*Subscription, error) {
+	var s Subscription
+	return &s, c.do(ctx, "get subscription "+id, http.MethodGet, "/Subscriptions"+key(id), nil, nil, &s)
+}
+
+// UpdateSubscription changes a subscription (Status; for push also the
+// endpoint and its credentials).
+func (c *Client) UpdateSubscription(ctx context.Context, id string, u SubscriptionUpdate) (*Subscription, error) {
+	var s Subscription
+	return &s, c.do(ctx, "update subscription "+id, http.MethodPatch, "/Subscriptions"+key(id), nil, u, &s)
+}
+
+// DeleteSubscription deletes (cancels) a subscription.
+func (c *Client) DeleteSubscription(ctx context.Context, id string) error {
+	return c.do(ctx, "delete subscription "+id, http.MethodDelete, "/Subscriptions"+key(id), nil, nil, nil)
+}
+
+// Read returns up to top (1..20) notifications of a PULL queue, oldest first,
+// each with its raw JSON.
+func (c *Client) Read(ctx context.Context, id string, top int) ([]json.RawMessage, error) {
+	var out []json.RawMessage
+	q := url.Values{"$top": {strconv.Itoa(top)}}
+	return out, c.do(ctx, "read subscription "+id, http.MethodGet, "/Subscriptions"+key(id)+"/Read", q, nil, &out)
+}
+
+// Ack acknowledges ackID and every earlier notification of the queue.
+func (c *Client) Ack(ctx context.Context, id, ackID string) (*QueueStatus, error) {
+	var st QueueStatus
+	q := url.Values{"$ackid": {ackID}}
+	return &st, c.do(ctx, "ack subscription "+id, http.MethodPost, "/Subscriptions"+key(id)+"/Ack", q, nil, &st)
+}
+
+// GetProduct returns one product entity, raw.
+func (c *Client) GetProduct(ctx context.Context, id string) (json.RawMessage, error) {
+	var out json.RawMessage
+	return out, c.do(ctx, "get product "+id, http.MethodGet, "/Products"+key(id), nil, nil, &out)
+}
+
+// ListProducts returns one page of products matching filter, ordered by
+// PublicationDate ascending, and the link to the next page ("" at the end).
+// Pass next from a previous call to continue.
+func (c *Client) ListProducts(ctx context.Context, filter string, top int, next string) ([]json.RawMessage, string, error) {
+	var page struct {
+		Value    []json.RawMessage `json:"value"`
+		NextLink string            `json:"@odata.nextLink"`
+	}
+	path, q := "/Products", url.Values{"$filter": {filter}, "$orderby": {"PublicationDate asc"}, "$top": {strconv.Itoa(top)}, "$expand": {"Attributes"}}
+	if next != "" {
+		u, err := url.Parse(next)
+		if err != nil || !strings.HasPrefix(next, c.base) {
+			return nil, "", fmt.Errorf("list products: next link %q is not under %s", next, c.base)
+		}
+		path, q = strings.TrimPrefix(u.Path, mustPath(c.base)), u.Query()
+	}
+	err := c.do(ctx, "list products", http.MethodGet, path, q, nil, &page)
+	return page.Value, page.NextLink, err
+}
+
+func mustPath(base string) string {
+	u, err := url.Parse(base)
+	if err != nil {
+		return ""
+	}
+	return u.Path
+}

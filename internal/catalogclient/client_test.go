@@ -1,0 +1,258 @@
+package catalogclient
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"golang.org/x/oauth2"
+
+	"github.com/cdse-jetstream/receiver/internal/auth"
+	"github.com/cdse-jetstream/receiver/internal/cdsesim"
+)
+
+type clock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *clock) Now() time.Time      { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
+func (c *clock) Add(d time.Duration) { c.mu.Lock(); c.t = c.t.Add(d); c.mu.Unlock() }
+
+type fixture struct {
+	sim    *cdsesim.Sim
+	srv    *httptest.Server
+	client *Client
+	clock  *clock
+}
+
+func setup(t *testing.T, o cdsesim.Options, wrap func(http.Handler) http.Handler) fixture {
+	t.Helper()
+	c := &clock{t: time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)}
+	o.Users = map[string]cdsesim.User{"alice": {Password: "alice-pw"}}
+	o.Now = c.Now
+	sim := cdsesim.New(o)
+	var h http.Handler = sim.Handler()
+	if wrap != nil {
+		h = wrap(h)
+	}
+	srv := httptest.NewServer(h)
+	t.Cleanup(func() { srv.Close(); sim.Close() })
+	ts := auth.PasswordTokenSource(auth.PasswordConfig{TokenURL: srv.URL + "/auth/realms/CDSE/protocol/openid-connect/token", Username: "alice", Password: "alice-pw", Now: c.Now})
+	cl := New(srv.URL+"/odata/v1", ts, nil)
+	cl.Backoff = time.Millisecond
+	return fixture{sim: sim, srv: srv, client: cl, clock: c}
+}
+
+func push(endpoint string) SubscriptionRequest {
+	return SubscriptionRequest{SubscriptionType: "push", FilterParam: "Collection/Name eq 'SENTINEL-2'", SubscriptionEvent: []string{"created"},
+		NotificationEndpoint: endpoint, NotificationEpUsername: "cdse", NotificationEpPassword: "endpoint-secret", Priority: 1}
+}
+
+func TestSubscriptionLifecycle(t *testing.T) {
+	f := setup(t, cdsesim.Options{}, nil)
+	ctx := context.Background()
+	s, err := f.client.CreateSubscription(ctx, push("https://hooks.example.org/notifications"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.ID == "" || s.Status != "running" || s.SubmissionDate.IsZero() || s.NotificationEndpoint != "https://hooks.example.org/notifications" {
+		t.Errorf("created %+v", s)
+	}
+	raw, _ := json.Marshal(s)
+	if strings.Contains(string(raw), "endpoint-secret") {
+		t.Error("the API returned the endpoint password")
+	}
+	list, err := f.client.ListSubscriptions(ctx)
+	if err != nil || len(list) != 1 || list[0].ID != s.ID {
+		t.Fatalf("list: %v %+v", err, list)
+	}
+	paused := "paused"
+	if u, err := f.client.UpdateSubscription(ctx, s.ID, SubscriptionUpdate{Status: &paused}); err != nil || u.Status != "paused" {
+		t.Fatalf("pause: %v %+v", err, u)
+	}
+	if g, err := f.client.GetSubscription(ctx, s.ID); err != nil || g.Status != "paused" {
+		t.Fatalf("get: %v %+v", err, g)
+	}
+	if err := f.client.DeleteSubscription(ctx, s.ID); err != nil {
+		t.Fatal(err)
+	}
+	_, err = f.client.GetSubscription(ctx, s.ID)
+	var ae *APIError
+	if !errors.Is(err, ErrNotFound) || !errors.As(err, &ae) || ae.Status != 404 || !strings.Contains(err.Error(), "not found") || !strings.Contains(err.Error(), "get subscription") {
+		t.Errorf("get after delete: %v", err)
+	}
+}
+
+func TestErrors(t *testing.T) {
+	f := setup(t, cdsesim.Options{MaxRunning: 1}, nil)
+	ctx := context.Background()
+	tests := []struct {
+		name   string
+		req    SubscriptionRequest
+		status int
+		msg    string
+	}{
+		{"type missing", SubscriptionRequest{FilterParam: "Collection/Name eq 'SENTINEL-1'"}, 422, "SubscriptionType"},
+		{"type uppercase", SubscriptionRequest{SubscriptionType: "PUSH", NotificationEndpoint: "https://x.example"}, 422, "'push' or 'pull'"},
+		{"push without endpoint", SubscriptionRequest{SubscriptionType: "push"}, 422, "NotificationEndpoint"},
+		{"unsupported filter", SubscriptionRequest{SubscriptionType: "pull", FilterParam: "Foo/Bar eq 1"}, 400, "Invalid FilterParam"},
+		{"bad events", SubscriptionRequest{SubscriptionType: "pull", SubscriptionEvent: []string{"created", "deleted"}}, 422, "SubscriptionEvent"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := f.client.CreateSubscription(ctx, tt.req)
+			var ae *APIError
+			if !errors.As(err, &ae) || ae.Status != tt.status || !strings.Contains(ae.Message, tt.msg) {
+				t.Fatalf("got %v, want %d with %q", err, tt.status, tt.msg)
+			}
+		})
+	}
+	t.Run("running limit", func(t *testing.T) {
+		if _, err := f.client.CreateSubscription(ctx, push("https://a.example/n")); err != nil {
+			t.Fatal(err)
+		}
+		_, err := f.client.CreateSubscription(ctx, push("https://b.example/n"))
+		if err == nil || !strings.Contains(err.Error(), "Maximum number of running subscriptions (1)") {
+			t.Fatalf("over the limit: %v", err)
+		}
+	})
+	t.Run("no token", func(t *testing.T) {
+		bad := New(f.srv.URL+"/odata/v1", staticToken("forged"), nil)
+		_, err := bad.ListSubscriptions(ctx)
+		if !errors.Is(err, ErrUnauthorized) {
+			t.Fatalf("forged token: %v", err)
+		}
+	})
+}
+
+type staticToken string
+
+func (s staticToken) Token() (*oauth2.Token, error) {
+	return &oauth2.Token{AccessToken: string(s)}, nil
+}
+
+func TestRetries(t *testing.T) {
+	var calls atomic.Int32
+	failures := int32(2)
+	f := setup(t, cdsesim.Options{}, func(h http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if strings.HasSuffix(r.URL.Path, "/Info") {
+				if n := calls.Add(1); n <= failures {
+					if n == 1 {
+						w.Header().Set("Retry-After", "0")
+						w.WriteHeader(http.StatusTooManyRequests)
+						return
+					}
+					w.WriteHeader(http.StatusBadGateway)
+					return
+				}
+			}
+			h.ServeHTTP(w, r)
+		})
+	})
+	if _, err := f.client.ListSubscriptions(context.Background()); err != nil {
+		t.Fatalf("after 429 and 502: %v", err)
+	}
+	if calls.Load() != 3 {
+		t.Errorf("%d calls, want 3", calls.Load())
+	}
+	// Bounded: a server that always fails is given up on.
+	calls.Store(0)
+	failures = 100
+	_, err := f.client.ListSubscriptions(context.Background())
+	var ae *APIError
+	if !errors.As(err, &ae) || ae.Status != http.StatusBadGateway || calls.Load() != int32(f.client.MaxAttempts) {
+		t.Fatalf("always failing: %v after %d calls", err, calls.Load())
+	}
+}
+
+func TestPullQueue(t *testing.T) {
+	f := setup(t, cdsesim.Options{QueueCap: 30}, nil)
+	ctx := context.Background()
+	sub, err := f.client.CreateSubscription(ctx, SubscriptionRequest{SubscriptionType: "pull", SubscriptionEvent: []string{"created"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.sim.Generate(cdsesim.Sentinel2, 25)
+
+	first, err := f.client.Read(ctx, sub.ID, 1)
+	if err != nil || len(first) != 1 {
+		t.Fatalf("read default: %v %d", err, len(first))
+	}
+	batch, err := f.client.Read(ctx, sub.ID, 20)
+	if err != nil || len(batch) != 20 {
+		t.Fatalf("read 20: %v %d", err, len(batch))
+	}
+	if string(batch[0]) != string(first[0]) {
+		t.Error("Read is not oldest-first or not idempotent before Ack")
+	}
+	var n Notification
+	json.Unmarshal(batch[9], &n)
+	st, err := f.client.Ack(ctx, sub.ID, n.AckID)
+	if err != nil || st.AckMessagesNum != 10 || st.CurrentQueueLength != 15 || st.MaxQueueLength != 30 {
+		t.Fatalf("cumulative ack: %v %+v", err, st)
+	}
+	if _, err := f.client.Read(ctx, sub.ID, 21); err == nil {
+		t.Error("$top 21 accepted")
+	}
+	// After three days only the short form remains.
+	f.clock.Add(73 * time.Hour)
+	old, _ := f.client.Read(ctx, sub.ID, 1)
+	n = Notification{}
+	json.Unmarshal(old[0], &n)
+	if n.ProductName != "" || len(n.Value) != 0 || n.ProductID == "" || n.AckID == "" {
+		t.Errorf("after retention: %s", old[0])
+	}
+	// Overflow drops the oldest.
+	f.sim.Generate(cdsesim.Sentinel1, 20)
+	if got := f.sim.Stats().QueueDropped; got != 5 {
+		t.Errorf("dropped %d, want 5", got)
+	}
+	// A cancelled subscription answers 404.
+	f.client.DeleteSubscription(ctx, sub.ID)
+	if _, err := f.client.Read(ctx, sub.ID, 1); !errors.Is(err, ErrNotFound) {
+		t.Errorf("read after cancel: %v", err)
+	}
+}
+
+func TestProducts(t *testing.T) {
+	f := setup(t, cdsesim.Options{}, nil)
+	ctx := context.Background()
+	f.sim.Generate(cdsesim.Sentinel2, 7)
+	f.clock.Add(time.Minute)
+	f.sim.Generate(cdsesim.Sentinel1, 3)
+	var all []json.RawMessage
+	next := ""
+	pages := 0
+	for {
+		page, n, err := f.client.ListProducts(ctx, "Collection/Name eq 'SENTINEL-2'", 3, next)
+		if err != nil {
+			t.Fatal(err)
+		}
+		all = append(all, page...)
+		pages++
+		if n == "" {
+			break
+		}
+		next = n
+	}
+	if len(all) != 7 || pages != 3 {
+		t.Fatalf("%d products in %d pages", len(all), pages)
+	}
+	var p Product
+	if err := json.Unmarshal(all[0], &p); err != nil || !strings.HasPrefix(p.Name, "S2") || p.PublicationDate.IsZero() {
+		t.Fatalf("product: %v %+v", err, p)
+	}
+	raw, err := f.client.GetProduct(ctx, p.ID)
+	if err != nil || !strings.Contains(string(raw), p.Name) {
+		t.Fatalf("get product: %v", err)
+	}
+}

@@ -1,0 +1,326 @@
+// Package cdsesim is a local stand-in for the Copernicus Data Space
+// catalogue and its identity provider, faithful to the documented shapes and
+// limits: the Keycloak-style token endpoint (password and refresh grants,
+// TOTP, expiring tokens), the OData subscription service (PUSH and PULL,
+// running/total limits, Read/Ack semantics, retention), the Products listing
+// with a subset of OData $filter, a generator of realistic products and the
+// PUSH sender (three retries, then dropped). Tests and the demo run against
+// it, since the real catalogue is a remote service.
+package cdsesim
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"net/http"
+	"slices"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/google/uuid"
+)
+
+// User is an account of the identity provider.
+type User struct {
+	Password string
+	// TOTP, when set, is the two-factor code the account requires.
+	TOTP string
+}
+
+// Options configure a simulator.
+type Options struct {
+	Users      map[string]User
+	MaxRunning int           // running subscriptions per user (default 2)
+	MaxTotal   int           // running + paused per user (default 10)
+	AccessTTL  time.Duration // default 10 min
+	RefreshTTL time.Duration // default 60 min
+	QueueCap   int           // PULL queue length (default 100000)
+	Retention  time.Duration // full notification body in the queue (default 72 h)
+	// PushRetries after the first attempt (default 3) and the first backoff
+	// (default 200 ms, doubling).
+	PushRetries int
+	PushBackoff time.Duration
+	PushTimeout time.Duration // per attempt (default 10 s)
+	// Now is the clock (default time.Now).
+	Now func() time.Time
+	// Client sends PUSH notifications (default: a plain client).
+	Client *http.Client
+}
+
+// Stats of the simulator, for tests and the demo.
+type Stats struct {
+	Pushed       int64 `json:"pushed"`       // notifications delivered (2xx)
+	PushAttempts int64 `json:"pushAttempts"` // HTTP requests made
+	PushDropped  int64 `json:"pushDropped"`  // given up after the retries
+	QueueDropped int64 `json:"queueDropped"` // removed from full PULL queues
+	Logins       int64 `json:"logins"`       // password grants that succeeded
+}
+
+// Sim is a running simulator; serve Handler() over HTTP.
+type Sim struct {
+	o Options
+
+	mu       sync.Mutex
+	tokens   map[string]tokenEntry
+	subs     map[string]*subscription
+	products map[string]*Product
+	order    []string // product ids by publication
+	rng      *rand.Rand
+
+	duplicate atomic.Bool
+	stats     struct{ pushed, attempts, dropped, queueDropped, logins atomic.Int64 }
+	push      sync.WaitGroup
+	ctx       context.Context
+	cancel    context.CancelFunc
+}
+
+type tokenEntry struct {
+	user    string
+	expiry  time.Time
+	refresh bool
+}
+
+// New returns a simulator; Close stops its PUSH sender.
+func New(o Options) *Sim {
+	if o.MaxRunning == 0 {
+		o.MaxRunning = 2
+	}
+	if o.MaxTotal == 0 {
+		o.MaxTotal = 10
+	}
+	if o.AccessTTL == 0 {
+		o.AccessTTL = 10 * time.Minute
+	}
+	if o.RefreshTTL == 0 {
+		o.RefreshTTL = time.Hour
+	}
+	if o.QueueCap == 0 {
+		o.QueueCap = 100000
+	}
+	if o.Retention == 0 {
+		o.Retention = 72 * time.Hour
+	}
+	if o.PushRetries == 0 {
+		o.PushRetries = 3
+	}
+	if o.PushBackoff == 0 {
+		o.PushBackoff = 200 * time.Millisecond
+	}
+	if o.PushTimeout == 0 {
+		o.PushTimeout = 10 * time.Second
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.Client == nil {
+		o.Client = &http.Client{Timeout: o.PushTimeout}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	return &Sim{
+		o: o, tokens: map[string]tokenEntry{}, subs: map[string]*subscription{}, products: map[string]*Product{},
+		rng: rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 1)), ctx: ctx, cancel: cancel,
+	}
+}
+
+// Close stops the PUSH sender and waits for it.
+func (s *Sim) Close() {
+	s.cancel()
+	s.push.Wait()
+}
+
+// SetDuplicateSends makes the PUSH sender deliver every notification twice.
+func (s *Sim) SetDuplicateSends(on bool) { s.duplicate.Store(on) }
+
+// Stats returns the counters.
+func (s *Sim) Stats() Stats {
+	return Stats{Pushed: s.stats.pushed.Load(), PushAttempts: s.stats.attempts.Load(), PushDropped: s.stats.dropped.Load(),
+		QueueDropped: s.stats.queueDropped.Load(), Logins: s.stats.logins.Load()}
+}
+
+// WaitPushes blocks until every PUSH delivery started so far has ended
+// (delivered or dropped).
+func (s *Sim) WaitPushes() { s.push.Wait() }
+
+// Handler serves the identity provider, the OData API and the admin API.
+func (s *Sim) Handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST /auth/realms/CDSE/protocol/openid-connect/token", s.handleToken)
+	mux.HandleFunc("/odata/v1/", s.handleOData)
+	mux.HandleFunc("/sim/", s.handleAdmin)
+	return mux
+}
+
+// --- events ---
+
+// CreateProduct adds p to the catalogue and notifies the subscriptions.
+func (s *Sim) CreateProduct(p *Product) {
+	s.mu.Lock()
+	s.products[p.ID] = p
+	s.order = append(s.order, p.ID)
+	s.mu.Unlock()
+	s.emit("created", p)
+}
+
+// Generate creates n products of mission m published now.
+func (s *Sim) Generate(m Mission, n int) []*Product {
+	out := make([]*Product, n)
+	for i := range out {
+		s.mu.Lock()
+		p := NewProduct(m, s.o.Now(), s.rng)
+		s.mu.Unlock()
+		s.CreateProduct(p)
+		out[i] = p
+	}
+	return out
+}
+
+// ModifyProduct sets the product's ModificationDate to now and notifies.
+func (s *Sim) ModifyProduct(id string) error {
+	s.mu.Lock()
+	p, ok := s.products[id]
+	if !ok || !p.DeletionDate.IsZero() {
+		s.mu.Unlock()
+		return fmt.Errorf("no product %s", id)
+	}
+	p = p.clone()
+	p.ModificationDate = s.o.Now().UTC()
+	s.products[id] = p
+	s.mu.Unlock()
+	s.emit("modified", p)
+	return nil
+}
+
+// DeleteProduct removes the product (DeletionCause e.g. "Duplicated product").
+func (s *Sim) DeleteProduct(id, cause string) error {
+	s.mu.Lock()
+	p, ok := s.products[id]
+	if !ok || !p.DeletionDate.IsZero() {
+		s.mu.Unlock()
+		return fmt.Errorf("no product %s", id)
+	}
+	p = p.clone()
+	p.DeletionDate = s.o.Now().UTC()
+	p.DeletionCause = cause
+	s.products[id] = p
+	s.mu.Unlock()
+	s.emit("deleted", p)
+	return nil
+}
+
+type notificationJSON struct {
+	Context           string         `json:"@odata.context"`
+	SubscriptionEvent string         `json:"SubscriptionEvent"`
+	ProductID         string         `json:"ProductId"`
+	ProductName       string         `json:"ProductName,omitempty"`
+	SubscriptionID    string         `json:"SubscriptionId"`
+	NotificationDate  string         `json:"NotificationDate"`
+	AckID             string         `json:"AckId,omitempty"`
+	Value             map[string]any `json:"value,omitempty"`
+}
+
+// emit delivers the event to every matching subscription: running ones
+// only (paused subscriptions get nothing, not even queued).
+func (s *Sim) emit(event string, p *Product) {
+	now := s.o.Now()
+	entity := p.Entity()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, sub := range s.sortedSubs() {
+		if sub.Status != "running" || !slices.Contains(sub.SubscriptionEvent, event) || !sub.filter.Match(p) {
+			continue
+		}
+		n := notificationJSON{
+			Context: "$metadata#Notification/$entity", SubscriptionEvent: event, ProductID: p.ID, ProductName: p.Name,
+			SubscriptionID: sub.ID, NotificationDate: fmtTime(now), Value: entity,
+		}
+		sub.LastNotificationDate = now
+		if sub.SubscriptionType == "pull" {
+			s.enqueue(sub, n, now)
+			continue
+		}
+		body, _ := json.Marshal(n)
+		sends := 1
+		if s.duplicate.Load() {
+			sends = 2
+		}
+		for range sends {
+			s.push.Add(1)
+			go s.deliver(sub.NotificationEndpoint, sub.NotificationEpUsername, sub.NotificationEpPassword, body)
+		}
+	}
+}
+
+func (s *Sim) sortedSubs() []*subscription {
+	subs := make([]*subscription, 0, len(s.subs))
+	for _, sub := range s.subs {
+		subs = append(subs, sub)
+	}
+	slices.SortFunc(subs, func(a, b *subscription) int { return a.SubmissionDate.Compare(b.SubmissionDate) })
+	return subs
+}
+
+// deliver POSTs one notification with Basic auth; on a transport error or
+// a non-2xx answer it retries PushRetries times with doubling backoff, then
+// drops the notification, as the catalogue does.
+func (s *Sim) deliver(endpoint, user, pass string, body []byte) {
+	defer s.push.Done()
+	wait := s.o.PushBackoff
+	for attempt := 0; attempt <= s.o.PushRetries; attempt++ {
+		if attempt > 0 {
+			select {
+			case <-s.ctx.Done():
+				s.stats.dropped.Add(1)
+				return
+			case <-time.After(wait):
+			}
+			wait *= 2
+		}
+		s.stats.attempts.Add(1)
+		req, err := http.NewRequestWithContext(s.ctx, http.MethodPost, endpoint, bytes.NewReader(body))
+		if err != nil {
+			break
+		}
+		req.Header.Set("Content-Type", "application/json")
+		if user != "" {
+			req.SetBasicAuth(user, pass)
+		}
+		resp, err := s.o.Client.Do(req)
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode/100 == 2 {
+				s.stats.pushed.Add(1)
+				return
+			}
+		}
+	}
+	s.stats.dropped.Add(1)
+}
+
+// --- helpers shared by the handlers ---
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+// notFound writes the catalogue's 404 body.
+func notFound(w http.ResponseWriter, msg string) {
+	writeJSON(w, http.StatusNotFound, map[string]any{"detail": map[string]any{"message": msg, "request_id": uuid.NewString()}})
+}
+
+// badRequest writes a 400 with the catalogue's detail shape.
+func badRequest(w http.ResponseWriter, msg string) {
+	writeJSON(w, http.StatusBadRequest, map[string]any{"detail": map[string]any{"message": msg, "request_id": uuid.NewString()}})
+}
+
+// unprocessable writes a 422 validation error as the catalogue does.
+func unprocessable(w http.ResponseWriter, loc []string, msg string, input any) {
+	writeJSON(w, http.StatusUnprocessableEntity, map[string]any{"detail": []map[string]any{{"type": "value_error", "loc": loc, "msg": msg, "input": input}}})
+}
+
+func itoa(n int) string { return strconv.Itoa(n) }
