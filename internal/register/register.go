@@ -1,0 +1,384 @@
+// Package register is the operator's command for the catalogue's
+// subscriptions: it logs in (internal/auth), and creates the receiver's
+// subscription idempotently and within the account's limits, lists, shows,
+// pauses, resumes and cancels subscriptions (internal/catalogclient).
+package register
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net/url"
+	"os"
+	"slices"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/cdse-jetstream/receiver/internal/auth"
+	"github.com/cdse-jetstream/receiver/internal/catalogclient"
+)
+
+// Exit codes.
+const (
+	exitOK    = 0
+	exitError = 1
+	exitUsage = 2
+)
+
+// MaxTotal is the catalogue's limit on running + paused subscriptions.
+const MaxTotal = 10
+
+// errUsage marks a command line error (exit code 2).
+var errUsage = errors.New("usage")
+
+const usage = `Usage: register [-o table|json] COMMAND [flags]
+
+Commands:
+  create   create the receiver's subscription (idempotent; see create --help)
+  list     list the account's subscriptions
+  get ID   show one subscription
+  pause ID / resume ID / cancel ID
+  whoami   check the login only
+
+Settings come from the environment (never from flags, which show in ps):
+  CDSE_USERNAME, CDSE_PASSWORD or CDSE_PASSWORD_FILE, CDSE_TOTP (two-factor
+  code), CDSE_CLIENT_ID (default cdse-public), CDSE_TOKEN_URL, CDSE_CATALOGUE_URL;
+  for create: RECEIVER_USERNAME, RECEIVER_PASSWORD or RECEIVER_PASSWORD_FILE
+  (the Basic-auth credentials the catalogue will send to the receiver).
+
+Exit codes: 0 ok, 1 error, 2 usage.
+`
+
+// Run is the register command: it returns the exit code.
+func Run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) int {
+	err := run(ctx, args, getenv, stdout, stderr)
+	switch {
+	case err == nil:
+		return exitOK
+	case errors.Is(err, flag.ErrHelp):
+		return exitOK
+	case errors.Is(err, errUsage):
+		fmt.Fprintln(stderr, "register:", err)
+		return exitUsage
+	default:
+		fmt.Fprintln(stderr, "register:", err)
+		return exitError
+	}
+}
+
+type command struct {
+	api    *catalogclient.Client
+	login  func() error
+	out    io.Writer
+	format string
+	getenv func(string) string
+}
+
+func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("register", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() { fmt.Fprint(stderr, usage) }
+	format := fs.String("o", "table", "output: table or json")
+	if err := fs.Parse(args[1:]); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return err
+		}
+		return fmt.Errorf("%w: %v", errUsage, err)
+	}
+	if *format != "table" && *format != "json" {
+		return fmt.Errorf("%w: -o must be table or json", errUsage)
+	}
+	if fs.NArg() == 0 {
+		fs.Usage()
+		return fmt.Errorf("%w: a command is required", errUsage)
+	}
+	c, err := newCommand(getenv, stdout, *format)
+	if err != nil {
+		return err
+	}
+	cmd, rest := fs.Arg(0), fs.Args()[1:]
+	switch cmd {
+	case "create":
+		return c.create(ctx, rest, stderr)
+	case "list":
+		return c.list(ctx)
+	case "whoami":
+		if err := c.login(); err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "logged in as %s\n", getenv("CDSE_USERNAME"))
+		return nil
+	case "get", "pause", "resume", "cancel":
+		if len(rest) != 1 {
+			return fmt.Errorf("%w: %s needs one subscription id", errUsage, cmd)
+		}
+		return c.one(ctx, cmd, rest[0])
+	}
+	return fmt.Errorf("%w: unknown command %q", errUsage, cmd)
+}
+
+func secret(getenv func(string) string, name string) (string, error) {
+	if v := getenv(name); v != "" {
+		return v, nil
+	}
+	if path := getenv(name + "_FILE"); path != "" {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return "", fmt.Errorf("%s_FILE: %w", name, err)
+		}
+		return strings.TrimRight(string(b), "\r\n"), nil
+	}
+	return "", nil
+}
+
+func newCommand(getenv func(string) string, out io.Writer, format string) (*command, error) {
+	password, err := secret(getenv, "CDSE_PASSWORD")
+	if err != nil {
+		return nil, err
+	}
+	var missing []string
+	if getenv("CDSE_USERNAME") == "" {
+		missing = append(missing, "CDSE_USERNAME")
+	}
+	if password == "" {
+		missing = append(missing, "CDSE_PASSWORD or CDSE_PASSWORD_FILE")
+	}
+	if len(missing) > 0 {
+		return nil, fmt.Errorf("%w: set %s", errUsage, strings.Join(missing, " and "))
+	}
+	tokens := auth.PasswordTokenSource(auth.PasswordConfig{
+		TokenURL: getenv("CDSE_TOKEN_URL"), ClientID: getenv("CDSE_CLIENT_ID"),
+		Username: getenv("CDSE_USERNAME"), Password: password, TOTP: getenv("CDSE_TOTP"),
+	})
+	base := getenv("CDSE_CATALOGUE_URL")
+	if base == "" {
+		base = catalogclient.DefaultBaseURL
+	}
+	return &command{
+		api:    catalogclient.New(base, tokens, nil),
+		login:  func() error { _, err := tokens.Token(); return err },
+		out:    out,
+		format: format,
+		getenv: getenv,
+	}, nil
+}
+
+// createOptions are the flags of create.
+type createOptions struct {
+	endpoint, filter, events, typ, replace, replaceAction string
+	maxRunning                                            int
+	resume, insecure                                      bool
+}
+
+func (c *command) create(ctx context.Context, args []string, stderr io.Writer) error {
+	var o createOptions
+	fs := flag.NewFlagSet("create", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.StringVar(&o.endpoint, "endpoint", "", "the receiver's public URL (https://.../notifications); push only")
+	fs.StringVar(&o.filter, "filter", "", "OData filter, e.g. \"Collection/Name eq 'SENTINEL-2'\" (empty: every product)")
+	fs.StringVar(&o.events, "events", "created", "created, modified, created,modified or deleted")
+	fs.StringVar(&o.typ, "type", "push", "push or pull")
+	fs.IntVar(&o.maxRunning, "max-running", 2, "the account's limit of running subscriptions (the live service documents 1)")
+	fs.StringVar(&o.replace, "replace", "", "at the running limit, pause (or cancel) this subscription first")
+	fs.StringVar(&o.replaceAction, "replace-action", "pause", "what --replace does: pause or cancel")
+	fs.BoolVar(&o.resume, "resume", false, "resume the matching subscription if it is paused")
+	fs.BoolVar(&o.insecure, "insecure-endpoint", false, "allow an http:// endpoint (local testing only)")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return err
+		}
+		return fmt.Errorf("%w: %v", errUsage, err)
+	}
+	if o.replaceAction != "pause" && o.replaceAction != "cancel" {
+		return fmt.Errorf("%w: --replace-action must be pause or cancel", errUsage)
+	}
+	req, err := o.request(c.getenv)
+	if err != nil {
+		return err
+	}
+	subs, err := c.api.ListSubscriptions(ctx)
+	if err != nil {
+		return err
+	}
+	// Idempotent: the same subscription already there changes nothing.
+	if same := findSame(subs, req); same != nil {
+		if same.Status == "paused" && o.resume {
+			if running := runningOf(subs); len(running) >= o.maxRunning {
+				return limitError(running, o.maxRunning)
+			}
+			st := "running"
+			if same, err = c.api.UpdateSubscription(ctx, same.ID, catalogclient.SubscriptionUpdate{Status: &st}); err != nil {
+				return err
+			}
+			fmt.Fprintf(stderr, "resumed the existing subscription %s\n", same.ID)
+		} else if same.Status == "paused" {
+			fmt.Fprintf(stderr, "the subscription already exists but is paused; run again with --resume to resume it\n")
+		} else {
+			fmt.Fprintf(stderr, "the subscription already exists; nothing changed\n")
+		}
+		return c.print([]catalogclient.Subscription{*same})
+	}
+	if len(subs) >= MaxTotal {
+		return fmt.Errorf("the account has %d subscriptions (running and paused), the most allowed; cancel one first (register cancel ID)", len(subs))
+	}
+	if running := runningOf(subs); len(running) >= o.maxRunning {
+		if o.replace == "" {
+			return limitError(running, o.maxRunning)
+		}
+		if !slices.ContainsFunc(running, func(s catalogclient.Subscription) bool { return s.ID == o.replace }) {
+			return fmt.Errorf("--replace %s: not one of the running subscriptions", o.replace)
+		}
+		verb := "paused"
+		if o.replaceAction == "cancel" {
+			verb = "cancelled"
+			err = c.api.DeleteSubscription(ctx, o.replace)
+		} else {
+			st := "paused"
+			_, err = c.api.UpdateSubscription(ctx, o.replace, catalogclient.SubscriptionUpdate{Status: &st})
+		}
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(stderr, "%s subscription %s\n", verb, o.replace)
+	}
+	created, err := c.api.CreateSubscription(ctx, req)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stderr, "created %s subscription %s: events %s, filter %q\n", created.SubscriptionType, created.ID, strings.Join(created.SubscriptionEvent, ","), created.FilterParam)
+	return c.print([]catalogclient.Subscription{*created})
+}
+
+func (o createOptions) request(getenv func(string) string) (catalogclient.SubscriptionRequest, error) {
+	events := strings.Split(strings.ReplaceAll(o.events, " ", ""), ",")
+	switch strings.Join(events, ",") {
+	case "created", "modified", "created,modified", "modified,created", "deleted":
+	default:
+		return catalogclient.SubscriptionRequest{}, fmt.Errorf("%w: --events must be created, modified, created,modified or deleted", errUsage)
+	}
+	req := catalogclient.SubscriptionRequest{SubscriptionType: o.typ, FilterParam: o.filter, SubscriptionEvent: events, Priority: 1, Status: "running"}
+	switch o.typ {
+	case "pull":
+		if o.endpoint != "" {
+			return req, fmt.Errorf("%w: --endpoint is for push subscriptions", errUsage)
+		}
+		return req, nil
+	case "push":
+	default:
+		return req, fmt.Errorf("%w: --type must be push or pull", errUsage)
+	}
+	u, err := url.Parse(o.endpoint)
+	switch {
+	case o.endpoint == "":
+		return req, fmt.Errorf("%w: --endpoint is required for a push subscription", errUsage)
+	case err != nil || !u.IsAbs() || u.Host == "":
+		return req, fmt.Errorf("%w: --endpoint %q is not an absolute URL", errUsage, o.endpoint)
+	case u.Scheme == "http" && !o.insecure:
+		return req, fmt.Errorf("%w: --endpoint must be https:// (the credentials travel with every notification); --insecure-endpoint allows http:// for local tests", errUsage)
+	case u.Scheme != "https" && u.Scheme != "http":
+		return req, fmt.Errorf("%w: --endpoint must be https://", errUsage)
+	case u.User != nil:
+		return req, fmt.Errorf("%w: --endpoint must not carry credentials; set RECEIVER_USERNAME and RECEIVER_PASSWORD", errUsage)
+	}
+	user := getenv("RECEIVER_USERNAME")
+	pass, err := secret(getenv, "RECEIVER_PASSWORD")
+	if err != nil {
+		return req, err
+	}
+	if user == "" || pass == "" {
+		return req, fmt.Errorf("%w: set RECEIVER_USERNAME and RECEIVER_PASSWORD (or RECEIVER_PASSWORD_FILE): the receiver refuses unauthenticated notifications", errUsage)
+	}
+	req.NotificationEndpoint, req.NotificationEpUsername, req.NotificationEpPassword = o.endpoint, user, pass
+	return req, nil
+}
+
+// findSame returns a running or paused subscription equal to req in type,
+// endpoint, filter and events.
+func findSame(subs []catalogclient.Subscription, req catalogclient.SubscriptionRequest) *catalogclient.Subscription {
+	want := slices.Sorted(slices.Values(req.SubscriptionEvent))
+	for i, s := range subs {
+		if (s.Status == "running" || s.Status == "paused") && s.SubscriptionType == req.SubscriptionType &&
+			s.NotificationEndpoint == req.NotificationEndpoint && s.FilterParam == req.FilterParam &&
+			slices.Equal(slices.Sorted(slices.Values(s.SubscriptionEvent)), want) {
+			return &subs[i]
+		}
+	}
+	return nil
+}
+
+func runningOf(subs []catalogclient.Subscription) []catalogclient.Subscription {
+	var out []catalogclient.Subscription
+	for _, s := range subs {
+		if s.Status == "running" {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+func limitError(running []catalogclient.Subscription, max int) error {
+	var b strings.Builder
+	fmt.Fprintf(&b, "the account already has %d running subscription(s), the limit is %d:\n", len(running), max)
+	for _, s := range running {
+		fmt.Fprintf(&b, "  %s  %s  events=%s  endpoint=%s  filter=%q\n", s.ID, s.SubscriptionType, strings.Join(s.SubscriptionEvent, ","), s.NotificationEndpoint, s.FilterParam)
+	}
+	b.WriteString("nothing was changed. Choose: --replace ID to pause one of them first (--replace-action cancel to cancel it), or `register pause ID` / `register cancel ID` yourself, or --max-running if your account allows more")
+	return errors.New(b.String())
+}
+
+func (c *command) list(ctx context.Context) error {
+	subs, err := c.api.ListSubscriptions(ctx)
+	if err != nil {
+		return err
+	}
+	return c.print(subs)
+}
+
+func (c *command) one(ctx context.Context, cmd, id string) error {
+	var (
+		s   *catalogclient.Subscription
+		err error
+	)
+	switch cmd {
+	case "get":
+		s, err = c.api.GetSubscription(ctx, id)
+	case "pause", "resume":
+		st := map[string]string{"pause": "paused", "resume": "running"}[cmd]
+		s, err = c.api.UpdateSubscription(ctx, id, catalogclient.SubscriptionUpdate{Status: &st})
+	case "cancel":
+		if err = c.api.DeleteSubscription(ctx, id); err == nil {
+			fmt.Fprintf(c.out, "cancelled %s\n", id)
+			return nil
+		}
+	}
+	if err != nil {
+		return err
+	}
+	return c.print([]catalogclient.Subscription{*s})
+}
+
+func (c *command) print(subs []catalogclient.Subscription) error {
+	if c.format == "json" {
+		enc := json.NewEncoder(c.out)
+		enc.SetIndent("", "  ")
+		return enc.Encode(subs)
+	}
+	w := tabwriter.NewWriter(c.out, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(w, "ID\tTYPE\tSTATUS\tEVENTS\tENDPOINT\tFILTER\tLAST NOTIFICATION")
+	for _, s := range subs {
+		last := "-"
+		if !s.LastNotificationDate.IsZero() {
+			last = s.LastNotificationDate.UTC().Format(time.RFC3339)
+		}
+		endpoint := s.NotificationEndpoint
+		if endpoint == "" {
+			endpoint = "-"
+		}
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", s.ID, s.SubscriptionType, s.Status, strings.Join(s.SubscriptionEvent, ","), endpoint, s.FilterParam, last)
+	}
+	return w.Flush()
+}

@@ -1,0 +1,176 @@
+package register
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/cdse-jetstream/receiver/internal/catalogclient"
+	"github.com/cdse-jetstream/receiver/internal/cdsesim"
+)
+
+const cdsePassword = "cdse-account-pw"
+
+type harness struct {
+	sim *cdsesim.Sim
+	env map[string]string
+}
+
+func newHarness(t *testing.T) *harness {
+	t.Helper()
+	sim := cdsesim.New(cdsesim.Options{Users: map[string]cdsesim.User{"op@example.org": {Password: cdsePassword}}})
+	srv := httptest.NewServer(sim.Handler())
+	t.Cleanup(func() { srv.Close(); sim.Close() })
+	return &harness{sim: sim, env: map[string]string{
+		"CDSE_USERNAME":      "op@example.org",
+		"CDSE_PASSWORD":      cdsePassword,
+		"CDSE_TOKEN_URL":     srv.URL + "/auth/realms/CDSE/protocol/openid-connect/token",
+		"CDSE_CATALOGUE_URL": srv.URL + "/odata/v1",
+		"RECEIVER_USERNAME":  "cdse",
+		"RECEIVER_PASSWORD":  "receiver-webhook-pw",
+	}}
+}
+
+// run runs the command and returns the exit code and both outputs.
+func (h *harness) run(args ...string) (int, string, string) {
+	var out, errOut bytes.Buffer
+	code := Run(context.Background(), append([]string{"register"}, args...), func(k string) string { return h.env[k] }, &out, &errOut)
+	return code, out.String(), errOut.String()
+}
+
+func (h *harness) subs(t *testing.T) []catalogclient.Subscription {
+	t.Helper()
+	code, out, errOut := h.run("-o", "json", "list")
+	if code != 0 {
+		t.Fatalf("list: %d %s", code, errOut)
+	}
+	var subs []catalogclient.Subscription
+	if err := json.Unmarshal([]byte(out), &subs); err != nil {
+		t.Fatalf("list output %q: %v", out, err)
+	}
+	return subs
+}
+
+var create = []string{"create", "--endpoint", "https://hooks.example.org/notifications", "--filter", "Collection/Name eq 'SENTINEL-2'", "--events", "created,modified"}
+
+func TestCreateIsIdempotent(t *testing.T) {
+	h := newHarness(t)
+	for i := range 2 {
+		code, out, errOut := h.run(create...)
+		if code != 0 {
+			t.Fatalf("run %d: %d %s", i, code, errOut)
+		}
+		if !strings.Contains(out, "https://hooks.example.org/notifications") {
+			t.Errorf("output lacks the subscription: %s", out)
+		}
+		if i == 1 && !strings.Contains(errOut, "already exists") {
+			t.Errorf("second run did not say it changed nothing: %s", errOut)
+		}
+		for _, secret := range []string{cdsePassword, "receiver-webhook-pw"} {
+			if strings.Contains(out+errOut, secret) {
+				t.Errorf("a password was printed")
+			}
+		}
+	}
+	if subs := h.subs(t); len(subs) != 1 || subs[0].Status != "running" {
+		t.Fatalf("subscriptions after two creates: %+v", subs)
+	}
+}
+
+func TestCreateLimitAndReplace(t *testing.T) {
+	h := newHarness(t)
+	for _, ep := range []string{"https://a.example/n", "https://b.example/n"} {
+		if code, _, errOut := h.run("create", "--endpoint", ep); code != 0 {
+			t.Fatal(errOut)
+		}
+	}
+	first := h.subs(t)[0].ID
+	// At the limit: refused, with the running ones and the choices listed.
+	code, _, errOut := h.run(create...)
+	if code != 1 || !strings.Contains(errOut, "limit is 2") || !strings.Contains(errOut, first) || !strings.Contains(errOut, "--replace") {
+		t.Fatalf("at the limit: %d %s", code, errOut)
+	}
+	if n := len(h.subs(t)); n != 2 {
+		t.Fatalf("something changed without being asked: %d subscriptions", n)
+	}
+	// --replace pauses the named one first.
+	code, _, errOut = h.run(append(create, "--replace", first)...)
+	if code != 0 {
+		t.Fatalf("--replace: %d %s", code, errOut)
+	}
+	status := map[string]int{}
+	for _, s := range h.subs(t) {
+		status[s.Status]++
+		if s.ID == first && s.Status != "paused" {
+			t.Errorf("replaced subscription is %s", s.Status)
+		}
+	}
+	if status["running"] != 2 || status["paused"] != 1 {
+		t.Errorf("statuses %v", status)
+	}
+	// Resuming the paused one needs room too.
+	code, _, errOut = h.run("create", "--endpoint", "https://a.example/n", "--resume")
+	if code != 1 || !strings.Contains(errOut, "limit") {
+		t.Errorf("resume at the limit: %d %s", code, errOut)
+	}
+	// The live service's limit of 1 is a flag away.
+	code, _, errOut = h.run("create", "--type", "pull", "--max-running", "1")
+	if code != 1 || !strings.Contains(errOut, "limit is 1") {
+		t.Errorf("--max-running 1: %d %s", code, errOut)
+	}
+}
+
+func TestCommands(t *testing.T) {
+	h := newHarness(t)
+	if code, _, errOut := h.run(create...); code != 0 {
+		t.Fatal(errOut)
+	}
+	id := h.subs(t)[0].ID
+	tests := []struct {
+		args   []string
+		code   int
+		output string
+	}{
+		{[]string{"pause", id}, 0, "paused"},
+		{[]string{"get", id}, 0, "paused"},
+		{[]string{"resume", id}, 0, "running"},
+		{[]string{"whoami"}, 0, "logged in as op@example.org"},
+		{[]string{"cancel", id}, 0, "cancelled " + id},
+		{[]string{"get", id}, 1, "HTTP 404"},
+		{[]string{"get"}, 2, "needs one subscription id"},
+		{[]string{"frobnicate"}, 2, "unknown command"},
+		{[]string{}, 2, "a command is required"},
+		{[]string{"-o", "yaml", "list"}, 2, "-o must be"},
+		{[]string{"create", "--endpoint", "http://plain.example/n"}, 2, "must be https://"},
+		{[]string{"create", "--endpoint", "http://127.0.0.1:8080/n", "--insecure-endpoint"}, 0, "http://127.0.0.1:8080/n"},
+		{[]string{"create", "--endpoint", "https://u:p@x.example/n"}, 2, "must not carry credentials"},
+		{[]string{"create", "--events", "created,deleted", "--endpoint", "https://x.example/n"}, 2, "--events"},
+		{[]string{"create"}, 2, "--endpoint is required"},
+	}
+	for _, tt := range tests {
+		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
+			code, out, errOut := h.run(tt.args...)
+			if code != tt.code || !strings.Contains(out+errOut, tt.output) {
+				t.Errorf("exit %d, want %d; output %q %q lacks %q", code, tt.code, out, errOut, tt.output)
+			}
+		})
+	}
+	t.Run("wrong password", func(t *testing.T) {
+		h.env["CDSE_PASSWORD"] = "wrong-pw-123"
+		defer func() { h.env["CDSE_PASSWORD"] = cdsePassword }()
+		code, out, errOut := h.run("list")
+		if code != 1 || !strings.Contains(errOut, "wrong username or password") || strings.Contains(out+errOut, "wrong-pw-123") {
+			t.Errorf("exit %d: %s", code, errOut)
+		}
+	})
+	t.Run("no credentials", func(t *testing.T) {
+		h.env["CDSE_USERNAME"] = ""
+		defer func() { h.env["CDSE_USERNAME"] = "op@example.org" }()
+		if code, _, errOut := h.run("list"); code != 2 || !strings.Contains(errOut, "CDSE_USERNAME") {
+			t.Errorf("exit %d: %s", code, errOut)
+		}
+	})
+}
