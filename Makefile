@@ -9,12 +9,16 @@ help: ## list the targets
 	@grep -hE '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
 
 .PHONY: build
-build: ## build the binaries into bin/
-	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o bin/ ./cmd/...
+build: ## build the binaries (receiver, register, cdse-sim, subscribe) into bin/
+	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o bin/ ./cmd/... ./examples/...
 
 .PHONY: run
 run: ## run the receiver with the embedded NATS and the development settings of configs/dev.yaml
 	$(GO) run ./cmd/receiver --config configs/dev.yaml
+
+.PHONY: demo
+demo: ## the whole chain locally: simulator, receiver, subscriber, register, a few products
+	./scripts/demo.sh
 
 .PHONY: test
 test: ## run the whole test suite (vet, race detector, seed corpora of the fuzz targets)

@@ -1,0 +1,181 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/sirupsen/logrus/hooks/test"
+
+	"github.com/cdse-jetstream/receiver/internal/cdsesim"
+	"github.com/cdse-jetstream/receiver/internal/receiver"
+	"github.com/cdse-jetstream/receiver/internal/register"
+)
+
+const (
+	webhookUser = "cdse"
+	webhookPass = "e2e-webhook-password"
+)
+
+type world struct {
+	sim     *cdsesim.Sim
+	simURL  string
+	app     *receiver.App
+	js      jetstream.JetStream
+	env     map[string]string
+	webhook string
+}
+
+func setup(t *testing.T) *world {
+	t.Helper()
+	sim := cdsesim.New(cdsesim.Options{Users: map[string]cdsesim.User{"op@example.org": {Password: "account-pw"}}, PushBackoff: 10 * time.Millisecond})
+	srv := httptest.NewServer(sim.Handler())
+	t.Cleanup(func() { srv.Close(); sim.Close() })
+
+	cfg := receiver.DefaultConfig()
+	cfg.Username, cfg.Password = webhookUser, webhookPass
+	cfg.Addr, cfg.AdminAddr, cfg.NATSEmbeddedAddr = "127.0.0.1:0", "127.0.0.1:0", "127.0.0.1:0"
+	cfg.DataDir = t.TempDir()
+	if err := cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	log, _ := test.NewNullLogger()
+	app, err := receiver.New(cfg, log, prometheus.NewRegistry())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := app.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { app.Shutdown(context.Background()) })
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		resp, err := http.Get("http://" + app.AdminAddr() + "/readyz")
+		if err == nil && resp.StatusCode == 200 {
+			resp.Body.Close()
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("receiver not ready")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	nc, err := nats.Connect(app.NATSURL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	js, _ := jetstream.New(nc)
+	return &world{sim: sim, simURL: srv.URL, app: app, js: js, webhook: "http://" + app.WebhookAddr() + cfg.Path, env: map[string]string{
+		"CDSE_USERNAME":      "op@example.org",
+		"CDSE_PASSWORD":      "account-pw",
+		"CDSE_TOKEN_URL":     srv.URL + "/auth/realms/CDSE/protocol/openid-connect/token",
+		"CDSE_CATALOGUE_URL": srv.URL + "/odata/v1",
+		"RECEIVER_USERNAME":  webhookUser,
+		"RECEIVER_PASSWORD":  webhookPass,
+	}}
+}
+
+func (w *world) register(t *testing.T, args ...string) string {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	code := register.Run(context.Background(), append([]string{"register"}, args...), func(k string) string { return w.env[k] }, &out, &errOut)
+	if code != 0 {
+		t.Fatalf("register %v: exit %d: %s", args, code, errOut.String())
+	}
+	return out.String()
+}
+
+// messages returns the subjects and product ids in the stream, in order.
+func (w *world) messages(t *testing.T) []string {
+	t.Helper()
+	ctx := context.Background()
+	s, err := w.js.Stream(ctx, "CDSE_PRODUCTS")
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, _ := s.Info(ctx)
+	var out []string
+	for seq := uint64(1); seq <= info.State.LastSeq; seq++ {
+		m, err := s.GetMsg(ctx, seq)
+		if err != nil {
+			continue
+		}
+		out = append(out, m.Subject+" "+m.Header.Get("Cdse-Product-Id"))
+	}
+	return out
+}
+
+func TestRegisterAndDeliver(t *testing.T) {
+	w := setup(t)
+	args := []string{"create", "--endpoint", w.webhook, "--insecure-endpoint", "--filter", "Collection/Name eq 'SENTINEL-2' or Collection/Name eq 'SENTINEL-1'", "--events", "created,modified"}
+	w.register(t, args...)
+	w.register(t, args...) // idempotent
+	w.register(t, "create", "--endpoint", w.webhook, "--insecure-endpoint", "--events", "deleted")
+	if out := w.register(t, "list"); strings.Count(out, w.webhook) != 2 {
+		t.Fatalf("want 2 subscriptions:\n%s", out)
+	}
+
+	// Every notification is delivered twice by the simulator, as happens.
+	w.sim.SetDuplicateSends(true)
+	s2 := w.sim.Generate(cdsesim.Sentinel2, 3)
+	s1 := w.sim.Generate(cdsesim.Sentinel1, 1)
+	w.sim.Generate(cdsesim.Sentinel3, 2) // filtered out
+	w.sim.WaitPushes()
+	if err := w.sim.ModifyProduct(s2[0].ID); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.sim.DeleteProduct(s1[0].ID, "Corrupted product"); err != nil {
+		t.Fatal(err)
+	}
+	w.sim.WaitPushes()
+
+	want := []string{
+		"cdse.product.created.SENTINEL-2 " + s2[0].ID,
+		"cdse.product.created.SENTINEL-2 " + s2[1].ID,
+		"cdse.product.created.SENTINEL-2 " + s2[2].ID,
+		"cdse.product.created.SENTINEL-1 " + s1[0].ID,
+		"cdse.product.modified.SENTINEL-2 " + s2[0].ID,
+		"cdse.product.deleted.SENTINEL-1 " + s1[0].ID,
+	}
+	got := w.messages(t)
+	if len(got) != len(want) {
+		t.Fatalf("stream holds %d messages, want %d:\n%s", len(got), len(want), strings.Join(got, "\n"))
+	}
+	// PUSH deliveries run concurrently: compare as sets, each exactly once.
+	count := map[string]int{}
+	for _, g := range got {
+		count[g]++
+	}
+	for _, w := range want {
+		if count[w] != 1 {
+			t.Errorf("%s arrived %d times", w, count[w])
+		}
+	}
+	st := w.sim.Stats()
+	if st.PushDropped != 0 || st.Pushed != 12 {
+		t.Errorf("simulator stats %+v: want 12 delivered (6 notifications twice), none dropped", st)
+	}
+}
+
+func TestWrongWebhookPasswordDeliversNothing(t *testing.T) {
+	w := setup(t)
+	w.env["RECEIVER_PASSWORD"] = "not-the-receivers-password"
+	w.register(t, "create", "--endpoint", w.webhook, "--insecure-endpoint")
+	w.sim.Generate(cdsesim.Sentinel2, 2)
+	w.sim.WaitPushes()
+	if got := w.messages(t); len(got) != 0 {
+		t.Errorf("messages from a subscription with the wrong password: %v", got)
+	}
+	st := w.sim.Stats()
+	if st.Pushed != 0 || st.PushDropped != 2 || st.PushAttempts != 8 {
+		t.Errorf("simulator stats %+v: want every attempt refused (401), 2 dropped after 3 retries", st)
+	}
+}
