@@ -1,6 +1,7 @@
 package auth
 
 import (
+	"context"
 	"errors"
 	"net/http/httptest"
 	"strings"
@@ -101,5 +102,19 @@ func TestPasswordTokenSourceErrors(t *testing.T) {
 	_, err := PasswordTokenSource(PasswordConfig{TokenURL: tokenURL(srv), Username: "alice", Password: "alice-pw", Now: c.Now}).Token()
 	if !errors.Is(err, ErrTokenEndpoint) || strings.Contains(err.Error(), "alice-pw") {
 		t.Errorf("unreachable: %v", err)
+	}
+}
+
+func TestClientCredentials(t *testing.T) {
+	c := newClock()
+	sim := cdsesim.New(cdsesim.Options{Clients: map[string]string{"sh-client": "sh-secret"}, Now: c.Now})
+	srv := httptest.NewServer(sim.Handler())
+	defer func() { srv.Close(); sim.Close() }()
+	tok, err := ClientCredentialsTokenSource(context.Background(), tokenURL(srv), "sh-client", "sh-secret").Token()
+	if err != nil || tok.AccessToken == "" {
+		t.Fatalf("client credentials: %v", err)
+	}
+	if _, err := ClientCredentialsTokenSource(context.Background(), tokenURL(srv), "sh-client", "wrong").Token(); err == nil {
+		t.Fatal("wrong secret accepted")
 	}
 }

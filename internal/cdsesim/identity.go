@@ -26,6 +26,13 @@ func (s *Sim) handleToken(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if r.PostForm.Get("client_id") == "" {
+		// x/oauth2 may send confidential clients' credentials as Basic auth.
+		if id, secret, ok := r.BasicAuth(); ok {
+			r.PostForm.Set("client_id", id)
+			r.PostForm.Set("client_secret", secret)
+		}
+	}
+	if r.PostForm.Get("client_id") == "" {
 		keycloakError(w, http.StatusUnauthorized, "invalid_client", "Invalid client or Invalid client credentials")
 		return
 	}
@@ -45,6 +52,19 @@ func (s *Sim) handleToken(w http.ResponseWriter, r *http.Request) {
 		}
 		user = name
 		s.stats.logins.Add(1)
+	case "client_credentials":
+		id := r.PostForm.Get("client_id")
+		secret, ok := s.o.Clients[id]
+		if !ok || secret == "" || r.PostForm.Get("client_secret") != secret {
+			keycloakError(w, http.StatusUnauthorized, "unauthorized_client", "Invalid client or Invalid client credentials")
+			return
+		}
+		access := newToken()
+		s.mu.Lock()
+		s.tokens[access] = tokenEntry{user: "service-account-" + id, expiry: now.Add(s.o.AccessTTL)}
+		s.mu.Unlock()
+		writeJSON(w, http.StatusOK, map[string]any{"access_token": access, "expires_in": int(s.o.AccessTTL.Seconds()), "token_type": "Bearer", "scope": "SH"})
+		return
 	case "refresh_token":
 		rt := r.PostForm.Get("refresh_token")
 		s.mu.Lock()

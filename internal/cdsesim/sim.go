@@ -33,7 +33,10 @@ type User struct {
 
 // Options configure a simulator.
 type Options struct {
-	Users      map[string]User
+	Users map[string]User
+	// Clients are confidential clients (client id → secret) for the
+	// client-credentials grant of the imagery services.
+	Clients    map[string]string
 	MaxRunning int           // running subscriptions per user (default 2)
 	MaxTotal   int           // running + paused per user (default 10)
 	AccessTTL  time.Duration // default 10 min
