@@ -3,6 +3,7 @@ package e2e
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -35,14 +36,38 @@ type world struct {
 
 func setup(t *testing.T) *world {
 	t.Helper()
+	w := newSim(t)
+	w.startReceiver(t, func(*receiver.Config) {})
+	return w
+}
+
+// newSim starts the simulator; the receiver is started separately.
+func newSim(t *testing.T) *world {
+	t.Helper()
 	sim := cdsesim.New(cdsesim.Options{Users: map[string]cdsesim.User{"op@example.org": {Password: "account-pw"}}, PushBackoff: 10 * time.Millisecond})
 	srv := httptest.NewServer(sim.Handler())
 	t.Cleanup(func() { srv.Close(); sim.Close() })
+	return &world{sim: sim, simURL: srv.URL, env: map[string]string{
+		"CDSE_USERNAME":      "op@example.org",
+		"CDSE_PASSWORD":      "account-pw",
+		"CDSE_TOKEN_URL":     srv.URL + "/auth/realms/CDSE/protocol/openid-connect/token",
+		"CDSE_CATALOGUE_URL": srv.URL + "/odata/v1",
+		"RECEIVER_USERNAME":  webhookUser,
+		"RECEIVER_PASSWORD":  webhookPass,
+	}}
+}
 
+// startReceiver runs the real receiver (embedded NATS) with the default
+// configuration changed by mutate, and waits until it is ready.
+func (w *world) startReceiver(t *testing.T, mutate func(*receiver.Config)) {
+	t.Helper()
 	cfg := receiver.DefaultConfig()
 	cfg.Username, cfg.Password = webhookUser, webhookPass
 	cfg.Addr, cfg.AdminAddr, cfg.NATSEmbeddedAddr = "127.0.0.1:0", "127.0.0.1:0", "127.0.0.1:0"
 	cfg.DataDir = t.TempDir()
+	cfg.CDSEUsername, cfg.CDSEPassword = w.env["CDSE_USERNAME"], w.env["CDSE_PASSWORD"]
+	cfg.CDSETokenURL, cfg.CDSECatalogueURL = w.env["CDSE_TOKEN_URL"], w.env["CDSE_CATALOGUE_URL"]
+	mutate(&cfg)
 	if err := cfg.Validate(); err != nil {
 		t.Fatal(err)
 	}
@@ -72,15 +97,24 @@ func setup(t *testing.T) *world {
 		t.Fatal(err)
 	}
 	t.Cleanup(nc.Close)
-	js, _ := jetstream.New(nc)
-	return &world{sim: sim, simURL: srv.URL, app: app, js: js, webhook: "http://" + app.WebhookAddr() + cfg.Path, env: map[string]string{
-		"CDSE_USERNAME":      "op@example.org",
-		"CDSE_PASSWORD":      "account-pw",
-		"CDSE_TOKEN_URL":     srv.URL + "/auth/realms/CDSE/protocol/openid-connect/token",
-		"CDSE_CATALOGUE_URL": srv.URL + "/odata/v1",
-		"RECEIVER_USERNAME":  webhookUser,
-		"RECEIVER_PASSWORD":  webhookPass,
-	}}
+	w.js, _ = jetstream.New(nc)
+	w.app = app
+	if cfg.Webhook {
+		w.webhook = "http://" + app.WebhookAddr() + cfg.Path
+	}
+}
+
+// waitMessages waits until the stream holds n messages and returns them.
+func (w *world) waitMessages(t *testing.T, n int) []string {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		got := w.messages(t)
+		if len(got) >= n || time.Now().After(deadline) {
+			return got
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 }
 
 func (w *world) register(t *testing.T, args ...string) string {
@@ -108,7 +142,7 @@ func (w *world) messages(t *testing.T) []string {
 		if err != nil {
 			continue
 		}
-		out = append(out, m.Subject+" "+m.Header.Get("Cdse-Product-Id"))
+		out = append(out, m.Subject+" "+m.Header.Get("Cdse-Product-Id")+" "+m.Header.Get("Cdse-Source"))
 	}
 	return out
 }
@@ -138,12 +172,12 @@ func TestRegisterAndDeliver(t *testing.T) {
 	w.sim.WaitPushes()
 
 	want := []string{
-		"cdse.product.created.SENTINEL-2 " + s2[0].ID,
-		"cdse.product.created.SENTINEL-2 " + s2[1].ID,
-		"cdse.product.created.SENTINEL-2 " + s2[2].ID,
-		"cdse.product.created.SENTINEL-1 " + s1[0].ID,
-		"cdse.product.modified.SENTINEL-2 " + s2[0].ID,
-		"cdse.product.deleted.SENTINEL-1 " + s1[0].ID,
+		"cdse.product.created.SENTINEL-2 " + s2[0].ID + " push",
+		"cdse.product.created.SENTINEL-2 " + s2[1].ID + " push",
+		"cdse.product.created.SENTINEL-2 " + s2[2].ID + " push",
+		"cdse.product.created.SENTINEL-1 " + s1[0].ID + " push",
+		"cdse.product.modified.SENTINEL-2 " + s2[0].ID + " push",
+		"cdse.product.deleted.SENTINEL-1 " + s1[0].ID + " push",
 	}
 	got := w.messages(t)
 	if len(got) != len(want) {
@@ -177,5 +211,49 @@ func TestWrongWebhookPasswordDeliversNothing(t *testing.T) {
 	st := w.sim.Stats()
 	if st.Pushed != 0 || st.PushDropped != 2 || st.PushAttempts != 8 {
 		t.Errorf("simulator stats %+v: want every attempt refused (401), 2 dropped after 3 retries", st)
+	}
+}
+
+func TestPullOnlyReceiver(t *testing.T) {
+	w := newSim(t)
+	out := w.register(t, "-o", "json", "create", "--type", "pull", "--filter", "Collection/Name eq 'SENTINEL-3'")
+	var subs []struct{ Id string }
+	if err := json.Unmarshal([]byte(out), &subs); err != nil || len(subs) != 1 {
+		t.Fatalf("register output %q: %v", out, err)
+	}
+	products := w.sim.Generate(cdsesim.Sentinel3, 45)
+	w.sim.Generate(cdsesim.Sentinel2, 5) // filtered out
+	w.startReceiver(t, func(c *receiver.Config) {
+		c.Webhook = false
+		c.Username, c.Password = "", ""
+		c.PullSubscription = subs[0].Id
+		c.PullInterval = 100 * time.Millisecond
+	})
+	if w.app.WebhookAddr() != "" {
+		t.Error("the webhook listens although it is off")
+	}
+	got := w.waitMessages(t, 45)
+	if len(got) != 45 || !strings.HasSuffix(got[0], " pull") || !strings.Contains(got[0], products[0].ID) {
+		t.Fatalf("%d messages, first %q", len(got), got[0])
+	}
+}
+
+func TestReconcileAfterOutage(t *testing.T) {
+	w := newSim(t)
+	// The receiver is down while the catalogue publishes: PUSH gives up.
+	w.register(t, "create", "--endpoint", "http://127.0.0.1:1/notifications", "--insecure-endpoint", "--filter", "Collection/Name eq 'SENTINEL-1'")
+	lost := w.sim.Generate(cdsesim.Sentinel1, 30)
+	w.sim.WaitPushes()
+	if st := w.sim.Stats(); st.PushDropped != 30 {
+		t.Fatalf("simulator %+v: want 30 dropped", st)
+	}
+	// It comes back with the reconciler on: the first pass runs at start.
+	w.startReceiver(t, func(c *receiver.Config) {
+		c.ReconcileInterval = time.Hour
+		c.ReconcileFilter = "Collection/Name eq 'SENTINEL-1'"
+	})
+	got := w.waitMessages(t, 30)
+	if len(got) != 30 || !strings.HasSuffix(got[0], " reconcile") || !strings.Contains(strings.Join(got, "\n"), lost[29].ID) {
+		t.Fatalf("%d messages: %v", len(got), got)
 	}
 }

@@ -23,7 +23,10 @@ import (
 	"github.com/sirupsen/logrus"
 
 	"github.com/cdse-jetstream/receiver/internal/auth"
+	"github.com/cdse-jetstream/receiver/internal/catalogclient"
 	"github.com/cdse-jetstream/receiver/internal/publish"
+	"github.com/cdse-jetstream/receiver/internal/pull"
+	"github.com/cdse-jetstream/receiver/internal/reconcile"
 	"github.com/cdse-jetstream/receiver/internal/webhook"
 )
 
@@ -93,6 +96,7 @@ type App struct {
 	log      logrus.FieldLogger
 	reg      *prometheus.Registry
 	verifier *auth.Basic
+	pull     *pull.Source
 
 	embedded *server.Server
 	nc       *nats.Conn
@@ -109,9 +113,13 @@ type App struct {
 // New checks what can be checked before listening: credentials and metrics.
 // Everything the receiver measures is registered on reg.
 func New(cfg Config, log logrus.FieldLogger, reg *prometheus.Registry) (*App, error) {
-	verifier, err := auth.NewBasic(cfg.credentials(), cfg.HTPasswdFile)
-	if err != nil {
-		return nil, err
+	var verifier *auth.Basic
+	if cfg.Webhook {
+		v, err := auth.NewBasic(cfg.credentials(), cfg.HTPasswdFile)
+		if err != nil {
+			return nil, err
+		}
+		verifier = v
 	}
 	if err := errors.Join(
 		reg.Register(collectors.NewGoCollector()),
@@ -163,10 +171,40 @@ func (a *App) Start(ctx context.Context) error {
 
 	bctx, cancel := context.WithCancel(context.Background())
 	a.stopBackground = cancel
+	sources, err := a.sources()
+	if err != nil {
+		return err
+	}
 	a.background.Add(2)
-	go func() { defer a.background.Done(); a.ensureStream(bctx) }()
+	go func() {
+		defer a.background.Done()
+		if a.ensureStream(bctx) {
+			a.runSources(bctx, sources)
+		}
+	}()
 	go func() { defer a.background.Done(); a.reloadCredentials(bctx, 10*time.Second) }()
 
+	a.admin = &http.Server{Handler: a.adminHandler(), ReadHeaderTimeout: 5 * time.Second, ErrorLog: newStdLog(a.log)}
+	if a.adminLn, err = net.Listen("tcp", cfg.AdminAddr); err != nil {
+		return fmt.Errorf("admin listener: %w", err)
+	}
+	go a.serve(a.admin, a.adminLn)
+	if cfg.Webhook {
+		if err := a.startWebhook(); err != nil {
+			return err
+		}
+	}
+	a.log.WithFields(cfg.Fields()).WithFields(logrus.Fields{
+		"webhook_addr": a.WebhookAddr(),
+		"admin_addr":   a.adminLn.Addr().String(),
+		"nats_url":     a.NATSURL(),
+		"version":      Version,
+	}).Info("receiver started")
+	return nil
+}
+
+func (a *App) startWebhook() error {
+	cfg := a.cfg
 	proxies, _ := cfg.trustedProxies() // checked by Validate
 	wo := webhook.Options{
 		Path:             cfg.Path,
@@ -183,23 +221,49 @@ func (a *App) Start(ctx context.Context) error {
 		return err
 	}
 	a.web = webhook.HTTPServer(e, webhook.Timeouts{ReadHeader: cfg.ReadHeaderTimeout, Read: cfg.ReadTimeout, Publish: cfg.PublishTimeout}, newStdLog(a.log))
-	a.admin = &http.Server{Handler: a.adminHandler(), ReadHeaderTimeout: 5 * time.Second, ErrorLog: newStdLog(a.log)}
-
 	if a.webLn, err = net.Listen("tcp", cfg.Addr); err != nil {
 		return fmt.Errorf("webhook listener: %w", err)
 	}
-	if a.adminLn, err = net.Listen("tcp", cfg.AdminAddr); err != nil {
-		return fmt.Errorf("admin listener: %w", err)
-	}
 	go a.serve(a.web, a.webLn)
-	go a.serve(a.admin, a.adminLn)
-	a.log.WithFields(cfg.Fields()).WithFields(logrus.Fields{
-		"webhook_addr": a.webLn.Addr().String(),
-		"admin_addr":   a.adminLn.Addr().String(),
-		"nats_url":     a.NATSURL(),
-		"version":      Version,
-	}).Info("receiver started")
 	return nil
+}
+
+// sources builds the PULL source and the reconciler, when configured.
+func (a *App) sources() ([]func(context.Context), error) {
+	cfg := a.cfg
+	if cfg.PullSubscription == "" && cfg.ReconcileInterval == 0 {
+		return nil, nil
+	}
+	tokens := auth.PasswordTokenSource(auth.PasswordConfig{TokenURL: cfg.CDSETokenURL, ClientID: cfg.CDSEClientID,
+		Username: cfg.CDSEUsername, Password: cfg.CDSEPassword, TOTP: cfg.CDSETOTP})
+	api := catalogclient.New(cfg.CDSECatalogueURL, tokens, nil)
+	var run []func(context.Context)
+	if cfg.PullSubscription != "" {
+		src, err := pull.New(pull.Options{SubscriptionID: cfg.PullSubscription, SubjectPrefix: cfg.SubjectPrefix, Interval: cfg.PullInterval, Hydrate: cfg.PullHydrate}, api, a.pub, a.reg, a.log)
+		if err != nil {
+			return nil, err
+		}
+		a.pull = src
+		run = append(run, func(ctx context.Context) { _ = src.Run(ctx) })
+	}
+	if cfg.ReconcileInterval > 0 {
+		rec, err := reconcile.New(reconcile.Options{Filter: cfg.ReconcileFilter, Interval: cfg.ReconcileInterval, Lookback: cfg.ReconcileLookback,
+			Overlap: cfg.ReconcileOverlap, SubjectPrefix: cfg.SubjectPrefix, Bucket: cfg.Stream + "_STATE", Replicas: cfg.StreamReplicas}, api, a.pub, a.pub.JetStream(), a.reg, a.log)
+		if err != nil {
+			return nil, err
+		}
+		run = append(run, rec.Run)
+	}
+	return run, nil
+}
+
+func (a *App) runSources(ctx context.Context, sources []func(context.Context)) {
+	var wg sync.WaitGroup
+	for _, run := range sources {
+		wg.Add(1)
+		go func() { defer wg.Done(); run(ctx) }()
+	}
+	wg.Wait()
 }
 
 func (a *App) serve(s *http.Server, ln net.Listener) {
@@ -210,7 +274,7 @@ func (a *App) serve(s *http.Server, ln net.Listener) {
 
 // ensureStream creates or updates the stream, retrying until it succeeds:
 // an external NATS may come up after the receiver.
-func (a *App) ensureStream(ctx context.Context) {
+func (a *App) ensureStream(ctx context.Context) bool {
 	wait := 200 * time.Millisecond
 	for {
 		cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
@@ -227,12 +291,12 @@ func (a *App) ensureStream(ctx context.Context) {
 			a.streamOK.Store(true)
 			a.log.WithFields(logrus.Fields{"stream": info.Config.Name, "subjects": info.Config.Subjects,
 				"replicas": info.Config.Replicas, "duplicate_window": info.Config.Duplicates.String()}).Info("stream ready")
-			return
+			return true
 		}
 		a.log.WithError(err).WithField("retry_in", wait.String()).Warn("stream not ready")
 		select {
 		case <-ctx.Done():
-			return
+			return false
 		case <-time.After(wait):
 		}
 		wait = min(wait*2, 10*time.Second)
@@ -242,7 +306,7 @@ func (a *App) ensureStream(ctx context.Context) {
 // reloadCredentials re-reads the htpasswd file when it changes, so that a
 // rotated Secret takes effect without a restart.
 func (a *App) reloadCredentials(ctx context.Context, every time.Duration) {
-	if a.cfg.HTPasswdFile == "" {
+	if a.cfg.HTPasswdFile == "" || a.verifier == nil {
 		return
 	}
 	t := time.NewTicker(every)
@@ -273,6 +337,8 @@ func (a *App) Ready(ctx context.Context) error {
 		return errors.New("not connected to NATS")
 	case !a.streamOK.Load():
 		return errors.New("stream not created yet")
+	case a.pull != nil && a.pull.Err() != nil:
+		return fmt.Errorf("pull source stopped: %w", a.pull.Err())
 	}
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
@@ -310,7 +376,13 @@ func (a *App) adminHandler() http.Handler {
 func (a *App) Errors() <-chan error { return a.errs }
 
 // WebhookAddr and AdminAddr are the bound listen addresses.
-func (a *App) WebhookAddr() string { return a.webLn.Addr().String() }
+// It is "" when the webhook is off.
+func (a *App) WebhookAddr() string {
+	if a.webLn == nil {
+		return ""
+	}
+	return a.webLn.Addr().String()
+}
 
 // AdminAddr is the bound admin address.
 func (a *App) AdminAddr() string { return a.adminLn.Addr().String() }

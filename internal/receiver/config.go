@@ -17,6 +17,7 @@ import (
 	"github.com/sirupsen/logrus"
 
 	"github.com/cdse-jetstream/receiver/internal/auth"
+	"github.com/cdse-jetstream/receiver/internal/catalogclient"
 	"gopkg.in/yaml.v3"
 )
 
@@ -54,6 +55,23 @@ type Config struct {
 	NATSToken        string
 	NATSCA           string
 
+	// Sources besides (or instead of) the webhook.
+	Webhook           bool
+	PullSubscription  string
+	PullInterval      time.Duration
+	PullHydrate       bool
+	ReconcileFilter   string
+	ReconcileInterval time.Duration
+	ReconcileLookback time.Duration
+	ReconcileOverlap  time.Duration
+	// The catalogue login of the PULL source and the reconciler.
+	CDSEUsername     string
+	CDSEPassword     string
+	CDSETOTP         string
+	CDSEClientID     string
+	CDSETokenURL     string
+	CDSECatalogueURL string
+
 	LogLevel  string
 	LogFormat string
 }
@@ -79,6 +97,13 @@ func DefaultConfig() Config {
 		StreamReplicas:    1,
 		LogLevel:          "info",
 		LogFormat:         "json",
+		Webhook:           true,
+		PullInterval:      10 * time.Second,
+		ReconcileLookback: 24 * time.Hour,
+		ReconcileOverlap:  10 * time.Minute,
+		CDSEClientID:      auth.DefaultClientID,
+		CDSETokenURL:      auth.DefaultTokenURL,
+		CDSECatalogueURL:  catalogclient.DefaultBaseURL,
 	}
 }
 
@@ -124,6 +149,20 @@ func (c *Config) settings() []setting {
 		{env: "NATS_PASSWORD", help: "NATS password (or NATS_PASSWORD_FILE)", secret: true, field: &c.NATSPassword},
 		{env: "NATS_TOKEN", help: "NATS token (or NATS_TOKEN_FILE)", secret: true, field: &c.NATSToken},
 		{env: "NATS_CA", flag: "nats-ca", help: "CA certificate file to verify the NATS servers' TLS", field: &c.NATSCA},
+		{env: "RECEIVER_WEBHOOK", flag: "webhook", help: "serve the PUSH webhook (false: PULL and/or reconcile only)", field: &c.Webhook},
+		{env: "PULL_SUBSCRIPTION_ID", flag: "pull", help: "consume this PULL subscription too (needs the CDSE_* login)", field: &c.PullSubscription},
+		{env: "PULL_INTERVAL", flag: "pull-interval", help: "wait between reads of an empty PULL queue", field: &c.PullInterval},
+		{env: "PULL_HYDRATE", flag: "pull-hydrate", help: "fetch the product of notifications older than 3 days (which lack value)", field: &c.PullHydrate},
+		{env: "RECONCILE_FILTER", flag: "reconcile-filter", help: "OData filter of the products to reconcile (usually the subscription's)", field: &c.ReconcileFilter},
+		{env: "RECONCILE_INTERVAL", flag: "reconcile-interval", help: "run the reconciler this often (0: off; e.g. 15m)", field: &c.ReconcileInterval},
+		{env: "RECONCILE_LOOKBACK", flag: "reconcile-lookback", help: "first reconcile pass starts this far back", field: &c.ReconcileLookback},
+		{env: "RECONCILE_OVERLAP", flag: "reconcile-overlap", help: "each pass re-lists this much before the watermark (late listings)", field: &c.ReconcileOverlap},
+		{env: "CDSE_USERNAME", flag: "cdse-username", help: "catalogue account (PULL source, reconciler)", field: &c.CDSEUsername},
+		{env: "CDSE_PASSWORD", help: "catalogue password (or CDSE_PASSWORD_FILE)", secret: true, field: &c.CDSEPassword},
+		{env: "CDSE_TOTP", help: "two-factor code, if the account has 2FA", secret: true, field: &c.CDSETOTP},
+		{env: "CDSE_CLIENT_ID", flag: "cdse-client-id", help: "OAuth2 client of the catalogue login", field: &c.CDSEClientID},
+		{env: "CDSE_TOKEN_URL", flag: "cdse-token-url", help: "identity provider token URL", field: &c.CDSETokenURL},
+		{env: "CDSE_CATALOGUE_URL", flag: "cdse-catalogue-url", help: "catalogue OData base URL", field: &c.CDSECatalogueURL},
 		{env: "LOG_LEVEL", flag: "log-level", help: "debug, info, warn or error", field: &c.LogLevel},
 		{env: "LOG_FORMAT", flag: "log-format", help: "json or text", field: &c.LogFormat},
 	}
@@ -274,7 +313,7 @@ func (c Config) Validate() error {
 	var errs []error
 	bad := func(format string, a ...any) { errs = append(errs, fmt.Errorf(format, a...)) }
 
-	if c.HTPasswdFile == "" || c.Username != "" || c.Password != "" {
+	if c.Webhook && (c.HTPasswdFile == "" || c.Username != "" || c.Password != "") {
 		if c.Username == "" {
 			bad("RECEIVER_USERNAME is required (or RECEIVER_HTPASSWD_FILE alone): the webhook never runs without authentication")
 		}
@@ -366,6 +405,34 @@ func (c Config) Validate() error {
 	}
 	if c.NATSPassword != "" && c.NATSUser == "" {
 		bad("NATS_PASSWORD needs NATS_USER")
+	}
+	pull, reconcile := c.PullSubscription != "", c.ReconcileInterval > 0
+	if !c.Webhook && !pull && !reconcile {
+		bad("RECEIVER_WEBHOOK=false needs another source: PULL_SUBSCRIPTION_ID or RECONCILE_INTERVAL")
+	}
+	if pull || reconcile {
+		if c.CDSEUsername == "" || c.CDSEPassword == "" {
+			bad("PULL_SUBSCRIPTION_ID and RECONCILE_INTERVAL need the catalogue login: CDSE_USERNAME and CDSE_PASSWORD (or CDSE_PASSWORD_FILE)")
+		}
+		for _, u := range []struct{ name, v string }{{"CDSE_TOKEN_URL", c.CDSETokenURL}, {"CDSE_CATALOGUE_URL", c.CDSECatalogueURL}} {
+			if pu, err := url.Parse(u.v); err != nil || pu.Host == "" || (pu.Scheme != "https" && pu.Scheme != "http") {
+				bad("%s %q is not an http(s) URL", u.name, u.v)
+			}
+		}
+	}
+	if pull && c.PullInterval < 100*time.Millisecond {
+		bad("PULL_INTERVAL %s is too short", c.PullInterval)
+	}
+	if reconcile {
+		if strings.TrimSpace(c.ReconcileFilter) == "" {
+			bad("RECONCILE_FILTER is required with RECONCILE_INTERVAL (an empty filter would list the whole catalogue)")
+		}
+		if c.ReconcileInterval < time.Minute {
+			bad("RECONCILE_INTERVAL %s is shorter than 1m", c.ReconcileInterval)
+		}
+		if c.ReconcileLookback > c.DedupeWindow || c.ReconcileOverlap >= c.DedupeWindow {
+			bad("RECONCILE_LOOKBACK (%s) and RECONCILE_OVERLAP (%s) must fit in RECEIVER_DEDUPE_WINDOW (%s), or products delivered before it would be published again", c.ReconcileLookback, c.ReconcileOverlap, c.DedupeWindow)
+		}
 	}
 	if _, err := logrus.ParseLevel(c.LogLevel); err != nil {
 		bad("LOG_LEVEL %q must be debug, info, warn or error", c.LogLevel)

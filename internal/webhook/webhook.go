@@ -22,6 +22,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/sirupsen/logrus"
 
+	"github.com/cdse-jetstream/receiver/internal/ingest"
 	"github.com/cdse-jetstream/receiver/internal/notification"
 	"github.com/cdse-jetstream/receiver/internal/publish"
 )
@@ -62,9 +63,6 @@ type Options struct {
 	// over its limit of failures.
 	Limiter FailureLimiter
 }
-
-// Source is the Cdse-Source header value of webhook messages.
-const Source = "push"
 
 // Response is the body of a 200.
 type Response struct {
@@ -152,30 +150,22 @@ func (h *handler) receive(c echo.Context) error {
 		return err
 	}
 	c.Set(ctxNotes, ns)
-	msgs := make([]publish.Message, len(ns))
-	for i := range ns {
-		n := &ns[i]
-		key := n.DedupeKey()
-		msgs[i] = publish.Message{Subject: n.Subject(h.o.SubjectPrefix), MsgID: key, Header: n.Headers(Source), Data: n.Raw}
-	}
-	results, err := h.pub.Publish(req.Context(), msgs)
+	results, err := h.pub.Publish(req.Context(), ingest.Messages(ns, h.o.SubjectPrefix, ingest.SourcePush))
 	if err != nil {
 		for i := range ns {
 			h.m.notifications.WithLabelValues(string(ns[i].Event), "failed").Inc()
 		}
 		return err
 	}
-	var resp Response
 	for i, r := range results {
 		outcome := "accepted"
 		if r.Duplicate {
 			outcome = "duplicate"
-			resp.Duplicates++
-		} else {
-			resp.Accepted++
 		}
 		h.m.notifications.WithLabelValues(string(ns[i].Event), outcome).Inc()
 	}
+	o := ingest.Count(results)
+	resp := Response{Accepted: o.Accepted, Duplicates: o.Duplicates}
 	c.Set(ctxResponse, resp)
 	return c.JSON(http.StatusOK, resp)
 }

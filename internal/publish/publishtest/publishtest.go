@@ -1,0 +1,76 @@
+// Package publishtest gives tests of the notification sources a real
+// publisher: an embedded JetStream server on a random port, a connection, the
+// stream, all stopped when the test ends.
+package publishtest
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/sirupsen/logrus/hooks/test"
+
+	"github.com/cdse-jetstream/receiver/internal/natstest"
+	"github.com/cdse-jetstream/receiver/internal/publish"
+)
+
+// Stream is the stream the helpers create.
+const Stream = "CDSE_PRODUCTS"
+
+// Env is a publisher on a fresh server.
+type Env struct {
+	Server    *server.Server
+	Conn      *nats.Conn
+	JS        jetstream.JetStream
+	Publisher *publish.Publisher
+}
+
+// New starts a JetStream server (or uses srv if not nil), connects and
+// ensures the stream with a 24 h duplicate window.
+func New(t testing.TB, srv *server.Server) *Env {
+	t.Helper()
+	if srv == nil {
+		srv = natstest.RunJetStream(t)
+	}
+	log, _ := test.NewNullLogger()
+	nc, err := publish.Connect(publish.ConnectOptions{URL: srv.ClientURL()}, nil, log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	pub, err := publish.NewPublisher(nc, publish.PublisherOptions{Stream: Stream, Timeout: 2 * time.Second}, prometheus.NewRegistry())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := publish.EnsureStream(context.Background(), pub.JetStream(), publish.StreamOptions{Name: Stream, Subjects: []string{"cdse.product.>"}, Duplicates: 24 * time.Hour}); err != nil {
+		t.Fatal(err)
+	}
+	return &Env{Server: srv, Conn: nc, JS: pub.JetStream(), Publisher: pub}
+}
+
+// Messages returns "subject source product-id" for each stored message, in order.
+func (e *Env) Messages(t testing.TB) []string {
+	t.Helper()
+	ctx := context.Background()
+	s, err := e.JS.Stream(ctx, Stream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := s.Info(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for seq := info.State.FirstSeq; seq > 0 && seq <= info.State.LastSeq; seq++ {
+		m, err := s.GetMsg(ctx, seq)
+		if err != nil {
+			continue
+		}
+		out = append(out, m.Subject+" "+m.Header.Get("Cdse-Source")+" "+m.Header.Get("Cdse-Product-Id"))
+	}
+	return out
+}
