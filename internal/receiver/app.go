@@ -5,6 +5,7 @@ package receiver
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -223,6 +224,15 @@ func (a *App) startWebhook() error {
 	a.web = webhook.HTTPServer(e, webhook.Timeouts{ReadHeader: cfg.ReadHeaderTimeout, Read: cfg.ReadTimeout, Publish: cfg.PublishTimeout}, newStdLog(a.log))
 	if a.webLn, err = net.Listen("tcp", cfg.Addr); err != nil {
 		return fmt.Errorf("webhook listener: %w", err)
+	}
+	if cfg.TLSCertFile != "" {
+		certs, err := webhook.NewCertReloader(cfg.TLSCertFile, cfg.TLSKeyFile)
+		if err != nil {
+			a.webLn.Close()
+			return err
+		}
+		a.webLn = tls.NewListener(a.webLn, certs.TLSConfig())
+		a.log.WithField("cert", cfg.TLSCertFile).Info("serving HTTPS (TLS 1.2+), certificate reloaded when the files change")
 	}
 	go a.serve(a.web, a.webLn)
 	return nil

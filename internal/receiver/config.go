@@ -38,6 +38,8 @@ type Config struct {
 	ReadTimeout       time.Duration
 	ReadHeaderTimeout time.Duration
 	HTPasswdFile      string
+	TLSCertFile       string
+	TLSKeyFile        string
 	TrustedProxies    string
 	AuthFailureLimit  int
 	PProf             bool
@@ -133,6 +135,8 @@ func (c *Config) settings() []setting {
 		{env: "RECEIVER_SHUTDOWN_TIMEOUT", flag: "shutdown-timeout", help: "bound on graceful shutdown after SIGTERM", field: &c.ShutdownTimeout},
 		{env: "RECEIVER_READ_TIMEOUT", flag: "read-timeout", help: "longest time to read a whole request (slow clients are cut off)", field: &c.ReadTimeout},
 		{env: "RECEIVER_READ_HEADER_TIMEOUT", flag: "read-header-timeout", help: "longest time to read the request headers (slowloris)", field: &c.ReadHeaderTimeout},
+		{env: "RECEIVER_TLS_CERT_FILE", flag: "tls-cert-file", help: "serve HTTPS with this certificate (PEM; reloaded when it changes)", field: &c.TLSCertFile},
+		{env: "RECEIVER_TLS_KEY_FILE", flag: "tls-key-file", help: "private key of RECEIVER_TLS_CERT_FILE", field: &c.TLSKeyFile},
 		{env: "RECEIVER_HTPASSWD_FILE", flag: "htpasswd-file", help: "extra credentials: htpasswd file of bcrypt hashes (htpasswd -B), reloaded when it changes", field: &c.HTPasswdFile},
 		{env: "RECEIVER_TRUSTED_PROXIES", flag: "trusted-proxies", help: "comma-separated CIDRs of proxies whose X-Forwarded-For is believed", field: &c.TrustedProxies},
 		{env: "RECEIVER_AUTH_FAILURE_LIMIT", flag: "auth-failure-limit", help: "failed logins per minute per client address before wrong credentials get 429 (0: off)", field: &c.AuthFailureLimit},
@@ -352,6 +356,9 @@ func (c Config) Validate() error {
 	}
 	if c.ShutdownTimeout <= 0 {
 		bad("RECEIVER_SHUTDOWN_TIMEOUT %s must be positive", c.ShutdownTimeout)
+	}
+	if (c.TLSCertFile == "") != (c.TLSKeyFile == "") {
+		bad("RECEIVER_TLS_CERT_FILE and RECEIVER_TLS_KEY_FILE go together")
 	}
 	if _, err := c.trustedProxies(); err != nil {
 		bad("RECEIVER_TRUSTED_PROXIES: %v", err)

@@ -1,0 +1,90 @@
+package webhook
+
+import (
+	"crypto/tls"
+	"fmt"
+	"os"
+	"sync"
+	"time"
+)
+
+// CertReloader serves a certificate and key from files and re-reads them
+// when they change, so that a rotation (cert-manager renewing a Secret)
+// takes effect without a restart. A pair that fails to load leaves the
+// previous one in force.
+type CertReloader struct {
+	certFile, keyFile string
+	now               func() time.Time
+
+	mu      sync.Mutex
+	cert    *tls.Certificate
+	modTime time.Time
+	checked time.Time
+	lastErr error
+}
+
+// NewCertReloader loads the pair once; it fails if that does not work.
+func NewCertReloader(certFile, keyFile string) (*CertReloader, error) {
+	r := &CertReloader{certFile: certFile, keyFile: keyFile, now: time.Now}
+	if err := r.reload(); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+// stamp is the newer modification time of the two files.
+func (r *CertReloader) stamp() (time.Time, error) {
+	var newest time.Time
+	for _, f := range []string{r.certFile, r.keyFile} {
+		st, err := os.Stat(f)
+		if err != nil {
+			return time.Time{}, err
+		}
+		if st.ModTime().After(newest) {
+			newest = st.ModTime()
+		}
+	}
+	return newest, nil
+}
+
+func (r *CertReloader) reload() error {
+	stamp, err := r.stamp()
+	if err != nil {
+		return fmt.Errorf("tls: %w", err)
+	}
+	cert, err := tls.LoadX509KeyPair(r.certFile, r.keyFile)
+	if err != nil {
+		return fmt.Errorf("tls: load %s and %s: %w", r.certFile, r.keyFile, err)
+	}
+	r.cert, r.modTime = &cert, stamp
+	return nil
+}
+
+// GetCertificate is tls.Config.GetCertificate. It looks at the files at
+// most once a second.
+func (r *CertReloader) GetCertificate(*tls.ClientHelloInfo) (*tls.Certificate, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if now := r.now(); now.Sub(r.checked) >= time.Second {
+		r.checked = now
+		if stamp, err := r.stamp(); err == nil && !stamp.Equal(r.modTime) {
+			// A half-written pair fails to load; the old one stays and the
+			// next check tries again.
+			r.lastErr = r.reload()
+		}
+	}
+	return r.cert, nil
+}
+
+// Err is the error of the last failed reload, if the latest attempt failed.
+func (r *CertReloader) Err() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.lastErr
+}
+
+// TLSConfig is the server configuration: TLS 1.2 and newer, the reloader's
+// certificate.
+func (r *CertReloader) TLSConfig() *tls.Config {
+	return &tls.Config{MinVersion: tls.VersionTLS12, GetCertificate: r.GetCertificate}
+}
