@@ -9,6 +9,7 @@ import (
 
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nuid"
 	"github.com/sirupsen/logrus"
 )
 
@@ -21,12 +22,40 @@ type EmbeddedOptions struct {
 	DataDir string
 	// MaxPayload must hold the largest accepted notification plus headers.
 	MaxPayload int32
+	// ConsumerUser and ConsumerPassword, when set, turn on authentication:
+	// consumers log in with them and may read the stream (subscribe, create
+	// consumers, ack) but not publish to it or change it, so that nothing
+	// reaches the stream except through the receiver. The receiver's own
+	// in-process connection uses credentials made up at start.
+	ConsumerUser, ConsumerPassword string
+	// SubjectPrefix is what consumers must not publish to.
+	SubjectPrefix string
+}
+
+// Embedded is a running embedded server and the credentials of the
+// receiver's own connection (empty without authentication).
+type Embedded struct {
+	*server.Server
+	User, Password string
+}
+
+// consumerPermissions let a consumer read everything and use consumers,
+// but not publish notifications or manage streams.
+func consumerPermissions(prefix string) *server.Permissions {
+	return &server.Permissions{
+		Publish: &server.SubjectPermission{
+			Allow: []string{"$JS.API.INFO", "$JS.API.STREAM.INFO.>", "$JS.API.STREAM.NAMES", "$JS.API.STREAM.LIST",
+				"$JS.API.STREAM.MSG.GET.>", "$JS.API.DIRECT.GET.>", "$JS.API.CONSUMER.>", "$JS.ACK.>", "$JS.FC.>", "_INBOX.>"},
+			Deny: []string{prefix + ".>"},
+		},
+		Subscribe: &server.SubjectPermission{Allow: []string{">"}},
+	}
 }
 
 // StartEmbedded starts a nats-server with JetStream in this process and
 // waits until it accepts connections. Shut it down with Shutdown and
 // WaitForShutdown after the clients have drained.
-func StartEmbedded(o EmbeddedOptions, log logrus.FieldLogger) (*server.Server, error) {
+func StartEmbedded(o EmbeddedOptions, log logrus.FieldLogger) (*Embedded, error) {
 	host, portStr, err := net.SplitHostPort(o.Addr)
 	if err != nil {
 		return nil, fmt.Errorf("embedded nats address %q: %w", o.Addr, err)
@@ -48,17 +77,26 @@ func StartEmbedded(o EmbeddedOptions, log logrus.FieldLogger) (*server.Server, e
 		NoSigs:     true, // the receiver owns signal handling
 		NoLog:      true,
 	}
+	emb := &Embedded{}
+	if o.ConsumerUser != "" {
+		emb.User, emb.Password = "cdse-receiver", nuid.Next()+nuid.Next()
+		opts.Users = []*server.User{
+			{Username: emb.User, Password: emb.Password},
+			{Username: o.ConsumerUser, Password: o.ConsumerPassword, Permissions: consumerPermissions(o.SubjectPrefix)},
+		}
+	}
 	srv, err := server.NewServer(opts)
 	if err != nil {
 		return nil, fmt.Errorf("embedded nats: %w", err)
 	}
+	emb.Server = srv
 	srv.SetLoggerV2(&serverLog{log: log}, false, false, false)
 	go srv.Start()
 	if !srv.ReadyForConnections(30 * time.Second) {
 		srv.Shutdown()
 		return nil, errors.New("embedded nats: not ready for connections within 30s (is the port free, the data directory writable?)")
 	}
-	return srv, nil
+	return emb, nil
 }
 
 // ConnectOptions say how to reach an external NATS.
@@ -76,7 +114,7 @@ type ConnectOptions struct {
 // request must get a 503 the sender retries, not a 2xx for bytes held in
 // memory, and memory must not grow with an outage.
 // With srv non-nil the connection is in-process (embedded mode).
-func Connect(o ConnectOptions, srv *server.Server, log logrus.FieldLogger) (*nats.Conn, error) {
+func Connect(o ConnectOptions, emb *Embedded, log logrus.FieldLogger) (*nats.Conn, error) {
 	opts := []nats.Option{
 		nats.Name("cdse-receiver"),
 		nats.MaxReconnects(-1),
@@ -98,9 +136,12 @@ func Connect(o ConnectOptions, srv *server.Server, log logrus.FieldLogger) (*nat
 		}),
 	}
 	url := o.URL
-	if srv != nil {
-		opts = append(opts, nats.InProcessServer(srv))
-		url = srv.ClientURL()
+	if emb != nil {
+		opts = append(opts, nats.InProcessServer(emb.Server))
+		url = emb.ClientURL()
+		if emb.User != "" {
+			opts = append(opts, nats.UserInfo(emb.User, emb.Password))
+		}
 	}
 	if o.CredsFile != "" {
 		opts = append(opts, nats.UserCredentials(o.CredsFile))

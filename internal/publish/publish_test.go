@@ -327,8 +327,8 @@ func TestEmbedded(t *testing.T) {
 		t.Fatalf("external client: %v", err)
 	}
 	ext.Close()
-	if !strings.HasPrefix(natstest.StoreDir(srv), dir) {
-		t.Errorf("store %s not under %s", natstest.StoreDir(srv), dir)
+	if !strings.HasPrefix(natstest.StoreDir(srv.Server), dir) {
+		t.Errorf("store %s not under %s", natstest.StoreDir(srv.Server), dir)
 	}
 }
 
@@ -340,5 +340,64 @@ func waitFor(t *testing.T, timeout time.Duration, cond func() bool) {
 			t.Fatalf("condition not met within %s", timeout)
 		}
 		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func TestEmbeddedConsumersCannotPublish(t *testing.T) {
+	srv, err := StartEmbedded(EmbeddedOptions{Addr: "127.0.0.1:0", DataDir: t.TempDir(), MaxPayload: 1 << 20,
+		ConsumerUser: "reader", ConsumerPassword: "reader-pw", SubjectPrefix: "cdse.product"}, quietLog())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { srv.Shutdown(); srv.WaitForShutdown() }()
+	// The receiver's own in-process connection publishes.
+	nc, err := Connect(ConnectOptions{}, srv, quietLog())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	pub, err := NewPublisher(nc, PublisherOptions{Stream: testStream, Timeout: 2 * time.Second}, prometheus.NewRegistry())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := EnsureStream(context.Background(), pub.JetStream(), StreamOptions{Name: testStream, Subjects: []string{"cdse.product.>"}, Duplicates: time.Minute}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := pub.Publish(context.Background(), []Message{msg("by-receiver")}); err != nil {
+		t.Fatal(err)
+	}
+	// Anonymous: refused.
+	if c, err := nats.Connect(srv.ClientURL()); err == nil {
+		c.Close()
+		t.Fatal("anonymous connection accepted")
+	}
+	// A consumer reads, but cannot inject.
+	c, err := nats.Connect(srv.ClientURL(), nats.UserInfo("reader", "reader-pw"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	js, _ := jetstream.New(c)
+	ctx := context.Background()
+	cons, err := js.OrderedConsumer(ctx, testStream, jetstream.OrderedConsumerConfig{})
+	if err != nil {
+		t.Fatalf("consumer: %v", err)
+	}
+	if m, err := cons.Next(jetstream.FetchMaxWait(2 * time.Second)); err != nil || m.Headers().Get("Nats-Msg-Id") != "by-receiver" {
+		t.Fatalf("read: %v", err)
+	}
+	// Denied publishes get no answer: wait briefly, not the default 5 s.
+	short, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
+	defer cancel()
+	if _, err := js.Publish(short, "cdse.product.created.SENTINEL-2", []byte(`{}`)); err == nil {
+		t.Error("a consumer published into the stream")
+	}
+	short2, cancel2 := context.WithTimeout(ctx, 500*time.Millisecond)
+	defer cancel2()
+	if err := js.DeleteStream(short2, testStream); err == nil {
+		t.Error("a consumer deleted the stream")
+	}
+	if got := streamMsgs(t, pub.JetStream()); got != 1 {
+		t.Errorf("stream holds %d messages, want 1", got)
 	}
 }

@@ -16,7 +16,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -99,7 +98,7 @@ type App struct {
 	verifier *auth.Basic
 	pull     *pull.Source
 
-	embedded *server.Server
+	embedded *publish.Embedded
 	nc       *nats.Conn
 	pub      *publish.Publisher
 
@@ -141,7 +140,10 @@ func (a *App) Start(ctx context.Context) error {
 			Addr:    cfg.NATSEmbeddedAddr,
 			DataDir: cfg.DataDir,
 			// Room for the largest body plus headers.
-			MaxPayload: int32(max(cfg.MaxBody+64<<10, 1<<20)),
+			MaxPayload:       int32(max(cfg.MaxBody+64<<10, 1<<20)),
+			ConsumerUser:     cfg.NATSEmbeddedUser,
+			ConsumerPassword: cfg.NATSEmbeddedPassword,
+			SubjectPrefix:    cfg.SubjectPrefix,
 		}, a.log)
 		if err != nil {
 			return err

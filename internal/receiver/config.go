@@ -44,18 +44,20 @@ type Config struct {
 	AuthFailureLimit  int
 	PProf             bool
 
-	NATSURL          string
-	NATSEmbeddedAddr string
-	SubjectPrefix    string
-	Stream           string
-	StreamReplicas   int
-	StreamMaxAge     time.Duration
-	StreamMaxBytes   int64
-	NATSCreds        string
-	NATSUser         string
-	NATSPassword     string
-	NATSToken        string
-	NATSCA           string
+	NATSURL              string
+	NATSEmbeddedAddr     string
+	NATSEmbeddedUser     string
+	NATSEmbeddedPassword string
+	SubjectPrefix        string
+	Stream               string
+	StreamReplicas       int
+	StreamMaxAge         time.Duration
+	StreamMaxBytes       int64
+	NATSCreds            string
+	NATSUser             string
+	NATSPassword         string
+	NATSToken            string
+	NATSCA               string
 
 	// Sources besides (or instead of) the webhook.
 	Webhook           bool
@@ -143,6 +145,8 @@ func (c *Config) settings() []setting {
 		{env: "RECEIVER_PPROF", flag: "pprof", help: "serve /debug/pprof on the admin address (profiling)", field: &c.PProf},
 		{env: "NATS_URL", flag: "nats-url", help: "external NATS server or cluster URL(s), comma-separated; empty runs an embedded server", field: &c.NATSURL},
 		{env: "NATS_EMBEDDED_ADDR", flag: "nats-embedded-addr", help: "client address of the embedded NATS server, for consumers", field: &c.NATSEmbeddedAddr},
+		{env: "NATS_EMBEDDED_USER", flag: "nats-embedded-user", help: "consumers' user of the embedded server (read-only on the stream); required when it listens beyond loopback", field: &c.NATSEmbeddedUser},
+		{env: "NATS_EMBEDDED_PASSWORD", help: "consumers' password of the embedded server (or NATS_EMBEDDED_PASSWORD_FILE)", secret: true, field: &c.NATSEmbeddedPassword},
 		{env: "NATS_SUBJECT_PREFIX", flag: "subject-prefix", help: "subject prefix: <prefix>.<event>.<collection>", field: &c.SubjectPrefix},
 		{env: "NATS_STREAM", flag: "stream", help: "JetStream stream name", field: &c.Stream},
 		{env: "NATS_STREAM_REPLICAS", flag: "stream-replicas", help: "stream replicas (3 on a 3-node cluster; 1 when embedded)", field: &c.StreamReplicas},
@@ -394,8 +398,14 @@ func (c Config) Validate() error {
 		if c.StreamReplicas != 1 {
 			bad("NATS_STREAM_REPLICAS must be 1 with the embedded NATS server (set NATS_URL for a cluster)")
 		}
-		if _, _, err := net.SplitHostPort(c.NATSEmbeddedAddr); err != nil {
+		host, _, err := net.SplitHostPort(c.NATSEmbeddedAddr)
+		if err != nil {
 			bad("NATS_EMBEDDED_ADDR %q is not host:port", c.NATSEmbeddedAddr)
+		} else if ip := net.ParseIP(host); (ip == nil || !ip.IsLoopback()) && host != "localhost" && c.NATSEmbeddedUser == "" {
+			bad("NATS_EMBEDDED_ADDR %q listens beyond loopback: set NATS_EMBEDDED_USER and NATS_EMBEDDED_PASSWORD, or anyone who reaches the port could publish into the stream", c.NATSEmbeddedAddr)
+		}
+		if (c.NATSEmbeddedUser == "") != (c.NATSEmbeddedPassword == "") {
+			bad("NATS_EMBEDDED_USER and NATS_EMBEDDED_PASSWORD go together")
 		}
 		if c.DataDir == "" {
 			bad("RECEIVER_DATA_DIR is required with the embedded NATS server")
