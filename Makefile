@@ -24,6 +24,7 @@ demo: ## the whole chain locally: simulator, receiver, subscriber, register, a f
 test: ## run the whole test suite (vet, race detector, seed corpora of the fuzz targets)
 	$(GO) vet ./...
 	$(GO) test -race -count=1 -timeout 15m ./...
+	cd charts/test && $(GO) test -count=1 ./...
 
 .PHONY: test-short
 test-short: ## quick tests: no race detector, no binary builds
@@ -43,12 +44,23 @@ fuzz: ## fuzz the notification decoder for FUZZTIME (default 2m)
 	$(GO) test ./internal/notification -run '^$$' -fuzz FuzzParse -fuzztime $(or $(FUZZTIME),2m) -fuzzminimizetime 1s
 
 .PHONY: lint
-lint: ## go vet, gofmt and govulncheck (govulncheck needs the network)
+lint: ## go vet, gofmt, staticcheck and govulncheck (the last two are fetched, so they need the network)
 	$(GO) vet ./...
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt:"; echo "$$out"; exit 1; fi
+	$(GO) run honnef.co/go/tools/cmd/staticcheck@latest ./...
 	$(GO) run golang.org/x/vuln/cmd/govulncheck@latest ./...
 
+.PHONY: chart-lint
+chart-lint: ## lint and render-test the Helm chart (with the Helm Go module; `helm lint` too if installed)
+	cd charts/test && $(GO) test -count=1 ./...
+	@if command -v helm >/dev/null; then helm lint charts/receiver --set auth.password=a-long-webhook-password --set nats.embedded.consumerPassword=x; fi
+
+.PHONY: image
+image: ## build the container image (needs Docker; IMAGE to name it)
+	docker build --build-arg VERSION=$(VERSION) -t $(or $(IMAGE),cdse-receiver:$(VERSION)) .
+
 .PHONY: tidy
-tidy: ## fail if go.mod/go.sum are not tidy
+tidy: ## fail if go.mod/go.sum (of both modules) are not tidy
 	$(GO) mod tidy
-	git diff --exit-code go.mod go.sum
+	cd charts/test && $(GO) mod tidy
+	git diff --exit-code go.mod go.sum charts/test/go.mod charts/test/go.sum

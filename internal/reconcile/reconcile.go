@@ -13,6 +13,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/google/uuid"
@@ -68,6 +69,9 @@ type Reconciler struct {
 	limit *rate.Limiter
 	m     *metrics
 
+	// mu serialises passes of this replica (Run calls Pass one at a time;
+	// the lock makes concurrent callers safe too) and guards the fields below.
+	mu        sync.Mutex
 	kv, lease jetstream.KeyValue
 	leaseRev  uint64
 }
@@ -169,6 +173,12 @@ func (r *Reconciler) release(ctx context.Context) {
 
 // Watermark returns the stored watermark (zero if none).
 func (r *Reconciler) Watermark(ctx context.Context) (time.Time, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.watermark(ctx)
+}
+
+func (r *Reconciler) watermark(ctx context.Context) (time.Time, error) {
 	if err := r.buckets(ctx); err != nil {
 		return time.Time{}, err
 	}
@@ -188,6 +198,8 @@ func (r *Reconciler) Watermark(ctx context.Context) (time.Time, error) {
 // each stored page. It returns ErrLeaseHeld, quietly, when another replica
 // is at it.
 func (r *Reconciler) Pass(ctx context.Context) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
 	if err := r.buckets(ctx); err != nil {
 		return err
 	}
@@ -199,7 +211,7 @@ func (r *Reconciler) Pass(ctx context.Context) error {
 		return err
 	}
 	defer r.release(context.WithoutCancel(ctx))
-	wm, err := r.Watermark(ctx)
+	wm, err := r.watermark(ctx)
 	if err != nil {
 		return fmt.Errorf("watermark: %w", err)
 	}

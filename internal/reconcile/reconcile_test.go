@@ -122,19 +122,23 @@ func TestOneReplicaAtATime(t *testing.T) {
 	w.sim.Generate(cdsesim.Sentinel2, 60)
 	a, b := w.reconciler(t, ""), w.reconciler(t, "")
 	ctx := context.Background()
+	a.mu.Lock()
 	if err := a.buckets(ctx); err != nil {
 		t.Fatal(err)
 	}
 	if err := a.acquire(ctx); err != nil {
 		t.Fatal(err)
 	}
+	a.mu.Unlock()
 	if err := b.Pass(ctx); err != nil {
 		t.Fatal(err)
 	}
 	if got := len(w.env.Messages(t)); got != 0 {
 		t.Fatalf("b reconciled while a held the lease: %d messages", got)
 	}
+	a.mu.Lock()
 	a.release(ctx)
+	a.mu.Unlock()
 	// Both at once, repeatedly: still exactly once.
 	var wg sync.WaitGroup
 	for _, r := range []*Reconciler{a, b, a, b} {

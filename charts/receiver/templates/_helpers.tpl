@@ -1,0 +1,84 @@
+{{- define "receiver.name" -}}
+{{- default .Chart.Name .Values.nameOverride | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{- define "receiver.fullname" -}}
+{{- if .Values.fullnameOverride }}
+{{- .Values.fullnameOverride | trunc 63 | trimSuffix "-" }}
+{{- else }}
+{{- $name := default .Chart.Name .Values.nameOverride }}
+{{- if contains $name .Release.Name }}
+{{- .Release.Name | trunc 63 | trimSuffix "-" }}
+{{- else }}
+{{- printf "%s-%s" .Release.Name $name | trunc 63 | trimSuffix "-" }}
+{{- end }}
+{{- end }}
+{{- end }}
+
+{{- define "receiver.chart" -}}
+{{- printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{- define "receiver.labels" -}}
+helm.sh/chart: {{ include "receiver.chart" . }}
+{{ include "receiver.selectorLabels" . }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+{{- end }}
+
+{{- define "receiver.selectorLabels" -}}
+app.kubernetes.io/name: {{ include "receiver.name" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+{{- end }}
+
+{{- define "receiver.serviceAccountName" -}}
+{{- if .Values.serviceAccount.create }}
+{{- default (include "receiver.fullname" .) .Values.serviceAccount.name }}
+{{- else }}
+{{- default "default" .Values.serviceAccount.name }}
+{{- end }}
+{{- end }}
+
+{{- define "receiver.image" -}}
+{{- printf "%s:%s" .Values.image.repository (default .Chart.AppVersion .Values.image.tag) }}
+{{- end }}
+
+{{/* The Secret with the webhook credentials (and the embedded NATS consumer password). */}}
+{{- define "receiver.secretName" -}}
+{{- default (include "receiver.fullname" .) .Values.auth.existingSecret }}
+{{- end }}
+
+{{/* The public webhook URL: register.endpoint, else the first Ingress host and path. */}}
+{{- define "receiver.endpoint" -}}
+{{- if .Values.register.endpoint }}
+{{- .Values.register.endpoint }}
+{{- else if .Values.ingress.enabled }}
+{{- $h := first .Values.ingress.hosts }}
+{{- printf "https://%s%s" $h.host (first $h.paths).path }}
+{{- end }}
+{{- end }}
+
+{{/* Refuses combinations that cannot work or are unsafe. */}}
+{{- define "receiver.validate" -}}
+{{- if and (eq .Values.nats.mode "embedded") (gt (int .Values.replicaCount) 1) }}
+{{- fail "replicaCount > 1 needs nats.mode=external: the embedded NATS is one server with its store on one pod's volume" }}
+{{- end }}
+{{- if and (eq .Values.nats.mode "external") (not .Values.nats.external.url) }}
+{{- fail "nats.mode=external needs nats.external.url" }}
+{{- end }}
+{{- if and (not .Values.auth.existingSecret) (lt (len .Values.auth.password) 12) }}
+{{- fail "auth.password (at least 12 characters) or auth.existingSecret is required: the webhook never runs without authentication" }}
+{{- end }}
+{{- if and (eq .Values.nats.mode "embedded") (not .Values.auth.existingSecret) (not .Values.nats.embedded.consumerPassword) }}
+{{- fail "nats.embedded.consumerPassword (or auth.existingSecret with natsConsumerPassword) is required: the embedded NATS is reachable in the cluster, and only the receiver may publish into the stream" }}
+{{- end }}
+{{- if and .Values.register.enabled (not .Values.register.credentialsSecret) }}
+{{- fail "register.enabled needs register.credentialsSecret (CDSE_USERNAME, CDSE_PASSWORD)" }}
+{{- end }}
+{{- if and .Values.register.enabled (not (include "receiver.endpoint" .)) }}
+{{- fail "register.enabled needs register.endpoint or an Ingress host" }}
+{{- end }}
+{{- if and .Values.tls.enabled (not .Values.tls.secretName) }}
+{{- fail "tls.enabled needs tls.secretName" }}
+{{- end }}
+{{- end }}

@@ -1,0 +1,350 @@
+package charttest
+
+import (
+	"encoding/json"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+
+	"helm.sh/helm/v3/pkg/chart"
+	"helm.sh/helm/v3/pkg/chart/loader"
+	"helm.sh/helm/v3/pkg/chartutil"
+	"helm.sh/helm/v3/pkg/engine"
+	"helm.sh/helm/v3/pkg/lint"
+	"helm.sh/helm/v3/pkg/lint/support"
+	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	"sigs.k8s.io/yaml"
+)
+
+var chartDir = filepath.Join("..", "receiver")
+
+func loadChart(t *testing.T) *chart.Chart {
+	t.Helper()
+	c, err := loader.Load(chartDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// values parses a YAML snippet over the chart's defaults.
+func values(t *testing.T, y string) map[string]any {
+	t.Helper()
+	v := map[string]any{}
+	if err := yaml.Unmarshal([]byte(y), &v); err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
+
+// manifests renders the chart; objects are keyed "Kind/name".
+type manifests struct {
+	objs  map[string][]byte
+	notes string
+}
+
+func render(t *testing.T, vals map[string]any) (*manifests, error) {
+	t.Helper()
+	c := loadChart(t)
+	rv, err := chartutil.ToRenderValues(c, vals, chartutil.ReleaseOptions{Name: "cdse", Namespace: "eo", IsInstall: true, Revision: 1}, chartutil.DefaultCapabilities)
+	if err != nil {
+		return nil, err
+	}
+	out, err := engine.Render(c, rv)
+	if err != nil {
+		return nil, err
+	}
+	m := &manifests{objs: map[string][]byte{}}
+	for name, text := range out {
+		if strings.HasSuffix(name, "NOTES.txt") {
+			m.notes = text
+			continue
+		}
+		for _, doc := range strings.Split(text, "\n---") {
+			if strings.TrimSpace(doc) == "" {
+				continue
+			}
+			j, err := yaml.YAMLToJSON([]byte(doc))
+			if err != nil {
+				t.Fatalf("%s: not YAML: %v\n%s", name, err, doc)
+			}
+			var meta struct {
+				Kind     string `json:"kind"`
+				Metadata struct {
+					Name string `json:"name"`
+				} `json:"metadata"`
+			}
+			if err := json.Unmarshal(j, &meta); err != nil || meta.Kind == "" {
+				continue // a comment-only document
+			}
+			m.objs[meta.Kind+"/"+meta.Metadata.Name] = j
+		}
+	}
+	return m, nil
+}
+
+func mustRender(t *testing.T, vals map[string]any) *manifests {
+	t.Helper()
+	m, err := render(t, vals)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+func (m *manifests) get(t *testing.T, key string, into any) {
+	t.Helper()
+	j, ok := m.objs[key]
+	if !ok {
+		t.Fatalf("no %s among %v", key, m.keys())
+	}
+	if err := json.Unmarshal(j, into); err != nil {
+		t.Fatalf("%s: %v", key, err)
+	}
+}
+
+func (m *manifests) keys() []string {
+	var k []string
+	for key := range m.objs {
+		k = append(k, key)
+	}
+	sort.Strings(k)
+	return k
+}
+
+func env(c corev1.Container) map[string]corev1.EnvVar {
+	out := map[string]corev1.EnvVar{}
+	for _, e := range c.Env {
+		out[e.Name] = e
+	}
+	return out
+}
+
+const base = `
+auth: {password: "a-long-webhook-password"}
+nats: {embedded: {consumerPassword: "consumer-password"}}
+`
+
+func checkPod(t *testing.T, spec corev1.PodSpec) corev1.Container {
+	t.Helper()
+	if len(spec.Containers) != 1 {
+		t.Fatalf("%d containers", len(spec.Containers))
+	}
+	c := spec.Containers[0]
+	sc := c.SecurityContext
+	if sc == nil || sc.ReadOnlyRootFilesystem == nil || !*sc.ReadOnlyRootFilesystem || sc.AllowPrivilegeEscalation == nil || *sc.AllowPrivilegeEscalation ||
+		len(sc.Capabilities.Drop) != 1 || sc.Capabilities.Drop[0] != "ALL" {
+		t.Errorf("container security context %+v", sc)
+	}
+	if psc := spec.SecurityContext; psc == nil || psc.RunAsNonRoot == nil || !*psc.RunAsNonRoot {
+		t.Errorf("pod security context %+v", psc)
+	}
+	if c.LivenessProbe == nil || c.LivenessProbe.HTTPGet.Path != "/healthz" || c.ReadinessProbe == nil || c.ReadinessProbe.HTTPGet.Path != "/readyz" {
+		t.Errorf("probes %+v %+v", c.LivenessProbe, c.ReadinessProbe)
+	}
+	if spec.TerminationGracePeriodSeconds == nil || *spec.TerminationGracePeriodSeconds <= 20 {
+		t.Errorf("terminationGracePeriodSeconds must exceed the 20s shutdown bound")
+	}
+	e := env(c)
+	if e["RECEIVER_PASSWORD_FILE"].Value == "" || e["RECEIVER_USERNAME"].ValueFrom == nil {
+		t.Errorf("credentials not from the Secret: %+v", e)
+	}
+	if _, plain := e["RECEIVER_PASSWORD"]; plain {
+		t.Error("the password is in the environment in clear")
+	}
+	return c
+}
+
+func TestDefaultsEmbedded(t *testing.T) {
+	m := mustRender(t, values(t, base))
+	var sts appsv1.StatefulSet
+	m.get(t, "StatefulSet/cdse-receiver", &sts)
+	if *sts.Spec.Replicas != 1 || len(sts.Spec.VolumeClaimTemplates) != 1 || sts.Spec.VolumeClaimTemplates[0].Spec.Resources.Requests.Storage().String() != "10Gi" {
+		t.Errorf("statefulset %+v", sts.Spec)
+	}
+	c := checkPod(t, sts.Spec.Template.Spec)
+	e := env(c)
+	if e["NATS_EMBEDDED_ADDR"].Value != "0.0.0.0:4222" || e["NATS_EMBEDDED_USER"].Value != "consumer" || e["RECEIVER_DATA_DIR"].Value != "/data" {
+		t.Errorf("embedded env %+v", e)
+	}
+	if _, ok := e["NATS_URL"]; ok {
+		t.Error("NATS_URL set in embedded mode")
+	}
+	if sts.Spec.Template.Annotations["checksum/secret"] == "" {
+		t.Error("no checksum/secret annotation: pods would not roll when the credentials change")
+	}
+	var nats corev1.Service
+	m.get(t, "Service/cdse-receiver-nats", &nats)
+	if nats.Spec.Type != corev1.ServiceTypeClusterIP || nats.Spec.Ports[0].Port != 4222 {
+		t.Errorf("nats service %+v", nats.Spec)
+	}
+	var sec corev1.Secret
+	m.get(t, "Secret/cdse-receiver", &sec)
+	if string(sec.Data["password"]) != "a-long-webhook-password" || string(sec.Data["natsConsumerPassword"]) != "consumer-password" {
+		t.Errorf("secret %v", sec.Data)
+	}
+	for _, absent := range []string{"PodDisruptionBudget/cdse-receiver", "Ingress/cdse-receiver", "Job/cdse-receiver-register", "Deployment/cdse-receiver"} {
+		if _, ok := m.objs[absent]; ok {
+			t.Errorf("%s rendered by default", absent)
+		}
+	}
+	if !strings.Contains(m.notes, "register create") || !strings.Contains(m.notes, "port-forward svc/cdse-receiver-nats") {
+		t.Errorf("NOTES:\n%s", m.notes)
+	}
+}
+
+func TestChecksumFollowsSecret(t *testing.T) {
+	a := mustRender(t, values(t, base))
+	b := mustRender(t, values(t, base+"\nauth: {password: another-long-password}\n"))
+	var sa, sb appsv1.StatefulSet
+	a.get(t, "StatefulSet/cdse-receiver", &sa)
+	b.get(t, "StatefulSet/cdse-receiver", &sb)
+	if sa.Spec.Template.Annotations["checksum/secret"] == sb.Spec.Template.Annotations["checksum/secret"] {
+		t.Error("a new password does not change the pod template")
+	}
+}
+
+func TestExternalNATSThreeReplicas(t *testing.T) {
+	m := mustRender(t, values(t, `
+replicaCount: 3
+auth: {password: "a-long-webhook-password"}
+nats:
+  mode: external
+  external: {url: "nats://nats.nats.svc:4222", credsSecret: nats-creds, tlsCASecret: nats-ca, streamReplicas: 3}
+`))
+	var dep appsv1.Deployment
+	m.get(t, "Deployment/cdse-receiver", &dep)
+	if *dep.Spec.Replicas != 3 {
+		t.Errorf("replicas %d", *dep.Spec.Replicas)
+	}
+	e := env(checkPod(t, dep.Spec.Template.Spec))
+	if e["NATS_URL"].Value != "nats://nats.nats.svc:4222" || e["NATS_STREAM_REPLICAS"].Value != "3" || e["NATS_CREDS"].Value == "" || e["NATS_CA"].Value == "" {
+		t.Errorf("external env %+v", e)
+	}
+	var pdb struct {
+		Spec struct {
+			MinAvailable int `json:"minAvailable"`
+		} `json:"spec"`
+	}
+	m.get(t, "PodDisruptionBudget/cdse-receiver", &pdb)
+	if pdb.Spec.MinAvailable != 1 {
+		t.Errorf("pdb %+v", pdb)
+	}
+	for _, absent := range []string{"StatefulSet/cdse-receiver", "Service/cdse-receiver-nats"} {
+		if _, ok := m.objs[absent]; ok {
+			t.Errorf("%s rendered in external mode", absent)
+		}
+	}
+}
+
+func TestIngressTLSAndRegisterJob(t *testing.T) {
+	m := mustRender(t, values(t, base+`
+ingress:
+  enabled: true
+  className: nginx
+  annotations: {cert-manager.io/cluster-issuer: letsencrypt}
+  hosts: [{host: hooks.example.org, paths: [{path: /notifications, pathType: Exact}]}]
+  tls: [{secretName: hooks-tls, hosts: [hooks.example.org]}]
+register:
+  enabled: true
+  credentialsSecret: cdse-login
+  filter: "Collection/Name eq 'SENTINEL-1'"
+  events: created,modified
+`))
+	var ing networkingv1.Ingress
+	m.get(t, "Ingress/cdse-receiver", &ing)
+	if *ing.Spec.IngressClassName != "nginx" || ing.Spec.TLS[0].SecretName != "hooks-tls" || ing.Spec.Rules[0].Host != "hooks.example.org" ||
+		ing.Spec.Rules[0].HTTP.Paths[0].Backend.Service.Port.Name != "http" {
+		t.Errorf("ingress %+v", ing.Spec)
+	}
+	var job batchv1.Job
+	m.get(t, "Job/cdse-receiver-register", &job)
+	if job.Annotations["helm.sh/hook"] != "post-install,post-upgrade" {
+		t.Errorf("job hook %v", job.Annotations)
+	}
+	c := job.Spec.Template.Spec.Containers[0]
+	args := strings.Join(c.Args, " ")
+	for _, want := range []string{"create", "--endpoint https://hooks.example.org/notifications", "--filter Collection/Name eq 'SENTINEL-1'", "--events created,modified"} {
+		if !strings.Contains(args, want) {
+			t.Errorf("register args %q lack %q", args, want)
+		}
+	}
+	if c.EnvFrom[0].SecretRef.Name != "cdse-login" || c.Command[0] != "register" {
+		t.Errorf("register job container %+v", c)
+	}
+	if !strings.Contains(m.notes, "https://hooks.example.org/notifications") {
+		t.Errorf("NOTES lack the webhook URL:\n%s", m.notes)
+	}
+}
+
+func TestExistingSecretAndTLS(t *testing.T) {
+	m := mustRender(t, values(t, `
+auth: {existingSecret: my-receiver-auth, htpasswdKey: htpasswd}
+tls: {enabled: true, secretName: receiver-tls}
+`))
+	if _, ok := m.objs["Secret/cdse-receiver"]; ok {
+		t.Error("a Secret rendered although existingSecret is set")
+	}
+	var sts appsv1.StatefulSet
+	m.get(t, "StatefulSet/cdse-receiver", &sts)
+	spec := sts.Spec.Template.Spec
+	e := env(checkPod(t, spec))
+	if e["RECEIVER_USERNAME"].ValueFrom.SecretKeyRef.Name != "my-receiver-auth" || e["RECEIVER_HTPASSWD_FILE"].Value != "/etc/receiver/auth/htpasswd" || e["RECEIVER_TLS_CERT_FILE"].Value == "" {
+		t.Errorf("env %+v", e)
+	}
+	vols := map[string]string{}
+	for _, v := range spec.Volumes {
+		vols[v.Name] = v.Secret.SecretName
+	}
+	if vols["auth"] != "my-receiver-auth" || vols["tls"] != "receiver-tls" {
+		t.Errorf("volumes %v", vols)
+	}
+}
+
+func TestRefusals(t *testing.T) {
+	tests := []struct{ name, values, want string }{
+		{"no password", `nats: {embedded: {consumerPassword: x}}`, "auth.password"},
+		{"short password", `auth: {password: short}
+nats: {embedded: {consumerPassword: x}}`, "auth.password"},
+		{"embedded with replicas", base + "replicaCount: 2\n", "replicaCount > 1 needs nats.mode=external"},
+		{"embedded without consumer password", `auth: {password: "a-long-webhook-password"}`, "consumerPassword"},
+		{"external without url", base + "nats: {mode: external}\n", "nats.external.url"},
+		{"register without credentials", base + "register: {enabled: true, endpoint: 'https://x.example/n'}\n", "credentialsSecret"},
+		{"schema: mode", base + "nats: {mode: cluster}\n", "mode"},
+		{"schema: replicas", base + "replicaCount: 0\n", "replicaCount"},
+		{"schema: prefix", base + "nats: {subjectPrefix: 'cdse.>'}\n", "subjectPrefix"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := render(t, values(t, tt.values))
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("err = %v, want one naming %q", err, tt.want)
+			}
+		})
+	}
+}
+
+func TestLint(t *testing.T) {
+	for name, v := range map[string]string{
+		"embedded": base,
+		"external": `
+replicaCount: 3
+auth: {password: "a-long-webhook-password"}
+nats: {mode: external, external: {url: "nats://nats:4222"}}
+metrics: {serviceMonitor: {enabled: true}}
+`,
+	} {
+		t.Run(name, func(t *testing.T) {
+			res := lint.All(chartDir, values(t, v), "eo", false)
+			for _, msg := range res.Messages {
+				if msg.Severity >= support.WarningSev {
+					t.Errorf("helm lint: %s", msg)
+				}
+			}
+		})
+	}
+}
