@@ -5,9 +5,11 @@
 package natstest
 
 import (
+	"net"
 	"net/url"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -79,4 +81,60 @@ func Restart(t testing.TB, srv *server.Server, storeDir string) *server.Server {
 	srv.Shutdown()
 	srv.WaitForShutdown()
 	return Run(t, opts)
+}
+
+// RunCluster starts an n-node JetStream cluster on loopback and waits until
+// it has a JetStream meta leader. The servers shut down when the test ends.
+func RunCluster(t testing.TB, n int) []*server.Server {
+	t.Helper()
+	ports := make([]int, n)
+	for i := range ports {
+		ports[i] = FreePort(t)
+	}
+	var routes []*url.URL
+	for _, p := range ports {
+		u, _ := url.Parse("nats-route://127.0.0.1:" + strconv.Itoa(p))
+		routes = append(routes, u)
+	}
+	servers := make([]*server.Server, n)
+	for i := range servers {
+		opts := DefaultOptions
+		opts.ServerName = "n" + strconv.Itoa(i+1)
+		opts.StoreDir = t.TempDir()
+		opts.Cluster = server.ClusterOpts{Name: "cdse-test", Host: "127.0.0.1", Port: ports[i]}
+		opts.Routes = routes
+		servers[i] = Run(t, opts)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		for _, s := range servers {
+			if s.JetStreamIsLeader() {
+				return servers
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("no JetStream meta leader within 30s")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// ClusterURL lists the client URLs of servers, comma-separated.
+func ClusterURL(servers []*server.Server) string {
+	var urls []string
+	for _, s := range servers {
+		urls = append(urls, s.ClientURL())
+	}
+	return strings.Join(urls, ",")
+}
+
+// FreePort returns a free TCP port on loopback.
+func FreePort(t testing.TB) int {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port
 }

@@ -3,7 +3,6 @@ package receiver
 import (
 	"bytes"
 	"context"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -179,7 +178,7 @@ func TestAppWaitsForNATS(t *testing.T) {
 	// is alive but not ready, and becomes ready once NATS appears.
 	opts := natstest.DefaultOptions
 	opts.StoreDir = t.TempDir()
-	opts.Port = freePort(t)
+	opts.Port = natstest.FreePort(t)
 	c := testConfig(t, "")
 	c.NATSURL = "nats://127.0.0.1:" + strconv.Itoa(opts.Port)
 	log, _ := test.NewNullLogger()
@@ -225,14 +224,4 @@ func TestMetricsEndpoint(t *testing.T) {
 	if strings.Contains(buf.String(), c.Password) {
 		t.Error("/metrics shows the password")
 	}
-}
-
-func freePort(t *testing.T) int {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
 }
