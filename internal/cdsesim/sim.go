@@ -16,7 +16,6 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"slices"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -325,5 +324,3 @@ func badRequest(w http.ResponseWriter, msg string) {
 func unprocessable(w http.ResponseWriter, loc []string, msg string, input any) {
 	writeJSON(w, http.StatusUnprocessableEntity, map[string]any{"detail": []map[string]any{{"type": "value_error", "loc": loc, "msg": msg, "input": input}}})
 }
-
-func itoa(n int) string { return strconv.Itoa(n) }

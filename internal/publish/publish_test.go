@@ -166,7 +166,7 @@ func TestPublishFailsWhileServerDown(t *testing.T) {
 		t.Errorf("failing took %s; a disconnected publisher must fail at once", time.Since(start))
 	}
 
-	srv = natstest.Restart(t, srv, store)
+	natstest.Restart(t, srv, store)
 	waitFor(t, 10*time.Second, func() bool { return f.nc.IsConnected() })
 	var res []Result
 	waitFor(t, 10*time.Second, func() bool {
