@@ -2,7 +2,7 @@ package main
 
 import (
 	"bytes"
-	"context"
+	"github.com/cdse-jetstream/receiver/internal/natstest"
 	"math/rand/v2"
 	"net/http"
 	"os"
@@ -126,39 +126,9 @@ func (g *loadGen) verify(t *testing.T, natsURL string) {
 	}
 	defer nc.Close()
 	js, _ := jetstream.New(nc)
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	s, err := js.Stream(ctx, "CDSE_PRODUCTS")
-	if err != nil {
-		t.Fatal(err)
-	}
-	info, err := s.Info(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	total := int(info.State.Msgs)
-	cons, err := s.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	seen := map[string]int{}
-	for len(seen) < total || sum(seen) < total {
-		batch, err := cons.Fetch(500, jetstream.FetchMaxWait(2*time.Second))
-		if err != nil {
-			t.Fatal(err)
-		}
-		n := 0
-		for m := range batch.Messages() {
-			seen[m.Headers().Get("Cdse-Product-Id")]++
-			n++
-		}
-		if n == 0 {
-			break
-		}
-	}
-	if sum(seen) != total {
-		t.Fatalf("read %d of %d messages", sum(seen), total)
-	}
+	msgs := natstest.StreamMessages(t, js, "CDSE_PRODUCTS")
+	seen := natstest.CountBy(msgs, "Cdse-Product-Id")
+	total := len(msgs)
 	acked := 0
 	for key, ok := range g.ledger.acked {
 		switch {
@@ -177,14 +147,6 @@ func (g *loadGen) verify(t *testing.T, natsURL string) {
 		}
 	}
 	t.Logf("%d products sent, %d acknowledged, %d stored", len(g.ledger.acked), acked, total)
-}
-
-func sum(m map[string]int) int {
-	n := 0
-	for _, v := range m {
-		n += v
-	}
-	return n
 }
 
 // TestCrashUnderLoad kills the receiver (SIGKILL) mid-load at several

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"net/http/httptest"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -13,19 +12,15 @@ import (
 )
 
 // clock is a settable time shared by the simulator and the token source.
-type clock struct {
-	mu sync.Mutex
-	t  time.Time
-}
 
-func (c *clock) Now() time.Time      { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
-func (c *clock) Add(d time.Duration) { c.mu.Lock(); c.t = c.t.Add(d); c.mu.Unlock() }
-func newClock() *clock               { return &clock{t: time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)} }
+func newClock() *cdsesim.Clock {
+	return cdsesim.NewClock(time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC))
+}
 func tokenURL(srv *httptest.Server) string {
 	return srv.URL + "/auth/realms/CDSE/protocol/openid-connect/token"
 }
 
-func startSim(t *testing.T, c *clock, users map[string]cdsesim.User) (*cdsesim.Sim, *httptest.Server) {
+func startSim(t *testing.T, c *cdsesim.Clock, users map[string]cdsesim.User) (*cdsesim.Sim, *httptest.Server) {
 	t.Helper()
 	sim := cdsesim.New(cdsesim.Options{Users: users, Now: c.Now})
 	srv := httptest.NewServer(sim.Handler())

@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -18,24 +17,16 @@ import (
 	"github.com/cdse-jetstream/receiver/internal/cdsesim"
 )
 
-type clock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *clock) Now() time.Time      { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
-func (c *clock) Add(d time.Duration) { c.mu.Lock(); c.t = c.t.Add(d); c.mu.Unlock() }
-
 type fixture struct {
 	sim    *cdsesim.Sim
 	srv    *httptest.Server
 	client *Client
-	clock  *clock
+	clock  *cdsesim.Clock
 }
 
 func setup(t *testing.T, o cdsesim.Options, wrap func(http.Handler) http.Handler) fixture {
 	t.Helper()
-	c := &clock{t: time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)}
+	c := cdsesim.NewClock(time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC))
 	o.Users = map[string]cdsesim.User{"alice": {Password: "alice-pw"}}
 	o.Now = c.Now
 	sim := cdsesim.New(o)

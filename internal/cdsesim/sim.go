@@ -324,3 +324,26 @@ func badRequest(w http.ResponseWriter, msg string) {
 func unprocessable(w http.ResponseWriter, loc []string, msg string, input any) {
 	writeJSON(w, http.StatusUnprocessableEntity, map[string]any{"detail": []map[string]any{{"type": "value_error", "loc": loc, "msg": msg, "input": input}}})
 }
+
+// Clock is a settable clock for Options.Now and the clients under test.
+type Clock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+// NewClock starts at t.
+func NewClock(t time.Time) *Clock { return &Clock{t: t} }
+
+// Now returns the clock's time.
+func (c *Clock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.t
+}
+
+// Add moves the clock.
+func (c *Clock) Add(d time.Duration) {
+	c.mu.Lock()
+	c.t = c.t.Add(d)
+	c.mu.Unlock()
+}

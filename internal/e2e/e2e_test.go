@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"github.com/cdse-jetstream/receiver/internal/natstest"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -127,21 +128,11 @@ func (w *world) register(t *testing.T, args ...string) string {
 	return out.String()
 }
 
-// messages returns the subjects and product ids in the stream, in order.
+// messages returns "subject product-id source" of each stored message, in order.
 func (w *world) messages(t *testing.T) []string {
 	t.Helper()
-	ctx := context.Background()
-	s, err := w.js.Stream(ctx, "CDSE_PRODUCTS")
-	if err != nil {
-		t.Fatal(err)
-	}
-	info, _ := s.Info(ctx)
 	var out []string
-	for seq := uint64(1); seq <= info.State.LastSeq; seq++ {
-		m, err := s.GetMsg(ctx, seq)
-		if err != nil {
-			continue
-		}
+	for _, m := range natstest.StreamMessages(t, w.js, "CDSE_PRODUCTS") {
 		out = append(out, m.Subject+" "+m.Header.Get("Cdse-Product-Id")+" "+m.Header.Get("Cdse-Source"))
 	}
 	return out

@@ -5,6 +5,7 @@
 package natstest
 
 import (
+	"context"
 	"net"
 	"net/url"
 	"path/filepath"
@@ -14,6 +15,8 @@ import (
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 )
 
 // DefaultOptions are the options every test server starts from.
@@ -137,4 +140,58 @@ func FreePort(t testing.TB) int {
 	}
 	defer ln.Close()
 	return ln.Addr().(*net.TCPAddr).Port
+}
+
+// Msg is a stored message as the tests look at it.
+type Msg struct {
+	Subject string
+	Header  nats.Header
+	Data    []byte
+}
+
+// StreamMessages reads every message of the stream, in order, with an
+// ordered consumer.
+func StreamMessages(t testing.TB, js jetstream.JetStream, stream string) []Msg {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	s, err := js.Stream(ctx, stream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := s.Info(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cons, err := s.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []Msg
+	for uint64(len(out)) < info.State.Msgs {
+		// Ask for exactly what is left: Fetch returns as soon as that many
+		// arrived, instead of waiting out MaxWait for a full batch.
+		batch, err := cons.Fetch(min(500, int(info.State.Msgs)-len(out)), jetstream.FetchMaxWait(5*time.Second))
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := 0
+		for m := range batch.Messages() {
+			out = append(out, Msg{Subject: m.Subject(), Header: m.Headers(), Data: m.Data()})
+			n++
+		}
+		if n == 0 {
+			t.Fatalf("read %d of %d messages of %s", len(out), info.State.Msgs, stream)
+		}
+	}
+	return out
+}
+
+// CountBy counts the messages by the value of a header.
+func CountBy(msgs []Msg, header string) map[string]int {
+	out := map[string]int{}
+	for _, m := range msgs {
+		out[m.Header.Get(header)]++
+	}
+	return out
 }

@@ -3,6 +3,7 @@ package notification
 import (
 	"bytes"
 	"encoding/json"
+	"github.com/cdse-jetstream/receiver/internal/fixtures"
 	"testing"
 )
 
@@ -11,7 +12,7 @@ import (
 func BenchmarkParse(b *testing.B) {
 	for _, name := range []string{"created-s1.json", "created-s2.json", "created-s3.json", "created-s5p.json", "modified-s2.json", "deleted-s1.json", "created-short.json"} {
 		var buf bytes.Buffer
-		if err := json.Compact(&buf, fixture(b, name)); err != nil {
+		if err := json.Compact(&buf, fixtures.Notification(b, name)); err != nil {
 			b.Fatal(err)
 		}
 		body := buf.Bytes()
@@ -28,7 +29,7 @@ func BenchmarkParse(b *testing.B) {
 }
 
 func BenchmarkRouting(b *testing.B) {
-	ns, err := Parse(fixture(b, "modified-s2.json"), 1)
+	ns, err := Parse(fixtures.Notification(b, "modified-s2.json"), 1)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -2,6 +2,7 @@ package notification
 
 import (
 	"encoding/json"
+	"github.com/cdse-jetstream/receiver/internal/fixtures"
 	"os"
 	"path/filepath"
 	"strings"
@@ -15,7 +16,7 @@ import (
 //	go test ./internal/notification -run '^$' -fuzz FuzzParse -fuzztime 5m
 
 func FuzzParse(f *testing.F) {
-	files, _ := filepath.Glob(filepath.Join("..", "..", "testdata", "notifications", "*.json"))
+	files, _ := filepath.Glob(filepath.Join(fixtures.Dir(), "*.json"))
 	for _, p := range files {
 		b, err := os.ReadFile(p)
 		if err != nil {
@@ -114,7 +115,7 @@ func FuzzDedupeKey(f *testing.F) {
 
 // FuzzValidJSON holds the fast validator to encoding/json's verdict.
 func FuzzValidJSON(f *testing.F) {
-	files, _ := filepath.Glob(filepath.Join("..", "..", "testdata", "notifications", "*.json"))
+	files, _ := filepath.Glob(filepath.Join(fixtures.Dir(), "*.json"))
 	for _, p := range files {
 		b, _ := os.ReadFile(p)
 		f.Add(b)

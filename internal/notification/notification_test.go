@@ -3,21 +3,11 @@ package notification
 import (
 	"bytes"
 	"errors"
-	"os"
-	"path/filepath"
+	"github.com/cdse-jetstream/receiver/internal/fixtures"
 	"strings"
 	"testing"
 	"time"
 )
-
-func fixture(t testing.TB, name string) []byte {
-	t.Helper()
-	b, err := os.ReadFile(filepath.Join("..", "..", "testdata", "notifications", name))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
-}
 
 func TestParseFixtures(t *testing.T) {
 	tests := []struct {
@@ -38,7 +28,7 @@ func TestParseFixtures(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.file, func(t *testing.T) {
-			body := fixture(t, tt.file)
+			body := fixtures.Notification(t, tt.file)
 			ns, err := Parse(body, 100)
 			if err != nil {
 				t.Fatalf("Parse: %v", err)
@@ -208,7 +198,7 @@ func TestCollection(t *testing.T) {
 }
 
 func TestHeaders(t *testing.T) {
-	ns, err := Parse(fixture(t, "created-s2.json"), 1)
+	ns, err := Parse(fixtures.Notification(t, "created-s2.json"), 1)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"net/http/httptest"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -21,27 +20,19 @@ import (
 	"github.com/cdse-jetstream/receiver/internal/publish/publishtest"
 )
 
-type clock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *clock) Now() time.Time      { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
-func (c *clock) Add(d time.Duration) { c.mu.Lock(); c.t = c.t.Add(d); c.mu.Unlock() }
-
 type world struct {
 	sim   *cdsesim.Sim
 	api   *catalogclient.Client
 	subID string
 	env   *publishtest.Env
-	clock *clock
+	clock *cdsesim.Clock
 	logs  *test.Hook
 	log   *logrus.Logger
 }
 
 func setup(t *testing.T, o cdsesim.Options) *world {
 	t.Helper()
-	c := &clock{t: time.Now().UTC()}
+	c := cdsesim.NewClock(time.Now().UTC())
 	o.Users = map[string]cdsesim.User{"u": {Password: "pw"}}
 	o.Now = c.Now
 	sim := cdsesim.New(o)

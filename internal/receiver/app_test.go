@@ -3,9 +3,8 @@ package receiver
 import (
 	"bytes"
 	"context"
+	"github.com/cdse-jetstream/receiver/internal/fixtures"
 	"net/http"
-	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -75,15 +74,6 @@ func post(t *testing.T, a *App, c Config, body []byte) int {
 	return resp.StatusCode
 }
 
-func readFixture(t *testing.T, name string) []byte {
-	t.Helper()
-	b, err := os.ReadFile(filepath.Join("..", "..", "testdata", "notifications", name))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
-}
-
 func streamCount(t *testing.T, natsURL, name string) uint64 {
 	t.Helper()
 	nc, err := nats.Connect(natsURL)
@@ -107,7 +97,7 @@ func TestAppEmbeddedRestartKeepsDedupe(t *testing.T) {
 	c := testConfig(t, t.TempDir())
 	a, _ := startApp(t, c)
 	for _, f := range []string{"created-s2.json", "created-s1.json", "created-s2.json"} {
-		if code := post(t, a, c, readFixture(t, f)); code != 200 {
+		if code := post(t, a, c, fixtures.Notification(t, f)); code != 200 {
 			t.Fatalf("%s: %d", f, code)
 		}
 	}
@@ -120,7 +110,7 @@ func TestAppEmbeddedRestartKeepsDedupe(t *testing.T) {
 
 	// Same data directory, new process state: the dedupe memory is JetStream's.
 	b, _ := startApp(t, c)
-	if code := post(t, b, c, readFixture(t, "created-s2.json")); code != 200 {
+	if code := post(t, b, c, fixtures.Notification(t, "created-s2.json")); code != 200 {
 		t.Fatalf("after restart: %d", code)
 	}
 	if got := streamCount(t, b.NATSURL(), c.Stream); got != 2 {
@@ -135,7 +125,7 @@ func TestAppExternalNATS(t *testing.T) {
 	c.NATSURL = srv.ClientURL()
 	c.StreamReplicas = 1
 	a, _ := startApp(t, c)
-	if code := post(t, a, c, readFixture(t, "deleted-s1.json")); code != 200 {
+	if code := post(t, a, c, fixtures.Notification(t, "deleted-s1.json")); code != 200 {
 		t.Fatalf("post: %d", code)
 	}
 	// Broker outage: not ready, 503; back: ready and accepting, by itself.
@@ -160,12 +150,12 @@ func TestAppExternalNATS(t *testing.T) {
 	if resp, err := http.Get("http://" + a.AdminAddr() + "/healthz"); err != nil || resp.StatusCode != 200 {
 		t.Fatalf("liveness must not depend on NATS: %v %v", resp, err)
 	}
-	if code := post(t, a, c, readFixture(t, "created-s3.json")); code != 503 {
+	if code := post(t, a, c, fixtures.Notification(t, "created-s3.json")); code != 503 {
 		t.Fatalf("post during outage: %d, want 503", code)
 	}
 	natstest.Restart(t, srv, store)
 	waitReady(t, readyz, 15*time.Second)
-	if code := post(t, a, c, readFixture(t, "created-s3.json")); code != 200 {
+	if code := post(t, a, c, fixtures.Notification(t, "created-s3.json")); code != 200 {
 		t.Fatalf("post after outage: %d", code)
 	}
 	if got := streamCount(t, c.NATSURL, c.Stream); got != 2 {
@@ -202,7 +192,7 @@ func TestAppWaitsForNATS(t *testing.T) {
 func TestMetricsEndpoint(t *testing.T) {
 	c := testConfig(t, t.TempDir())
 	a, _ := startApp(t, c)
-	post(t, a, c, readFixture(t, "created-s5p.json"))
+	post(t, a, c, fixtures.Notification(t, "created-s5p.json"))
 	resp, err := http.Get("http://" + a.AdminAddr() + "/metrics")
 	if err != nil {
 		t.Fatal(err)

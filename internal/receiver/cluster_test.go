@@ -2,8 +2,8 @@ package receiver
 
 import (
 	"bytes"
-	"context"
 	"fmt"
+	"github.com/cdse-jetstream/receiver/internal/fixtures"
 	"net/http"
 	"sync"
 	"sync/atomic"
@@ -36,7 +36,7 @@ func TestScaleOut(t *testing.T) {
 		a, _ := startApp(t, c)
 		apps, cfgs = append(apps, a), append(cfgs, c)
 	}
-	template := readFixture(t, "created-s2.json")
+	template := fixtures.Notification(t, "created-s2.json")
 	const products = 300
 	var (
 		mu    sync.Mutex
@@ -92,27 +92,7 @@ func TestScaleOut(t *testing.T) {
 	}
 	defer nc.Close()
 	js, _ := jetstream.New(nc)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	cons, err := js.OrderedConsumer(ctx, cfgs[0].Stream, jetstream.OrderedConsumerConfig{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	seen := map[string]int{}
-	for {
-		batch, err := cons.Fetch(200, jetstream.FetchMaxWait(time.Second))
-		if err != nil {
-			t.Fatal(err)
-		}
-		n := 0
-		for m := range batch.Messages() {
-			seen[m.Headers().Get("Cdse-Product-Id")]++
-			n++
-		}
-		if n == 0 {
-			break
-		}
-	}
+	seen := natstest.CountBy(natstest.StreamMessages(t, js, cfgs[0].Stream), "Cdse-Product-Id")
 	for i := range products {
 		id := fmt.Sprintf("0f6b4c1e-8d2a-4f3b-9c5e-%012d", i)
 		switch {

@@ -9,6 +9,7 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
+	"github.com/cdse-jetstream/receiver/internal/fixtures"
 	"math/big"
 	"net"
 	"net/http"
@@ -63,7 +64,7 @@ func TestTLSServeAndRotate(t *testing.T) {
 	c.TLSCertFile, c.TLSKeyFile = certFile, keyFile
 	a, _ := startApp(t, c)
 	url := "https://" + a.WebhookAddr() + c.Path
-	body := readFixture(t, "created-s2.json")
+	body := fixtures.Notification(t, "created-s2.json")
 
 	post := func(pool *x509.CertPool, minV, maxV uint16) (*http.Response, error) {
 		client := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool, MinVersion: minV, MaxVersion: maxV}}}

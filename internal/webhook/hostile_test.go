@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/base64"
 	"fmt"
+	"github.com/cdse-jetstream/receiver/internal/fixtures"
 	"io"
 	"net"
 	"net/http"
@@ -61,7 +62,7 @@ func TestHostileBodies(t *testing.T) {
 	if got := e.count(t); got != 0 {
 		t.Errorf("%d messages published from hostile input", got)
 	}
-	if resp, b := e.post(t, fixture(t, "created-s1.json")); resp.StatusCode != 200 {
+	if resp, b := e.post(t, fixtures.Notification(t, "created-s1.json")); resp.StatusCode != 200 {
 		t.Fatalf("server unhealthy afterwards: %d %s", resp.StatusCode, b)
 	}
 }
@@ -110,7 +111,7 @@ func TestAuthFailureLimit(t *testing.T) {
 		t.Errorf("statuses %v", codes)
 	}
 	// The correct client, from the same address, is not slowed down.
-	if resp, b := e.post(t, fixture(t, "created-s2.json")); resp.StatusCode != 200 {
+	if resp, b := e.post(t, fixtures.Notification(t, "created-s2.json")); resp.StatusCode != 200 {
 		t.Fatalf("correct credentials refused while the address is limited: %d %s", resp.StatusCode, b)
 	}
 }
@@ -186,7 +187,7 @@ func TestSlowAndLyingClients(t *testing.T) {
 
 	t.Run("lying Content-Length", func(t *testing.T) {
 		c := e.rawConn(t)
-		body := string(fixture(t, "created-s2.json"))
+		body := string(fixtures.Notification(t, "created-s2.json"))
 		fmt.Fprintf(c, "POST /notifications HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n%sContent-Length: %d\r\n\r\n%s", authHeader(), len(body)+100, body)
 		c.SetReadDeadline(time.Now().Add(5 * time.Second))
 		resp, err := http.ReadResponse(bufio.NewReader(c), nil)
@@ -223,7 +224,7 @@ func TestSlowAndLyingClients(t *testing.T) {
 			{path: "/notifications?" + strings.Repeat("a", 64<<10)},
 			{headers: map[string]string{"X-Big": strings.Repeat("b", 64<<10)}},
 		} {
-			r.body = fixture(t, "created-s2.json")
+			r.body = fixtures.Notification(t, "created-s2.json")
 			resp, _ := e.do(t, r)
 			if resp.StatusCode != 431 {
 				t.Errorf("got %d, want 431", resp.StatusCode)
@@ -234,7 +235,7 @@ func TestSlowAndLyingClients(t *testing.T) {
 	if got := e.count(t); got != 0 {
 		t.Errorf("%d messages published", got)
 	}
-	if resp, b := e.post(t, fixture(t, "created-s3.json")); resp.StatusCode != 200 {
+	if resp, b := e.post(t, fixtures.Notification(t, "created-s3.json")); resp.StatusCode != 200 {
 		t.Fatalf("server unhealthy afterwards: %d %s", resp.StatusCode, b)
 	}
 }
@@ -265,7 +266,7 @@ func TestSlowBrokerNoLeak(t *testing.T) {
 	before := runtime.NumGoroutine()
 
 	for i := range 3 {
-		body := bytes.Replace(fixture(t, "created-s2.json"), []byte("0f6b4c1e-8d2a"), []byte(fmt.Sprintf("0f6b4c1e-8d%02d", i)), 1)
+		body := bytes.Replace(fixtures.Notification(t, "created-s2.json"), []byte("0f6b4c1e-8d2a"), []byte(fmt.Sprintf("0f6b4c1e-8d%02d", i)), 1)
 		resp, b := e.post(t, body)
 		if resp.StatusCode != 503 || resp.Header.Get("Retry-After") == "" {
 			t.Fatalf("slow broker: %d %s", resp.StatusCode, b)
@@ -294,10 +295,10 @@ func TestStreamFull(t *testing.T) {
 	if _, err := e.js.UpdateStream(context.Background(), cfg); err != nil {
 		t.Fatal(err)
 	}
-	if resp, b := e.post(t, fixture(t, "created-s1.json")); resp.StatusCode != 200 {
+	if resp, b := e.post(t, fixtures.Notification(t, "created-s1.json")); resp.StatusCode != 200 {
 		t.Fatalf("first: %d %s", resp.StatusCode, b)
 	}
-	resp, b := e.post(t, fixture(t, "created-s3.json"))
+	resp, b := e.post(t, fixtures.Notification(t, "created-s3.json"))
 	if resp.StatusCode != 503 || resp.Header.Get("Retry-After") == "" {
 		t.Fatalf("full stream: %d %s", resp.StatusCode, b)
 	}

@@ -5,11 +5,10 @@ import (
 	"compress/gzip"
 	"context"
 	"encoding/json"
+	"github.com/cdse-jetstream/receiver/internal/fixtures"
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -84,15 +83,6 @@ func startWith(t *testing.T, srv *server.Server, opt func(*Options)) *env {
 	return &env{url: hs.URL, srv: srv, nc: nc, js: pub.JetStream(), reg: reg, logs: hook}
 }
 
-func fixture(t testing.TB, name string) []byte {
-	t.Helper()
-	b, err := os.ReadFile(filepath.Join("..", "..", "testdata", "notifications", name))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
-}
-
 type req struct {
 	method  string
 	path    string
@@ -161,7 +151,7 @@ func gz(b []byte) []byte {
 
 func TestResponses(t *testing.T) {
 	e := start(t, natstest.RunJetStream(t))
-	s2 := fixture(t, "created-s2.json")
+	s2 := fixtures.Notification(t, "created-s2.json")
 	basic := func(s string) string { return "Basic " + s }
 
 	tests := []struct {
@@ -173,9 +163,9 @@ func TestResponses(t *testing.T) {
 	}{
 		{"created", req{body: s2}, 200, "", `"accepted":1`},
 		{"same again is a duplicate", req{body: s2}, 200, "", `"duplicates":1`},
-		{"gzip", req{body: gz(fixture(t, "created-s1.json")), headers: map[string]string{"Content-Encoding": "gzip"}}, 200, "", `"accepted":1`},
-		{"charset", req{body: fixture(t, "created-s3.json"), headers: map[string]string{"Content-Type": "application/json; charset=UTF-8"}}, 200, "", `"accepted":1`},
-		{"no content type", req{body: fixture(t, "created-s5p.json"), headers: map[string]string{"Content-Type": ""}}, 200, "", `"accepted":1`},
+		{"gzip", req{body: gz(fixtures.Notification(t, "created-s1.json")), headers: map[string]string{"Content-Encoding": "gzip"}}, 200, "", `"accepted":1`},
+		{"charset", req{body: fixtures.Notification(t, "created-s3.json"), headers: map[string]string{"Content-Type": "application/json; charset=UTF-8"}}, 200, "", `"accepted":1`},
+		{"no content type", req{body: fixtures.Notification(t, "created-s5p.json"), headers: map[string]string{"Content-Type": ""}}, 200, "", `"accepted":1`},
 
 		{"no auth", req{body: s2, noAuth: true}, 401, "unauthorized", "credentials"},
 		{"wrong password", req{body: s2, noAuth: true, headers: map[string]string{"Authorization": basic("Y2RzZTp3cm9uZw==")}}, 401, "unauthorized", ""},
@@ -201,7 +191,7 @@ func TestResponses(t *testing.T) {
 		{"malformed", req{body: []byte("{")}, 400, "invalid_notification", "malformed JSON"},
 		{"Created", req{body: bytes.Replace(s2, []byte(`"created"`), []byte(`"Created"`), 1)}, 400, "invalid_notification", `"field":"SubscriptionEvent"`},
 		{"ProductId not uuid", req{body: bytes.Replace(s2, []byte(`"ProductId": "0f6b4c1e`), []byte(`"ProductId": "xx`), 1)}, 400, "invalid_notification", `"field":"ProductId"`},
-		{"array all or nothing", req{body: []byte(`[` + string(fixture(t, "deleted-s1.json")[1:len(fixture(t, "deleted-s1.json"))-1]) + `,{"SubscriptionEvent":"deleted"}]`)}, 400, "invalid_notification", `"index":1`},
+		{"array all or nothing", req{body: []byte(`[` + string(fixtures.Notification(t, "deleted-s1.json")[1:len(fixtures.Notification(t, "deleted-s1.json"))-1]) + `,{"SubscriptionEvent":"deleted"}]`)}, 400, "invalid_notification", `"index":1`},
 		{"too many", req{body: []byte("[" + strings.TrimSuffix(strings.Repeat(`{"SubscriptionEvent":"created","ProductId":"0f6b4c1e-8d2a-4f3b-9c5e-7a1d2b3c4e5f"},`, 101), ",") + "]")}, 413, "too_many_notifications", ""},
 	}
 	wantCount := uint64(0)
@@ -281,7 +271,7 @@ func mustCounter(t *testing.T, reg *prometheus.Registry, name string) prometheus
 
 func TestPublishedMessage(t *testing.T) {
 	e := start(t, natstest.RunJetStream(t))
-	body := fixture(t, "modified-s2.json")
+	body := fixtures.Notification(t, "modified-s2.json")
 	if resp, b := e.post(t, body); resp.StatusCode != 200 {
 		t.Fatalf("%d %s", resp.StatusCode, b)
 	}
@@ -314,7 +304,7 @@ func TestPublishedMessage(t *testing.T) {
 
 func TestDedupe(t *testing.T) {
 	e := start(t, natstest.RunJetStream(t))
-	created := fixture(t, "created-s2.json")
+	created := fixtures.Notification(t, "created-s2.json")
 
 	// 1 delivery + 3 retries → one message.
 	for i := range 4 {
@@ -332,7 +322,7 @@ func TestDedupe(t *testing.T) {
 		t.Fatalf("second subscription: %d %s", resp.StatusCode, b)
 	}
 	// Two modifications of the product are two messages; each once.
-	mod1 := fixture(t, "modified-s2.json")
+	mod1 := fixtures.Notification(t, "modified-s2.json")
 	mod2 := bytes.Replace(mod1, []byte(`"ModificationDate": "2026-11-22T08:01:02.654321Z"`), []byte(`"ModificationDate": "2026-11-23T00:00:00Z"`), 1)
 	if bytes.Equal(mod1, mod2) {
 		t.Fatal("fixture did not change")
@@ -355,13 +345,13 @@ func TestUnavailableThenRecovers(t *testing.T) {
 	srv := natstest.RunJetStream(t)
 	store := natstest.StoreDir(srv)
 	e := start(t, srv)
-	if resp, b := e.post(t, fixture(t, "created-s1.json")); resp.StatusCode != 200 {
+	if resp, b := e.post(t, fixtures.Notification(t, "created-s1.json")); resp.StatusCode != 200 {
 		t.Fatalf("%d %s", resp.StatusCode, b)
 	}
 	srv.Shutdown()
 	srv.WaitForShutdown()
 
-	resp, body := e.post(t, fixture(t, "created-s2.json"))
+	resp, body := e.post(t, fixtures.Notification(t, "created-s2.json"))
 	if resp.StatusCode != 503 || resp.Header.Get("Retry-After") == "" || !strings.Contains(string(body), `"error":"unavailable"`) {
 		t.Fatalf("with NATS down: %d Retry-After=%q %s", resp.StatusCode, resp.Header.Get("Retry-After"), body)
 	}
@@ -372,7 +362,7 @@ func TestUnavailableThenRecovers(t *testing.T) {
 	natstest.Restart(t, srv, store)
 	deadline := time.Now().Add(15 * time.Second)
 	for {
-		resp, body = e.post(t, fixture(t, "created-s2.json"))
+		resp, body = e.post(t, fixtures.Notification(t, "created-s2.json"))
 		if resp.StatusCode == 200 {
 			break
 		}
@@ -388,7 +378,7 @@ func TestUnavailableThenRecovers(t *testing.T) {
 
 func TestLogsCarryNoSecrets(t *testing.T) {
 	e := start(t, natstest.RunJetStream(t))
-	e.post(t, fixture(t, "created-s2.json"))
+	e.post(t, fixtures.Notification(t, "created-s2.json"))
 	e.do(t, req{body: []byte("{}"), noAuth: true, headers: map[string]string{"Authorization": "Basic Y2RzZTp3cm9uZy1wYXNzd29yZA=="}})
 	if len(e.logs.AllEntries()) < 2 {
 		t.Fatalf("expected request logs, got %d", len(e.logs.AllEntries()))

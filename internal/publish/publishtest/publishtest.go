@@ -55,21 +55,8 @@ func New(t testing.TB, srv *server.Server) *Env {
 // Messages returns "subject source product-id" for each stored message, in order.
 func (e *Env) Messages(t testing.TB) []string {
 	t.Helper()
-	ctx := context.Background()
-	s, err := e.JS.Stream(ctx, Stream)
-	if err != nil {
-		t.Fatal(err)
-	}
-	info, err := s.Info(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
 	var out []string
-	for seq := info.State.FirstSeq; seq > 0 && seq <= info.State.LastSeq; seq++ {
-		m, err := s.GetMsg(ctx, seq)
-		if err != nil {
-			continue
-		}
+	for _, m := range natstest.StreamMessages(t, e.JS, Stream) {
 		out = append(out, m.Subject+" "+m.Header.Get("Cdse-Source")+" "+m.Header.Get("Cdse-Product-Id"))
 	}
 	return out
