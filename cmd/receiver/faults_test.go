@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"github.com/cdse-jetstream/receiver/internal/natstest"
 	"math/rand/v2"
 	"net/http"
 	"os"
@@ -16,6 +15,8 @@ import (
 	"github.com/google/uuid"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/cdse-jetstream/receiver/internal/natstest"
 )
 
 // ledger records, per dedupe key, whether any request carrying it got a 2xx.

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"github.com/cdse-jetstream/receiver/internal/natstest"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -17,6 +16,7 @@ import (
 	"github.com/sirupsen/logrus/hooks/test"
 
 	"github.com/cdse-jetstream/receiver/internal/cdsesim"
+	"github.com/cdse-jetstream/receiver/internal/natstest"
 	"github.com/cdse-jetstream/receiver/internal/receiver"
 	"github.com/cdse-jetstream/receiver/internal/register"
 )

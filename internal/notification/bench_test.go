@@ -3,8 +3,9 @@ package notification
 import (
 	"bytes"
 	"encoding/json"
-	"github.com/cdse-jetstream/receiver/internal/fixtures"
 	"testing"
+
+	"github.com/cdse-jetstream/receiver/internal/fixtures"
 )
 
 // Micro-benchmarks of the hot path, per fixture; run with

@@ -2,13 +2,14 @@ package notification
 
 import (
 	"encoding/json"
-	"github.com/cdse-jetstream/receiver/internal/fixtures"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 	"unicode/utf8"
+
+	"github.com/cdse-jetstream/receiver/internal/fixtures"
 )
 
 // The seed corpora run with every `go test`; fuzz longer with e.g.

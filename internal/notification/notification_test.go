@@ -3,10 +3,11 @@ package notification
 import (
 	"bytes"
 	"errors"
-	"github.com/cdse-jetstream/receiver/internal/fixtures"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/cdse-jetstream/receiver/internal/fixtures"
 )
 
 func TestParseFixtures(t *testing.T) {

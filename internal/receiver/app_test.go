@@ -3,7 +3,6 @@ package receiver
 import (
 	"bytes"
 	"context"
-	"github.com/cdse-jetstream/receiver/internal/fixtures"
 	"net/http"
 	"strconv"
 	"strings"
@@ -16,6 +15,7 @@ import (
 	"github.com/sirupsen/logrus"
 	"github.com/sirupsen/logrus/hooks/test"
 
+	"github.com/cdse-jetstream/receiver/internal/fixtures"
 	"github.com/cdse-jetstream/receiver/internal/natstest"
 )
 

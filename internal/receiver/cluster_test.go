@@ -3,7 +3,6 @@ package receiver
 import (
 	"bytes"
 	"fmt"
-	"github.com/cdse-jetstream/receiver/internal/fixtures"
 	"net/http"
 	"sync"
 	"sync/atomic"
@@ -13,6 +12,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/cdse-jetstream/receiver/internal/fixtures"
 	"github.com/cdse-jetstream/receiver/internal/natstest"
 )
 

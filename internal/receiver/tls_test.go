@@ -9,7 +9,6 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
-	"github.com/cdse-jetstream/receiver/internal/fixtures"
 	"math/big"
 	"net"
 	"net/http"
@@ -17,6 +16,8 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/cdse-jetstream/receiver/internal/fixtures"
 )
 
 // writeCert writes a self-signed certificate for 127.0.0.1 with the given

@@ -5,7 +5,6 @@ import (
 	"compress/gzip"
 	"context"
 	"encoding/json"
-	"github.com/cdse-jetstream/receiver/internal/fixtures"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -22,6 +21,7 @@ import (
 	"github.com/sirupsen/logrus/hooks/test"
 
 	"github.com/cdse-jetstream/receiver/internal/auth"
+	"github.com/cdse-jetstream/receiver/internal/fixtures"
 	"github.com/cdse-jetstream/receiver/internal/natstest"
 	"github.com/cdse-jetstream/receiver/internal/publish"
 )
