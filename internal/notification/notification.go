@@ -164,14 +164,29 @@ func decode(raw []byte, idx int) (Notification, error) {
 	bad := func(field, reason string) (Notification, error) {
 		return Notification{}, &ValidationError{Index: idx, Field: field, Reason: reason}
 	}
-	members, err := objectMembers(raw)
+	n := Notification{Raw: raw}
+	// The members are collected in one walk; the product entity is read on
+	// the way, so its bytes are scanned once, not once to find its end and
+	// again to read it.
+	members := make([]member, 0, 12)
+	var productErr *fieldError
+	_, err := walkObject(raw, 0, func(name string, i int) int {
+		end := -1
+		if (name == "value" || name == "Value") && raw[i] == '{' && productErr == nil {
+			end, productErr = n.readProduct(raw, i)
+		}
+		if end < 0 {
+			end = valueEnd(raw, i)
+		}
+		members = append(members, member{name: name, value: raw[i:end]})
+		return end
+	})
 	if errors.Is(err, errNotObject) {
 		return bad("", "notification must be a JSON object, not "+jsonKind(raw))
 	}
 	if err != nil {
 		return bad("", "malformed JSON: "+err.Error())
 	}
-	n := Notification{Raw: raw}
 	if name, dup := duplicateName(members); dup {
 		return bad(name, "duplicate member")
 	}
@@ -256,12 +271,15 @@ func decode(raw []byte, idx int) (Notification, error) {
 	case n.ProductID == "":
 		return bad("ProductId", "missing")
 	}
-	if err := n.readProduct(valueKey, value); err != nil {
+	if valueKey != "" && string(value) != "null" && value[0] != '{' {
+		return bad(valueKey, "must be the product entity object, not "+jsonKind(value))
+	}
+	if productErr != nil {
 		field := valueKey
-		if err.field != "" {
-			field += "." + err.field
+		if productErr.field != "" {
+			field += "." + productErr.field
 		}
-		return bad(field, err.reason)
+		return bad(field, productErr.reason)
 	}
 	n.Collection = collectionOf(n.platform, n.ProductName)
 	n.platform = ""
@@ -293,79 +311,96 @@ func duplicateName(members []member) (string, bool) {
 	return "", false
 }
 
-// readProduct takes from the product entity the little the receiver needs:
-// Name, ModificationDate and the platformShortName attribute. The rest is
-// forwarded untouched in Raw and never decoded. raw is known to be valid
-// JSON, so the members are found with the scanner, without a second
-// validation pass or reflection.
-func (n *Notification) readProduct(key string, raw []byte) *fieldError {
-	if key == "" || string(raw) == "null" {
-		return nil
+// readProduct takes from the product entity that starts at raw[i] the
+// little the receiver needs: Name, ModificationDate and the
+// platformShortName attribute. The rest is forwarded untouched in Raw and
+// never decoded. raw is known to be valid JSON. It returns the offset just
+// past the entity.
+func (n *Notification) readProduct(raw []byte, i int) (int, *fieldError) {
+	var ferr *fieldError
+	fail := func(field, reason string) {
+		if ferr == nil {
+			ferr = &fieldError{field, reason}
+		}
 	}
-	members, err := objectMembers(raw)
-	if err != nil {
-		return &fieldError{"", "must be the product entity object, not " + jsonKind(raw)}
-	}
-	for _, m := range members {
-		switch m.name {
+	end, err := walkObject(raw, i, func(name string, v int) int {
+		switch name {
 		case "Name":
-			s, ok := optionalString(m.value)
+			e := valueEnd(raw, v)
+			s, ok := optionalString(raw[v:e])
 			if !ok {
-				return &fieldError{"Name", "must be a string, not " + jsonKind(m.value)}
-			}
-			if reason := headerSafe(s, maxNameLen); reason != "" {
-				return &fieldError{"Name", reason}
-			}
-			if n.ProductName == "" {
+				fail("Name", "must be a string, not "+jsonKind(raw[v:e]))
+			} else if reason := headerSafe(s, maxNameLen); reason != "" {
+				fail("Name", reason)
+			} else if n.ProductName == "" {
 				n.ProductName = s
 			}
+			return e
 		case "ModificationDate":
-			s, ok := optionalString(m.value)
-			if !ok {
-				return &fieldError{"ModificationDate", "must be an ISO 8601 date-time string, not " + jsonKind(m.value)}
-			}
-			if s != "" {
-				t, ok := ParseTime(s)
-				if !ok {
-					return &fieldError{"ModificationDate", "not an ISO 8601 date-time: " + quoteShort(s)}
+			e := valueEnd(raw, v)
+			s, ok := optionalString(raw[v:e])
+			switch {
+			case !ok:
+				fail("ModificationDate", "must be an ISO 8601 date-time string, not "+jsonKind(raw[v:e]))
+			case s != "":
+				if t, ok := ParseTime(s); ok {
+					n.ModificationDate = t
+				} else {
+					fail("ModificationDate", "not an ISO 8601 date-time: "+quoteShort(s))
 				}
-				n.ModificationDate = t
 			}
+			return e
 		case "Attributes":
-			if string(m.value) == "null" {
-				continue
-			}
-			attrs, err := arrayElements(m.value, -1)
-			if err != nil {
-				return &fieldError{"Attributes", "must be an array, not " + jsonKind(m.value)}
-			}
-			for _, a := range attrs {
-				if p, ok := platformAttribute(a); ok {
-					n.platform = p
-					break
+			if raw[v] != '[' {
+				if e := valueEnd(raw, v); string(raw[v:e]) != "null" {
+					fail("Attributes", "must be an array, not "+jsonKind(raw[v:e]))
 				}
+				return -1
 			}
+			e, _ := walkArray(raw, v, func(a int) int {
+				if raw[a] != '{' {
+					return -1
+				}
+				ae, p, ok := platformAttribute(raw, a)
+				if ok && n.platform == "" {
+					n.platform = p
+				}
+				return ae
+			})
+			return e
 		}
+		return -1
+	})
+	if err != nil {
+		return -1, &fieldError{"", "malformed product entity"}
 	}
-	return nil
+	return end, ferr
 }
 
-// platformAttribute returns the Value of a platformShortName attribute.
-// Attributes of other shapes are ignored: they are the catalogue's business.
-func platformAttribute(raw []byte) (string, bool) {
-	var name, value string
+// platformAttribute reads the attribute object at raw[i]: it returns the
+// offset past it and, if it is platformShortName, its Value. Attributes of
+// other shapes are ignored: they are the catalogue's business.
+func platformAttribute(raw []byte, i int) (end int, value string, ok bool) {
+	var name string
 	var hasValue bool
-	err := eachMember(raw, func(m member) {
-		switch m.name {
-		case "Name":
-			name, _ = stringValue(m.value)
-		case "Value":
-			if name == "platformShortName" || name == "" {
-				value, hasValue = stringValue(m.value)
+	end, err := walkObject(raw, i, func(member string, v int) int {
+		switch member {
+		case "Name", "Value":
+			e := valueEnd(raw, v)
+			s, isString := stringValue(raw[v:e])
+			if member == "Name" {
+				name = s
+			} else {
+				value, hasValue = s, isString
 			}
+			return e
 		}
+		return -1
 	})
-	return value, err == nil && name == "platformShortName" && hasValue
+	if err != nil {
+		return -1, "", false
+	}
+	return end, value, name == "platformShortName" && hasValue
 }
 
 // DedupeKey identifies the fact a notification announces: the same product

@@ -13,54 +13,49 @@ type member struct {
 	value []byte
 }
 
-// errNotObject is returned by objectMembers for any value that is not an object.
+// errNotObject is returned by walkObject for any value that is not an object.
 var errNotObject = errors.New("not a JSON object")
 
-// objectMembers lists the members of the JSON object b, in order, with their
-// names unescaped. b must already be known to be valid JSON (json.Valid);
-// the scanner relies on that and only tracks strings and nesting.
-//
-// It exists because encoding/json matches member names case-insensitively and
-// lets the last of duplicate names win silently. A notification is forwarded
-// byte for byte, so a consumer with another JSON parser could read a different
-// event or product than the one we routed and deduplicated; such a body has to
-// be refused, and that needs the exact names.
-func objectMembers(b []byte) ([]member, error) {
-	members := make([]member, 0, 12)
-	err := eachMember(b, func(m member) { members = append(members, m) })
-	if err != nil {
-		return nil, err
-	}
-	return members, nil
-}
+// The scanner below exists because encoding/json matches member names
+// case-insensitively and lets the last of duplicate names win silently. A
+// notification is forwarded byte for byte, so a consumer with another JSON
+// parser could read a different event or product than the one we routed and
+// deduplicated; such a body has to be refused, and that needs the exact
+// names. It relies on the body being valid JSON (validJSON) and only tracks
+// strings and nesting.
 
-// eachMember calls f for each member of the JSON object b, in order.
-// b must be valid JSON.
-func eachMember(b []byte, f func(member)) error {
-	i := skipSpace(b, 0)
+// walkObject walks the object that starts at b[i] (after whitespace): for
+// each member it calls f with the name and the offset of the value; f
+// returns the offset just past the value, having scanned it itself (so that
+// a value is not scanned twice), or -1 to have it skipped. walkObject returns
+// the offset just past the object. b must be valid JSON.
+func walkObject(b []byte, i int, f func(name string, value int) int) (int, error) {
+	i = skipSpace(b, i)
 	if i >= len(b) || b[i] != '{' {
-		return errNotObject
+		return 0, errNotObject
 	}
 	i = skipSpace(b, i+1)
 	if i < len(b) && b[i] == '}' {
-		return nil
+		return i + 1, nil
 	}
 	for i < len(b) {
 		if b[i] != '"' {
-			return fmt.Errorf("unexpected byte %q at offset %d", b[i], i)
+			return 0, fmt.Errorf("unexpected byte %q at offset %d", b[i], i)
 		}
 		end := stringEnd(b, i)
 		name, err := unquote(b[i:end])
 		if err != nil {
-			return err
+			return 0, err
 		}
 		i = skipSpace(b, end)
 		if i >= len(b) || b[i] != ':' {
-			return fmt.Errorf("expected ':' at offset %d", i)
+			return 0, fmt.Errorf("expected ':' at offset %d", i)
 		}
 		i = skipSpace(b, i+1)
-		vEnd := valueEnd(b, i)
-		f(member{name: name, value: b[i:vEnd]})
+		vEnd := f(name, i)
+		if vEnd < 0 {
+			vEnd = valueEnd(b, i)
+		}
 		i = skipSpace(b, vEnd)
 		if i >= len(b) {
 			break
@@ -69,33 +64,29 @@ func eachMember(b []byte, f func(member)) error {
 		case ',':
 			i = skipSpace(b, i+1)
 		case '}':
-			return nil
+			return i + 1, nil
 		default:
-			return fmt.Errorf("unexpected byte %q at offset %d", b[i], i)
+			return 0, fmt.Errorf("unexpected byte %q at offset %d", b[i], i)
 		}
 	}
-	return errors.New("unterminated object")
+	return 0, errors.New("unterminated object")
 }
 
-// arrayElements returns the raw bytes of each element of the JSON array b,
-// stopping with errTooMany as soon as there are more than max (max < 0: no
-// limit). b must be valid JSON.
-func arrayElements(b []byte, max int) ([][]byte, error) {
-	i := skipSpace(b, 0)
+// walkArray is walkObject for arrays: f gets the offset of each element.
+func walkArray(b []byte, i int, f func(elem int) int) (int, error) {
+	i = skipSpace(b, i)
 	if i >= len(b) || b[i] != '[' {
-		return nil, errors.New("not a JSON array")
+		return 0, errNotArray
 	}
 	i = skipSpace(b, i+1)
-	var elems [][]byte
 	if i < len(b) && b[i] == ']' {
-		return elems, nil
+		return i + 1, nil
 	}
 	for i < len(b) {
-		end := valueEnd(b, i)
-		if len(elems) == max {
-			return nil, errTooMany
+		end := f(i)
+		if end < 0 {
+			end = valueEnd(b, i)
 		}
-		elems = append(elems, b[i:end])
 		i = skipSpace(b, end)
 		if i >= len(b) {
 			break
@@ -104,12 +95,38 @@ func arrayElements(b []byte, max int) ([][]byte, error) {
 		case ',':
 			i = skipSpace(b, i+1)
 		case ']':
-			return elems, nil
+			return i + 1, nil
 		default:
-			return nil, fmt.Errorf("unexpected byte %q at offset %d", b[i], i)
+			return 0, fmt.Errorf("unexpected byte %q at offset %d", b[i], i)
 		}
 	}
-	return nil, errors.New("unterminated array")
+	return 0, errors.New("unterminated array")
+}
+
+var errNotArray = errors.New("not a JSON array")
+
+// arrayElements returns the raw bytes of each element of the JSON array b,
+// stopping with errTooMany as soon as there are more than max.
+// b must be valid JSON.
+func arrayElements(b []byte, max int) ([][]byte, error) {
+	var elems [][]byte
+	tooMany := false
+	_, err := walkArray(b, 0, func(i int) int {
+		if len(elems) == max {
+			tooMany = true
+			return len(b) // stop: the walk ends at the end of b
+		}
+		end := valueEnd(b, i)
+		elems = append(elems, b[i:end])
+		return end
+	})
+	if tooMany {
+		return nil, errTooMany
+	}
+	if err != nil {
+		return nil, err
+	}
+	return elems, nil
 }
 
 var errTooMany = errors.New("too many elements")

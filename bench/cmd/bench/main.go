@@ -59,6 +59,7 @@ type opts struct {
 	soak       time.Duration
 	soakRate   float64
 	cpuProfile string
+	extraEnv   string
 }
 
 func run(ctx context.Context) error {
@@ -69,6 +70,7 @@ func run(ctx context.Context) error {
 	flag.DurationVar(&o.soak, "soak", 0, "run a soak test of this length instead of the benchmark")
 	flag.Float64Var(&o.soakRate, "soak-rate", 200, "requests/s during the soak")
 	flag.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of the receiver under the unique load to this file")
+	flag.StringVar(&o.extraEnv, "receiver-env", "", "extra environment of the receiver process only, space-separated KEY=VALUE (e.g. GOGC=200)")
 	flag.Parse()
 
 	tmp, err := os.MkdirTemp("", "cdse-bench")
@@ -133,7 +135,7 @@ func run(ctx context.Context) error {
 	}
 
 	// The receiver.
-	p, err := startReceiver(ctx, tmp, ns.ClientURL(), o.cpuProfile != "")
+	p, err := startReceiver(ctx, tmp, ns.ClientURL(), o.cpuProfile != "", strings.Fields(o.extraEnv)...)
 	if err != nil {
 		return err
 	}
@@ -260,7 +262,7 @@ func startProc(ctx context.Context, bin string, args, env []string, marker strin
 	}
 }
 
-func startReceiver(ctx context.Context, tmp, natsURL string, pprof bool) (*proc, error) {
+func startReceiver(ctx context.Context, tmp, natsURL string, pprof bool, extraEnv ...string) (*proc, error) {
 	env := []string{
 		"RECEIVER_USERNAME=" + user, "RECEIVER_PASSWORD=" + password,
 		"RECEIVER_ADDR=127.0.0.1:0", "RECEIVER_ADMIN_ADDR=127.0.0.1:0",
@@ -269,6 +271,7 @@ func startReceiver(ctx context.Context, tmp, natsURL string, pprof bool) (*proc,
 	if pprof {
 		env = append(env, "RECEIVER_PPROF=true")
 	}
+	env = append(env, extraEnv...)
 	p, err := startProc(ctx, filepath.Join(tmp, "receiver"), nil, env, "receiver started")
 	if err != nil {
 		return nil, err

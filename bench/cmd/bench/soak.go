@@ -19,7 +19,7 @@ import (
 // growth between the first and the last third, or on a stream that does
 // not hold exactly the acknowledged products.
 func soak(ctx context.Context, tmp, natsURL string, js jetstream.JetStream, load loadgen.Options, o opts) error {
-	p, err := startReceiver(ctx, tmp, natsURL, false)
+	p, err := startReceiver(ctx, tmp, natsURL, false, strings.Fields(o.extraEnv)...)
 	if err != nil {
 		return err
 	}
