@@ -12,6 +12,7 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -23,6 +24,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -60,6 +62,14 @@ type opts struct {
 	soakRate   float64
 	cpuProfile string
 	extraEnv   string
+	rounds     int
+}
+
+// median returns the run with the median throughput.
+func median(rs []loadgen.Result) loadgen.Result {
+	sorted := slices.Clone(rs)
+	slices.SortFunc(sorted, func(a, b loadgen.Result) int { return cmp.Compare(a.RPS(), b.RPS()) })
+	return sorted[len(sorted)/2]
 }
 
 func run(ctx context.Context) error {
@@ -69,6 +79,7 @@ func run(ctx context.Context) error {
 	flag.Float64Var(&o.dupRatio, "dup-ratio", 0.3, "share of duplicates in the mixed phase")
 	flag.DurationVar(&o.soak, "soak", 0, "run a soak test of this length instead of the benchmark")
 	flag.Float64Var(&o.soakRate, "soak-rate", 200, "requests/s during the soak")
+	flag.IntVar(&o.rounds, "rounds", 3, "rounds of the three comparable phases (the medians are compared)")
 	flag.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of the receiver under the unique load to this file")
 	flag.StringVar(&o.extraEnv, "receiver-env", "", "extra environment of the receiver process only, space-separated KEY=VALUE (e.g. GOGC=200)")
 	flag.Parse()
@@ -117,51 +128,71 @@ func run(ctx context.Context) error {
 		return soak(ctx, tmp, ns.ClientURL(), js, load, o)
 	}
 
-	// References.
-	var bare, ref loadgen.Result
-	for _, m := range []struct {
-		mode string
-		res  *loadgen.Result
-	}{{"bare", &bare}, {"jetstream", &ref}} {
-		p, err := startProc(ctx, filepath.Join(tmp, "refserver"), []string{"-mode", m.mode, "-nats", ns.ClientURL()},
+	// The three servers run side by side; each is loaded alone, in turn,
+	// for several rounds, and the medians are compared, so that a slow
+	// moment of this shared machine does not fall on one of them only.
+	var urls []string
+	for _, mode := range []string{"bare", "jetstream"} {
+		p, err := startProc(ctx, filepath.Join(tmp, "refserver"), []string{"-mode", mode, "-nats", ns.ClientURL()},
 			[]string{"REF_USER=" + user, "REF_PASSWORD=" + password}, "listening ")
 		if err != nil {
 			return err
 		}
-		load.URL = "http://" + p.addr + "/"
-		*m.res = loadgen.Run(ctx, load)
-		p.stop()
-		fmt.Printf("%-28s %s\n", "reference "+m.mode+":", *m.res)
+		defer p.stop()
+		urls = append(urls, "http://"+strings.TrimSpace(strings.TrimPrefix(p.addr, "listening"))+"/")
 	}
-
-	// The receiver.
 	p, err := startReceiver(ctx, tmp, ns.ClientURL(), o.cpuProfile != "", strings.Fields(o.extraEnv)...)
 	if err != nil {
 		return err
 	}
 	defer p.stop()
-	load.URL = "http://" + p.addr + "/notifications"
-	var profDone chan error
-	if o.cpuProfile != "" {
-		profDone = make(chan error, 1)
-		go func() {
-			profDone <- fetch("http://"+p.admin+"/debug/pprof/profile?seconds="+strconv.Itoa(int(o.duration.Seconds())-1), o.cpuProfile)
-		}()
-	}
-	uniq := loadgen.Run(ctx, load)
-	fmt.Printf("%-28s %s\n", "receiver, unique:", uniq)
-	if profDone != nil {
-		if err := <-profDone; err != nil {
-			fmt.Println("cpu profile:", err)
-		} else {
-			fmt.Println("cpu profile written to", o.cpuProfile)
+	urls = append(urls, "http://"+p.addr+"/notifications")
+
+	names := []string{"reference bare:", "reference jetstream:", "receiver, unique:"}
+	rounds := make([][]loadgen.Result, 3)
+	uniq := loadgen.Result{Acked: map[string]bool{}, Sent: map[string]bool{}}
+	for r := range o.rounds {
+		for i, u := range urls {
+			load.URL = u
+			var profDone chan error
+			if i == 2 && r == 0 && o.cpuProfile != "" {
+				profDone = make(chan error, 1)
+				go func() {
+					profDone <- fetch("http://"+p.admin+"/debug/pprof/profile?seconds="+strconv.Itoa(max(int(o.duration.Seconds())-1, 1)), o.cpuProfile)
+				}()
+			}
+			res := loadgen.Run(ctx, load)
+			rounds[i] = append(rounds[i], res)
+			fmt.Printf("round %d  %-28s %s\n", r+1, names[i], res)
+			if profDone != nil {
+				if err := <-profDone; err != nil {
+					fmt.Println("cpu profile:", err)
+				} else {
+					fmt.Println("cpu profile written to", o.cpuProfile)
+				}
+			}
+			if i == 2 {
+				for k := range res.Acked {
+					uniq.Acked[k] = true
+				}
+				for k := range res.Sent {
+					uniq.Sent[k] = true
+				}
+			}
 		}
 	}
+	bare, ref, recv := median(rounds[0]), median(rounds[1]), median(rounds[2])
+	fmt.Println()
+	for i, r := range []loadgen.Result{bare, ref, recv} {
+		fmt.Printf("median     %-28s %s\n", names[i], r)
+	}
+	uniq.OK, uniq.Elapsed, uniq.Latencies = recv.OK, recv.Elapsed, recv.Latencies
 
 	keys := make([]string, 0, len(uniq.Acked))
 	for k := range uniq.Acked {
 		keys = append(keys, k)
 	}
+	load.URL = urls[2]
 	dupLoad := load
 	dupLoad.Keys = keys
 	dups := loadgen.Run(ctx, dupLoad)
@@ -178,8 +209,8 @@ func run(ctx context.Context) error {
 	fmt.Printf("%-28s %s\n", fmt.Sprintf("receiver at %.0f req/s (50%%):", halfLoad.Rate), half)
 	peak := p.peakRSS()
 
-	fmt.Printf("\nreceiver / bare HTTP reference:          %.2f\n", uniq.RPS()/bare.RPS())
-	fmt.Printf("receiver / HTTP+JetStream reference:     %.2f   (target >= 0.80)\n", uniq.RPS()/ref.RPS())
+	fmt.Printf("\nreceiver / bare HTTP reference:          %.2f   (medians of %d rounds)\n", recv.RPS()/bare.RPS(), o.rounds)
+	fmt.Printf("receiver / HTTP+JetStream reference:     %.2f   (target >= 0.80)\n", recv.RPS()/ref.RPS())
 	fmt.Printf("duplicates / unique rate:                %.2f   (target >= 2)\n", dups.RPS()/uniq.RPS())
 	fmt.Printf("p99 at 50%% of the maximum rate:          %s   (target < 10ms)\n", half.Pct(99).Round(time.Microsecond))
 	fmt.Printf("receiver peak RSS:                       %.1f MiB   (target < 100 MiB)\n", float64(peak)/(1<<20))
@@ -222,8 +253,8 @@ type proc struct {
 	done  chan struct{}
 }
 
-// startProc runs bin and waits for a stdout line starting with marker,
-// whose remainder is the listen address.
+// startProc runs bin and waits for a stdout line containing marker; p.addr
+// is then that whole line, for the caller to take the address from.
 func startProc(ctx context.Context, bin string, args, env []string, marker string) (*proc, error) {
 	cmd := exec.CommandContext(ctx, bin, args...)
 	cmd.Env = append(os.Environ(), env...)
@@ -242,9 +273,9 @@ func startProc(ctx context.Context, bin string, args, env []string, marker strin
 		sc.Buffer(make([]byte, 64<<10), 1<<20)
 		for sc.Scan() {
 			line := sc.Text()
-			if i := strings.Index(line, marker); i >= 0 {
+			if strings.Contains(line, marker) {
 				select {
-				case found <- line[i+len(marker):]:
+				case found <- line:
 				default:
 				}
 			}
@@ -266,24 +297,24 @@ func startReceiver(ctx context.Context, tmp, natsURL string, pprof bool, extraEn
 	env := []string{
 		"RECEIVER_USERNAME=" + user, "RECEIVER_PASSWORD=" + password,
 		"RECEIVER_ADDR=127.0.0.1:0", "RECEIVER_ADMIN_ADDR=127.0.0.1:0",
-		"NATS_URL=" + natsURL, "LOG_FORMAT=text",
+		"NATS_URL=" + natsURL, // logs as in production: JSON, info, a line per request
 	}
 	if pprof {
 		env = append(env, "RECEIVER_PPROF=true")
 	}
 	env = append(env, extraEnv...)
-	p, err := startProc(ctx, filepath.Join(tmp, "receiver"), nil, env, "receiver started")
+	p, err := startProc(ctx, filepath.Join(tmp, "receiver"), nil, env, `"msg":"receiver started"`)
 	if err != nil {
 		return nil, err
 	}
-	// The text log line carries admin_addr=... and webhook_addr=...
-	fields := map[string]string{}
-	for _, f := range strings.Fields(p.addr) {
-		if k, v, ok := strings.Cut(f, "="); ok {
-			fields[k] = strings.Trim(v, `"`)
-		}
+	// The JSON log line "receiver started" carries the addresses.
+	var fields map[string]any
+	if err := json.Unmarshal([]byte(p.addr), &fields); err != nil {
+		p.stop()
+		return nil, fmt.Errorf("start-up line: %w", err)
 	}
-	p.addr, p.admin = fields["webhook_addr"], fields["admin_addr"]
+	str := func(k string) string { v, _ := fields[k].(string); return v }
+	p.addr, p.admin = str("webhook_addr"), str("admin_addr")
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		resp, err := http.Get("http://" + p.admin + "/readyz")
