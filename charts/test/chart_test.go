@@ -168,6 +168,9 @@ func TestDefaultsEmbedded(t *testing.T) {
 	}
 	c := checkPod(t, sts.Spec.Template.Spec)
 	e := env(c)
+	if e["RECEIVER_SHUTDOWN_DELAY"].Value != "5s" {
+		t.Errorf("shutdown delay %q", e["RECEIVER_SHUTDOWN_DELAY"].Value)
+	}
 	if e["NATS_EMBEDDED_ADDR"].Value != "0.0.0.0:4222" || e["NATS_EMBEDDED_USER"].Value != "consumer" || e["RECEIVER_DATA_DIR"].Value != "/data" {
 		t.Errorf("embedded env %+v", e)
 	}

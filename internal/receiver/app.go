@@ -408,12 +408,22 @@ func (a *App) NATSURL() string {
 	return redactURL(a.cfg.NATSURL)
 }
 
-// Shutdown stops in order: readiness goes false, the webhook stops accepting
-// and finishes in-flight requests (each answers with its true status), the
-// NATS connection drains, the embedded server stops; the admin endpoints go
-// last. It returns when done or when ctx expires.
+// Shutdown stops in order: readiness goes false (and, with
+// RECEIVER_SHUTDOWN_DELAY, requests are still served for that long), the
+// webhook stops accepting and finishes in-flight requests (each answers
+// with its true status), the NATS connection drains, the embedded server
+// stops; the admin endpoints go last. It returns when done or when ctx
+// expires.
 func (a *App) Shutdown(ctx context.Context) error {
-	a.stopping.Store(true)
+	if !a.stopping.Swap(true) && a.cfg.ShutdownDelay > 0 && a.web != nil {
+		// Readiness is false from here; requests keep being served while
+		// the load balancer takes the pod out of rotation.
+		a.log.WithField("delay", a.cfg.ShutdownDelay.String()).Info("not ready; serving until the load balancer has noticed")
+		select {
+		case <-time.After(a.cfg.ShutdownDelay):
+		case <-ctx.Done():
+		}
+	}
 	var errs []error
 	if a.stopBackground != nil {
 		a.stopBackground()

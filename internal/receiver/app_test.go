@@ -215,3 +215,40 @@ func TestMetricsEndpoint(t *testing.T) {
 		t.Error("/metrics shows the password")
 	}
 }
+
+func TestShutdownDelayKeepsServing(t *testing.T) {
+	c := testConfig(t, t.TempDir())
+	c.ShutdownDelay = 700 * time.Millisecond
+	a, _ := startApp(t, c)
+	done := make(chan error, 1)
+	start := time.Now()
+	go func() { done <- a.Shutdown(context.Background()) }()
+	// During the delay: not ready, but still storing.
+	waitStatus := func(url string, want int) {
+		t.Helper()
+		deadline := time.Now().Add(time.Second)
+		for {
+			resp, err := http.Get(url)
+			if err == nil {
+				resp.Body.Close()
+				if resp.StatusCode == want {
+					return
+				}
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s never answered %d", url, want)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	waitStatus("http://"+a.AdminAddr()+"/readyz", 503)
+	if code := post(t, a, c, fixtures.Notification(t, "created-s3.json")); code != 200 {
+		t.Errorf("during the shutdown delay: %d, want 200", code)
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if d := time.Since(start); d < c.ShutdownDelay {
+		t.Errorf("shut down after %s, before the %s delay", d, c.ShutdownDelay)
+	}
+}

@@ -35,6 +35,7 @@ type Config struct {
 	DedupeWindow      time.Duration
 	PublishTimeout    time.Duration
 	ShutdownTimeout   time.Duration
+	ShutdownDelay     time.Duration
 	ReadTimeout       time.Duration
 	ReadHeaderTimeout time.Duration
 	HTPasswdFile      string
@@ -135,6 +136,7 @@ func (c *Config) settings() []setting {
 		{env: "RECEIVER_DEDUPE_WINDOW", flag: "dedupe-window", help: "how long a product event is remembered as seen (the stream's duplicate window)", field: &c.DedupeWindow},
 		{env: "RECEIVER_PUBLISH_TIMEOUT", flag: "publish-timeout", help: "longest wait for JetStream's PubAck before answering 503", field: &c.PublishTimeout},
 		{env: "RECEIVER_SHUTDOWN_TIMEOUT", flag: "shutdown-timeout", help: "bound on graceful shutdown after SIGTERM", field: &c.ShutdownTimeout},
+		{env: "RECEIVER_SHUTDOWN_DELAY", flag: "shutdown-delay", help: "after SIGTERM, keep serving this long with /readyz at 503, so load balancers stop sending first (Kubernetes: 5s)", field: &c.ShutdownDelay},
 		{env: "RECEIVER_READ_TIMEOUT", flag: "read-timeout", help: "longest time to read a whole request (slow clients are cut off)", field: &c.ReadTimeout},
 		{env: "RECEIVER_READ_HEADER_TIMEOUT", flag: "read-header-timeout", help: "longest time to read the request headers (slowloris)", field: &c.ReadHeaderTimeout},
 		{env: "RECEIVER_TLS_CERT_FILE", flag: "tls-cert-file", help: "serve HTTPS with this certificate (PEM; reloaded when it changes)", field: &c.TLSCertFile},
@@ -360,6 +362,9 @@ func (c Config) Validate() error {
 	}
 	if c.ShutdownTimeout <= 0 {
 		bad("RECEIVER_SHUTDOWN_TIMEOUT %s must be positive", c.ShutdownTimeout)
+	}
+	if c.ShutdownDelay < 0 || c.ShutdownDelay >= c.ShutdownTimeout {
+		bad("RECEIVER_SHUTDOWN_DELAY %s must be between 0 and RECEIVER_SHUTDOWN_TIMEOUT %s", c.ShutdownDelay, c.ShutdownTimeout)
 	}
 	if (c.TLSCertFile == "") != (c.TLSKeyFile == "") {
 		bad("RECEIVER_TLS_CERT_FILE and RECEIVER_TLS_KEY_FILE go together")
