@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"net/http"
+	"runtime"
 	"strconv"
 	"strings"
 	"testing"
@@ -152,6 +153,22 @@ func TestAppExternalNATS(t *testing.T) {
 	}
 	if code := post(t, a, c, fixtures.Notification(t, "created-s3.json")); code != 503 {
 		t.Fatalf("post during outage: %d, want 503", code)
+	}
+	// Nothing is buffered while NATS is away: 100 large notifications
+	// (60 MB in all) leave the heap where it was.
+	big := bytes.Replace(fixtures.Notification(t, "created-s3.json"), []byte(`"ProductName": "`), []byte(`"Padding": "`+strings.Repeat("x", 600<<10)+`", "ProductName": "`), 1)
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	for range 100 {
+		if code := post(t, a, c, big); code != 503 {
+			t.Fatalf("large post during outage: %d, want 503", code)
+		}
+	}
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	if grew := int64(after.HeapAlloc) - int64(before.HeapAlloc); grew > 16<<20 {
+		t.Errorf("heap grew by %d MB during the outage: request bodies are being kept", grew>>20)
 	}
 	natstest.Restart(t, srv, store)
 	waitReady(t, readyz, 15*time.Second)
