@@ -401,3 +401,23 @@ func TestEmbeddedConsumersCannotPublish(t *testing.T) {
 		t.Errorf("stream holds %d messages, want 1", got)
 	}
 }
+
+func TestKnownDuplicatesAnsweredDuringOutage(t *testing.T) {
+	srv := natstest.RunJetStream(t)
+	f := setup(t, srv, PublisherOptions{RecentIDs: 10, RecentTTL: time.Hour}, StreamOptions{})
+	if _, err := f.pub.Publish(context.Background(), []Message{msg("stored")}); err != nil {
+		t.Fatal(err)
+	}
+	srv.Shutdown()
+	srv.WaitForShutdown()
+	waitFor(t, 5*time.Second, func() bool { return !f.nc.IsConnected() })
+	// A retry of what this replica stored: true to say so, NATS or not.
+	res, err := f.pub.Publish(context.Background(), []Message{msg("stored")})
+	if err != nil || !res[0].Duplicate {
+		t.Fatalf("known duplicate during the outage: %v %+v", err, res)
+	}
+	// Anything new with it: not stored, so not acknowledged.
+	if _, err := f.pub.Publish(context.Background(), []Message{msg("stored"), msg("new")}); !errors.Is(err, ErrUnavailable) {
+		t.Fatalf("new message during the outage: %v", err)
+	}
+}
