@@ -82,7 +82,7 @@ func NewLogger(cfg Config, w io.Writer) *logrus.Logger {
 	if cfg.LogFormat == "text" {
 		log.SetFormatter(&logrus.TextFormatter{FullTimestamp: true})
 	} else {
-		log.SetFormatter(&logrus.JSONFormatter{TimestampFormat: time.RFC3339Nano})
+		log.SetFormatter(jsonFormatter{})
 	}
 	if lvl, err := logrus.ParseLevel(cfg.LogLevel); err == nil {
 		log.SetLevel(lvl)
