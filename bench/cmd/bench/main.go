@@ -188,8 +188,12 @@ func run(ctx context.Context) error {
 	}
 	uniq.OK, uniq.Elapsed, uniq.Latencies = recv.OK, recv.Elapsed, recv.Latencies
 
-	keys := make([]string, 0, len(uniq.Acked))
-	for k := range uniq.Acked {
+	// The duplicates are the products of the last round: the most recent,
+	// as the catalogue's retries are (the receiver remembers the last
+	// 100 000 ids it stored; older duplicates go to JetStream).
+	last := rounds[2][len(rounds[2])-1]
+	keys := make([]string, 0, len(last.Acked))
+	for k := range last.Acked {
 		keys = append(keys, k)
 	}
 	load.URL = urls[2]
