@@ -163,3 +163,59 @@ func TestPushSender(t *testing.T) {
 		})
 	}
 }
+
+func TestAdminAPI(t *testing.T) {
+	s := New(Options{})
+	defer s.Close()
+	srv := httptest.NewServer(s.Handler())
+	defer srv.Close()
+	call := func(method, path, body string) (int, string) {
+		t.Helper()
+		req, _ := http.NewRequest(method, srv.URL+path, strings.NewReader(body))
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	code, body := call(http.MethodPost, "/sim/products", `{"mission":"S5P","count":2}`)
+	var created []struct{ Id, Name, Collection string }
+	if code != 201 || json.Unmarshal([]byte(body), &created) != nil || len(created) != 2 || created[0].Collection != "SENTINEL-5P" {
+		t.Fatalf("create: %d %s", code, body)
+	}
+	tests := []struct {
+		method, path, body string
+		code               int
+	}{
+		{http.MethodPost, "/sim/products/" + created[0].Id + "/modify", "", 204},
+		{http.MethodPost, "/sim/products/" + created[0].Id + "/delete", `{"cause":"Obsolete product"}`, 204},
+		{http.MethodPost, "/sim/products/" + created[0].Id + "/modify", "", 404}, // deleted
+		{http.MethodPost, "/sim/products/nope/delete", "", 404},
+		{http.MethodPost, "/sim/products", `{"mission":"S9"}`, 400},
+		{http.MethodPost, "/sim/products", `{"count":20000}`, 400},
+		{http.MethodPost, "/sim/config", `{"duplicateSends":true}`, 200},
+		{http.MethodGet, "/sim/stats", "", 200},
+		{http.MethodGet, "/sim/nothing", "", 404},
+	}
+	for _, tt := range tests {
+		if code, body := call(tt.method, tt.path, tt.body); code != tt.code {
+			t.Errorf("%s %s: %d %s, want %d", tt.method, tt.path, code, body, tt.code)
+		}
+	}
+	if !s.duplicate.Load() {
+		t.Error("duplicateSends not set")
+	}
+	// The deleted product is gone from the listing; the other one is there.
+	s.mu.Lock()
+	deleted := !s.products[created[0].Id].DeletionDate.IsZero()
+	s.mu.Unlock()
+	if !deleted {
+		t.Error("product not deleted")
+	}
+	// OData without a token: 401, no body.
+	if code, _ := call(http.MethodGet, "/odata/v1/Subscriptions/Info", ""); code != 401 {
+		t.Errorf("no token: %d", code)
+	}
+}
