@@ -31,7 +31,8 @@ func run(ctx context.Context, args []string, getenv func(string) string) int {
 	fs := flag.NewFlagSet("cdse-sim", flag.ContinueOnError)
 	addr := fs.String("addr", "127.0.0.1:8090", "listen address (keep it on loopback: the admin API has no authentication)")
 	user := fs.String("user", "demo@example.org", "the account's user name")
-	usersFile := fs.String("users", "", "file of user:password lines (instead of --user and SIM_PASSWORD)")
+	password := fs.String("password", "", "the account's password (a simulator's, not a real secret; SIM_PASSWORD keeps it out of ps; default demo-password)")
+	usersFile := fs.String("users", "", "file of user:password lines (instead of --user and --password)")
 	maxRunning := fs.Int("max-running", 2, "running subscriptions per user")
 	rate := fs.Duration("every", 0, "publish a random product at this interval (0: only on demand)")
 	duplicate := fs.Bool("duplicate-sends", false, "deliver every PUSH notification twice")
@@ -54,7 +55,10 @@ func run(ctx context.Context, args []string, getenv func(string) string) int {
 			}
 		}
 	} else {
-		pw := getenv("SIM_PASSWORD")
+		pw := *password
+		if pw == "" {
+			pw = getenv("SIM_PASSWORD")
+		}
 		if pw == "" {
 			pw = "demo-password"
 		}
