@@ -379,28 +379,40 @@ func (n *Notification) readProduct(raw []byte, i int) (int, *fieldError) {
 
 // platformAttribute reads the attribute object at raw[i]: it returns the
 // offset past it and, if it is platformShortName, its Value. Attributes of
-// other shapes are ignored: they are the catalogue's business.
+// other shapes are ignored: they are the catalogue's business. Name and
+// Value are kept as raw bytes and only the platform's Value is decoded, so
+// the usual twenty-odd attributes cost no allocation.
 func platformAttribute(raw []byte, i int) (end int, value string, ok bool) {
-	var name string
-	var hasValue bool
+	var nameRaw, valueRaw []byte
 	end, err := walkObject(raw, i, func(member string, v int) int {
 		switch member {
 		case "Name", "Value":
 			e := valueEnd(raw, v)
-			s, isString := stringValue(raw[v:e])
 			if member == "Name" {
-				name = s
+				nameRaw = raw[v:e]
 			} else {
-				value, hasValue = s, isString
+				valueRaw = raw[v:e]
 			}
 			return e
 		}
 		return -1
 	})
-	if err != nil {
-		return -1, "", false
+	if err != nil || !isPlatformName(nameRaw) {
+		return end, "", false
 	}
-	return end, value, name == "platformShortName" && hasValue
+	value, ok = stringValue(valueRaw)
+	return end, value, ok
+}
+
+func isPlatformName(lit []byte) bool {
+	if string(lit) == `"platformShortName"` {
+		return true
+	}
+	if bytes.IndexByte(lit, '\\') < 0 {
+		return false
+	}
+	s, ok := stringValue(lit) // the name spelt with escapes
+	return ok && s == "platformShortName"
 }
 
 // DedupeKey identifies the fact a notification announces: the same product

@@ -222,8 +222,8 @@ func unquote(lit []byte) (string, error) {
 	return string(inner), nil
 }
 
-// knownName returns the member names of notifications and products as
-// constants, so that scanning them allocates nothing (a switch on
+// knownName returns the member names of notifications and product entities
+// as constants, so that walking them allocates nothing (a switch on
 // string(b) does not copy b).
 func knownName(b []byte) (string, bool) {
 	switch string(b) {
@@ -257,6 +257,56 @@ func knownName(b []byte) (string, bool) {
 		return "ValueType", true
 	case "Id":
 		return "Id", true
+	case "@odata.mediaContentType":
+		return "@odata.mediaContentType", true
+	case "ContentType":
+		return "ContentType", true
+	case "ContentLength":
+		return "ContentLength", true
+	case "OriginDate":
+		return "OriginDate", true
+	case "PublicationDate":
+		return "PublicationDate", true
+	case "EvictionDate":
+		return "EvictionDate", true
+	case "Online":
+		return "Online", true
+	case "S3Path":
+		return "S3Path", true
+	case "Checksum":
+		return "Checksum", true
+	case "Algorithm":
+		return "Algorithm", true
+	case "ChecksumDate":
+		return "ChecksumDate", true
+	case "ContentDate":
+		return "ContentDate", true
+	case "Start":
+		return "Start", true
+	case "End":
+		return "End", true
+	case "Footprint":
+		return "Footprint", true
+	case "GeoFootprint":
+		return "GeoFootprint", true
+	case "type":
+		return "type", true
+	case "coordinates":
+		return "coordinates", true
+	case "Assets":
+		return "Assets", true
+	case "Type":
+		return "Type", true
+	case "DownloadLink":
+		return "DownloadLink", true
+	case "Locations":
+		return "Locations", true
+	case "FormatType":
+		return "FormatType", true
+	case "DeletionDate":
+		return "DeletionDate", true
+	case "DeletionCause":
+		return "DeletionCause", true
 	}
 	return "", false
 }
