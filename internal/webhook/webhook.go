@@ -16,6 +16,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -78,9 +79,10 @@ const (
 )
 
 type handler struct {
-	o   Options
-	pub Publisher
-	m   *metrics
+	o        Options
+	pub      Publisher
+	m        *metrics
+	tooLarge *Error
 }
 
 // New builds the webhook's Echo server. Its metrics are registered on reg.
@@ -108,7 +110,8 @@ func New(o Options, pub Publisher, v Verifier, reg prometheus.Registerer, log lo
 		e.IPExtractor = echo.ExtractIPFromXFFHeader(trust...)
 	}
 	e.Use(requestLog(log, m), securityHeaders, recoverPanics(log))
-	h := &handler{o: o, pub: pub, m: m}
+	h := &handler{o: o, pub: pub, m: m,
+		tooLarge: newError(http.StatusRequestEntityTooLarge, "body_too_large", "request body larger than "+strconv.FormatInt(o.MaxBody, 10)+" bytes")}
 	e.POST(o.Path, h.receive, basicAuth(v, o.Limiter, o.Realm, m, log))
 	// Other methods on the path get 405 (Echo's router), other paths 404.
 	return e, nil
@@ -140,7 +143,17 @@ func (h *handler) receive(c echo.Context) error {
 	if err := checkContentType(req.Header.Get(echo.HeaderContentType)); err != nil {
 		return err
 	}
-	body, err := h.readBody(req)
+	bp := bodies.Get().(*[]byte)
+	body, err := h.readBody(req, (*bp)[:0])
+	recycle := true
+	defer func() {
+		if recycle && cap(body) <= maxPooled {
+			if body != nil {
+				*bp = body[:0]
+			}
+			bodies.Put(bp)
+		}
+	}()
 	if err != nil {
 		return err
 	}
@@ -152,6 +165,9 @@ func (h *handler) receive(c echo.Context) error {
 	c.Set(ctxNotes, ns)
 	results, err := h.pub.Publish(req.Context(), ingest.Messages(ns, h.o.SubjectPrefix, ingest.SourcePush))
 	if err != nil {
+		// The NATS client may still hold the messages (acks not received):
+		// this buffer must not be reused.
+		recycle = false
 		for i := range ns {
 			h.m.notifications.WithLabelValues(string(ns[i].Event), "failed").Inc()
 		}
@@ -187,11 +203,22 @@ func checkContentType(ct string) error {
 	return nil
 }
 
-// readBody reads the body within MaxBody, decompressing gzip with the same
-// limit on the decompressed size, so a small bomb cannot expand in memory.
-func (h *handler) readBody(req *http.Request) ([]byte, error) {
+// bodies recycles request buffers. A buffer goes back to the pool only when
+// nothing can refer to it any more: after the PubAcks (or a duplicate
+// answered from memory), or after a refusal before publishing. Notifications
+// keep no reference to it past the request: the fields they hand on
+// (product id, event) are copies or constants.
+var bodies = sync.Pool{New: func() any { b := make([]byte, 0, 16<<10); return &b }}
+
+// maxPooled keeps exceptional (large) buffers out of the pool.
+const maxPooled = 256 << 10
+
+// readBody reads the body into buf within MaxBody, decompressing gzip with
+// the same limit on the decompressed size, so a small bomb cannot expand in
+// memory.
+func (h *handler) readBody(req *http.Request, buf []byte) ([]byte, error) {
 	limit := h.o.MaxBody
-	tooLarge := newError(http.StatusRequestEntityTooLarge, "body_too_large", "request body larger than "+strconv.FormatInt(limit, 10)+" bytes")
+	tooLarge := h.tooLarge
 	if req.ContentLength > limit {
 		return nil, tooLarge
 	}
@@ -208,7 +235,9 @@ func (h *handler) readBody(req *http.Request) ([]byte, error) {
 	default:
 		return nil, newError(http.StatusUnsupportedMediaType, "unsupported_content_encoding", "Content-Encoding must be gzip or none")
 	}
-	buf := make([]byte, 0, min(max(req.ContentLength, 8<<10), limit+1))
+	if want := min(max(req.ContentLength, 8<<10), limit+1); int64(cap(buf)) < want {
+		buf = make([]byte, 0, want)
+	}
 	body, err := readAll(io.LimitReader(r, limit+1), buf)
 	if err != nil {
 		return nil, bodyReadError(err, tooLarge, "could not read the request body")
