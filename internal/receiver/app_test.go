@@ -3,6 +3,7 @@ package receiver
 import (
 	"bytes"
 	"context"
+	"net"
 	"net/http"
 	"runtime"
 	"strconv"
@@ -268,4 +269,26 @@ func TestShutdownDelayKeepsServing(t *testing.T) {
 	if d := time.Since(start); d < c.ShutdownDelay {
 		t.Errorf("shut down after %s, before the %s delay", d, c.ShutdownDelay)
 	}
+}
+
+func TestStartFailsCleanlyOnBusyPort(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	c := testConfig(t, t.TempDir())
+	c.Addr = ln.Addr().String()
+	var out, errOut bytes.Buffer
+	env := map[string]string{
+		"RECEIVER_USERNAME": c.Username, "RECEIVER_PASSWORD": c.Password, "RECEIVER_ADDR": c.Addr,
+		"RECEIVER_ADMIN_ADDR": "127.0.0.1:0", "NATS_EMBEDDED_ADDR": "127.0.0.1:0", "RECEIVER_DATA_DIR": c.DataDir,
+	}
+	code := Run(context.Background(), []string{"receiver"}, func(k string) string { return env[k] }, &out, &errOut)
+	if code != 1 || !strings.Contains(out.String(), "webhook listener") {
+		t.Fatalf("exit %d, output %s %s", code, out.String(), errOut.String())
+	}
+	// Everything it started is stopped: the data directory can be used again.
+	c.Addr = "127.0.0.1:0"
+	startApp(t, c)
 }
