@@ -195,3 +195,17 @@ func CountBy(msgs []Msg, header string) map[string]int {
 	}
 	return out
 }
+
+// StreamCount is the number of messages the stream holds.
+func StreamCount(t testing.TB, js jetstream.JetStream, stream string) uint64 {
+	t.Helper()
+	s, err := js.Stream(context.Background(), stream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := s.Info(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return info.State.Msgs
+}

@@ -70,15 +70,7 @@ func msg(id string) Message {
 
 func streamMsgs(t *testing.T, js jetstream.JetStream) uint64 {
 	t.Helper()
-	s, err := js.Stream(context.Background(), testStream)
-	if err != nil {
-		t.Fatal(err)
-	}
-	info, err := s.Info(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	return info.State.Msgs
+	return natstest.StreamCount(t, js, testStream)
 }
 
 func TestPublishStoresAndDeduplicates(t *testing.T) {

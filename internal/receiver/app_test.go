@@ -84,15 +84,7 @@ func streamCount(t *testing.T, natsURL, name string) uint64 {
 	}
 	defer nc.Close()
 	js, _ := jetstream.New(nc)
-	s, err := js.Stream(context.Background(), name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	info, err := s.Info(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	return info.State.Msgs
+	return natstest.StreamCount(t, js, name)
 }
 
 func TestAppEmbeddedRestartKeepsDedupe(t *testing.T) {

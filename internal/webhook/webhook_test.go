@@ -130,15 +130,7 @@ func (e *env) post(t *testing.T, body []byte) (*http.Response, []byte) {
 
 func (e *env) count(t *testing.T) uint64 {
 	t.Helper()
-	s, err := e.js.Stream(context.Background(), stream)
-	if err != nil {
-		t.Fatal(err)
-	}
-	info, err := s.Info(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	return info.State.Msgs
+	return natstest.StreamCount(t, e.js, stream)
 }
 
 func gz(b []byte) []byte {
