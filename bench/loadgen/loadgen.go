@@ -181,7 +181,9 @@ func Run(ctx context.Context, o Options) Result {
 
 // pace puts rate tokens a second into ch until ctx ends.
 func pace(ctx context.Context, rate float64, ch chan<- struct{}) {
-	const tick = 5 * time.Millisecond
+	// Fine-grained, so that requests are spread rather than sent in bursts
+	// (a 5 ms tick at 3 500 req/s sent 17 at once and inflated the tail).
+	const tick = time.Millisecond
 	t := time.NewTicker(tick)
 	defer t.Stop()
 	start := time.Now()

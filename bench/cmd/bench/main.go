@@ -19,6 +19,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -90,7 +91,7 @@ func run(ctx context.Context) error {
 	}
 	defer os.RemoveAll(tmp)
 	fmt.Println("building binaries ...")
-	for _, b := range []struct{ out, pkg string }{{"receiver", "./cmd/receiver"}, {"refserver", "./bench/refserver"}} {
+	for _, b := range []struct{ out, pkg string }{{"receiver", "./cmd/receiver"}, {"refserver", "./bench/refserver"}, {"nats-server", "github.com/nats-io/nats-server/v2"}} {
 		if out, err := exec.Command("go", "build", "-o", filepath.Join(tmp, b.out), b.pkg).CombinedOutput(); err != nil {
 			return fmt.Errorf("build %s: %v\n%s", b.pkg, err, out)
 		}
@@ -106,11 +107,13 @@ func run(ctx context.Context) error {
 	}
 	template := buf.Bytes()
 
-	ns, err := startNATS(filepath.Join(tmp, "nats"))
+	// The NATS server runs in a process of its own, as in production, so
+	// that the load generator's garbage collection does not pause it.
+	ns, err := startNATS(ctx, tmp)
 	if err != nil {
 		return err
 	}
-	defer func() { ns.Shutdown(); ns.WaitForShutdown() }()
+	defer ns.stop()
 	nc, err := nats.Connect(ns.ClientURL())
 	if err != nil {
 		return err
@@ -123,6 +126,7 @@ func run(ctx context.Context) error {
 	load := loadgen.Options{User: user, Password: password, Template: template, TemplateID: fixID, Conns: o.conns, Duration: o.duration}
 	fmt.Printf("nats-server %s (JetStream, file store); %d connections, %s per phase; %d-byte notifications; GOMAXPROCS %s\n\n",
 		server.VERSION, o.conns, o.duration, len(template), os.Getenv("GOMAXPROCS"))
+	fmt.Println("processes: nats-server, two reference servers and the receiver each on their own; the load generator in this one")
 
 	if o.soak > 0 {
 		return soak(ctx, tmp, ns.ClientURL(), js, load, o)
@@ -237,16 +241,42 @@ func run(ctx context.Context) error {
 	return nil
 }
 
-func startNATS(dir string) (*server.Server, error) {
-	ns, err := server.NewServer(&server.Options{Host: "127.0.0.1", Port: -1, JetStream: true, StoreDir: dir, NoSigs: true, NoLog: true, MaxPayload: 8 << 20})
+// natsProc is the nats-server process of the benchmark.
+type natsProc struct{ *proc }
+
+// ClientURL is where clients connect.
+func (n natsProc) ClientURL() string { return "nats://" + n.addr }
+
+func startNATS(ctx context.Context, tmp string) (natsProc, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		return nil, err
+		return natsProc{}, err
 	}
-	go ns.Start()
-	if !ns.ReadyForConnections(10 * time.Second) {
-		return nil, errors.New("nats-server not ready")
+	port := ln.Addr().(*net.TCPAddr).Port
+	ln.Close()
+	conf := filepath.Join(tmp, "nats-server.conf")
+	cfg := fmt.Sprintf("listen: \"127.0.0.1:%d\"\nmax_payload: 8MB\njetstream { store_dir: %q }\n", port, filepath.Join(tmp, "nats"))
+	if err := os.WriteFile(conf, []byte(cfg), 0o600); err != nil {
+		return natsProc{}, err
 	}
-	return ns, nil
+	p, err := startProc(ctx, filepath.Join(tmp, "nats-server"), []string{"-c", conf, "-l", filepath.Join(tmp, "nats-server.log")}, nil, "")
+	if err != nil {
+		return natsProc{}, err
+	}
+	p.addr = "127.0.0.1:" + strconv.Itoa(port)
+	n := natsProc{p}
+	// It logs to stderr; readiness is a connection that works.
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		nc, err := nats.Connect(n.ClientURL())
+		if err == nil {
+			nc.Close()
+			return n, nil
+		}
+		if time.Now().After(deadline) {
+			p.stop()
+			return natsProc{}, fmt.Errorf("nats-server not ready: %w", err)
+		}
+	}
 }
 
 type proc struct {
@@ -258,7 +288,8 @@ type proc struct {
 }
 
 // startProc runs bin and waits for a stdout line containing marker; p.addr
-// is then that whole line, for the caller to take the address from.
+// is then that whole line, for the caller to take the address from. An
+// empty marker waits for nothing.
 func startProc(ctx context.Context, bin string, args, env []string, marker string) (*proc, error) {
 	cmd := exec.CommandContext(ctx, bin, args...)
 	cmd.Env = append(os.Environ(), env...)
@@ -287,6 +318,9 @@ func startProc(ctx context.Context, bin string, args, env []string, marker strin
 		_, _ = io.Copy(io.Discard, out)
 	}()
 	go p.sampleRSS()
+	if marker == "" {
+		return p, nil
+	}
 	select {
 	case a := <-found:
 		p.addr = strings.TrimSpace(a)
