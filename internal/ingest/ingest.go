@@ -22,7 +22,8 @@ func Messages(ns []notification.Notification, prefix, source string) []publish.M
 	msgs := make([]publish.Message, len(ns))
 	for i := range ns {
 		n := &ns[i]
-		msgs[i] = publish.Message{Subject: n.Subject(prefix), MsgID: n.DedupeKey(), Header: n.Headers(source), Data: n.Raw}
+		h := n.Headers(source) // carries the dedupe key as Nats-Msg-Id
+		msgs[i] = publish.Message{Subject: n.Subject(prefix), MsgID: h[notification.HeaderMsgID][0], Header: h, Data: n.Raw}
 	}
 	return msgs
 }

@@ -228,7 +228,9 @@ func (a *App) startWebhook() error {
 		return fmt.Errorf("webhook listener: %w", err)
 	}
 	if cfg.TLSCertFile != "" {
-		certs, err := webhook.NewCertReloader(cfg.TLSCertFile, cfg.TLSKeyFile)
+		certs, err := webhook.NewCertReloader(cfg.TLSCertFile, cfg.TLSKeyFile, func(err error) {
+			a.log.WithError(err).Error("TLS certificate not reloaded; the previous one is still served")
+		})
 		if err != nil {
 			a.webLn.Close()
 			return err

@@ -16,16 +16,22 @@ type CertReloader struct {
 	certFile, keyFile string
 	now               func() time.Time
 
+	// onError hears of a pair that failed to load (the old one stays).
+	onError func(error)
+
 	mu      sync.Mutex
 	cert    *tls.Certificate
 	modTime time.Time
 	checked time.Time
-	lastErr error
 }
 
 // NewCertReloader loads the pair once; it fails if that does not work.
-func NewCertReloader(certFile, keyFile string) (*CertReloader, error) {
-	r := &CertReloader{certFile: certFile, keyFile: keyFile, now: time.Now}
+// Later failures to reload go to onError (nil: ignored).
+func NewCertReloader(certFile, keyFile string, onError func(error)) (*CertReloader, error) {
+	if onError == nil {
+		onError = func(error) {}
+	}
+	r := &CertReloader{certFile: certFile, keyFile: keyFile, now: time.Now, onError: onError}
 	if err := r.reload(); err != nil {
 		return nil, err
 	}
@@ -70,17 +76,12 @@ func (r *CertReloader) GetCertificate(*tls.ClientHelloInfo) (*tls.Certificate, e
 		if stamp, err := r.stamp(); err == nil && !stamp.Equal(r.modTime) {
 			// A half-written pair fails to load; the old one stays and the
 			// next check tries again.
-			r.lastErr = r.reload()
+			if err := r.reload(); err != nil {
+				r.onError(err)
+			}
 		}
 	}
 	return r.cert, nil
-}
-
-// Err is the error of the last failed reload, if the latest attempt failed.
-func (r *CertReloader) Err() error {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.lastErr
 }
 
 // TLSConfig is the server configuration: TLS 1.2 and newer, the reloader's

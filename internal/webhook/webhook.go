@@ -190,7 +190,7 @@ func (h *handler) receive(c echo.Context) error {
 // be UTF-8), and a missing header (senders that omit it still send JSON; the
 // body is validated as JSON either way).
 func checkContentType(ct string) error {
-	if ct == "" {
+	if ct == "" || ct == echo.MIMEApplicationJSON {
 		return nil
 	}
 	mt, params, err := mime.ParseMediaType(ct)
