@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -292,14 +293,7 @@ func (a *App) ensureStream(ctx context.Context) bool {
 	wait := 200 * time.Millisecond
 	for {
 		cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-		info, err := publish.EnsureStream(cctx, a.pub.JetStream(), publish.StreamOptions{
-			Name:       a.cfg.Stream,
-			Subjects:   []string{a.cfg.SubjectPrefix + ".>"},
-			Replicas:   a.cfg.StreamReplicas,
-			Duplicates: a.cfg.DedupeWindow,
-			MaxAge:     a.cfg.StreamMaxAge,
-			MaxBytes:   a.cfg.StreamMaxBytes,
-		})
+		info, err := publish.EnsureStream(cctx, a.pub.JetStream(), a.streamOptions())
 		cancel()
 		if err == nil {
 			a.streamOK.Store(true)
@@ -356,10 +350,28 @@ func (a *App) Ready(ctx context.Context) error {
 	}
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
-	if _, err := a.pub.JetStream().Stream(ctx, a.cfg.Stream); err != nil {
+	_, err := a.pub.JetStream().Stream(ctx, a.cfg.Stream)
+	if errors.Is(err, jetstream.ErrStreamNotFound) {
+		// Deleted while we ran (an operator, a NATS cluster rebuilt): create
+		// it again, as at start, rather than stay unready until a restart.
+		a.log.WithField("stream", a.cfg.Stream).Warn("stream missing; creating it again")
+		_, err = publish.EnsureStream(ctx, a.pub.JetStream(), a.streamOptions())
+	}
+	if err != nil {
 		return fmt.Errorf("stream %s: %w", a.cfg.Stream, err)
 	}
 	return nil
+}
+
+func (a *App) streamOptions() publish.StreamOptions {
+	return publish.StreamOptions{
+		Name:       a.cfg.Stream,
+		Subjects:   []string{a.cfg.SubjectPrefix + ".>"},
+		Replicas:   a.cfg.StreamReplicas,
+		Duplicates: a.cfg.DedupeWindow,
+		MaxAge:     a.cfg.StreamMaxAge,
+		MaxBytes:   a.cfg.StreamMaxBytes,
+	}
 }
 
 func (a *App) adminHandler() http.Handler {

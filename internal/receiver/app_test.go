@@ -284,3 +284,28 @@ func TestStartFailsCleanlyOnBusyPort(t *testing.T) {
 	c.Addr = "127.0.0.1:0"
 	startApp(t, c)
 }
+
+func TestStreamDeletedWhileRunning(t *testing.T) {
+	c := testConfig(t, t.TempDir())
+	a, _ := startApp(t, c)
+	if code := post(t, a, c, fixtures.Notification(t, "created-s1.json")); code != 200 {
+		t.Fatalf("post: %d", code)
+	}
+	nc, err := nats.Connect(a.NATSURL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	js, _ := jetstream.New(nc)
+	if err := js.DeleteStream(context.Background(), c.Stream); err != nil {
+		t.Fatal(err)
+	}
+	// The readiness probe notices and creates it again; notifications flow.
+	waitReady(t, "http://"+a.AdminAddr()+"/readyz", 10*time.Second)
+	if code := post(t, a, c, fixtures.Notification(t, "created-s2.json")); code != 200 {
+		t.Fatalf("post after the stream was recreated: %d", code)
+	}
+	if got := natstest.StreamCount(t, js, c.Stream); got != 1 {
+		t.Errorf("stream holds %d, want 1", got)
+	}
+}
