@@ -182,22 +182,17 @@ func (s *Sim) Generate(m Mission, n int) []*Product {
 
 // ModifyProduct sets the product's ModificationDate to now and notifies.
 func (s *Sim) ModifyProduct(id string) error {
-	s.mu.Lock()
-	p, ok := s.products[id]
-	if !ok || !p.DeletionDate.IsZero() {
-		s.mu.Unlock()
-		return fmt.Errorf("no product %s", id)
-	}
-	p = p.clone()
-	p.ModificationDate = s.o.Now().UTC()
-	s.products[id] = p
-	s.mu.Unlock()
-	s.emit("modified", p)
-	return nil
+	return s.changeProduct(id, "modified", func(p *Product, now time.Time) { p.ModificationDate = now })
 }
 
 // DeleteProduct removes the product (DeletionCause e.g. "Duplicated product").
 func (s *Sim) DeleteProduct(id, cause string) error {
+	return s.changeProduct(id, "deleted", func(p *Product, now time.Time) { p.DeletionDate, p.DeletionCause = now, cause })
+}
+
+// changeProduct applies change to a copy of a live product, stores it and
+// emits event.
+func (s *Sim) changeProduct(id, event string, change func(*Product, time.Time)) error {
 	s.mu.Lock()
 	p, ok := s.products[id]
 	if !ok || !p.DeletionDate.IsZero() {
@@ -205,11 +200,10 @@ func (s *Sim) DeleteProduct(id, cause string) error {
 		return fmt.Errorf("no product %s", id)
 	}
 	p = p.clone()
-	p.DeletionDate = s.o.Now().UTC()
-	p.DeletionCause = cause
+	change(p, s.o.Now().UTC())
 	s.products[id] = p
 	s.mu.Unlock()
-	s.emit("deleted", p)
+	s.emit(event, p)
 	return nil
 }
 

@@ -216,18 +216,16 @@ func Load(args []string, getenv func(string) string, usage io.Writer) (Config, e
 		errs = append(errs, loadFile(*configFile, settings))
 	}
 	for _, s := range settings {
-		if v := getenv(s.env); v != "" {
-			errs = append(errs, set(s, v, s.env))
-		}
+		v := getenv(s.env)
 		if s.secret {
-			if path := getenv(s.env + "_FILE"); path != "" {
-				b, err := os.ReadFile(path)
-				if err != nil {
-					errs = append(errs, fmt.Errorf("%s_FILE: %w", s.env, err))
-					continue
-				}
-				errs = append(errs, set(s, strings.TrimRight(string(b), "\r\n"), s.env+"_FILE"))
+			var err error
+			if v, err = auth.SecretFromEnv(getenv, s.env); err != nil {
+				errs = append(errs, err)
+				continue
 			}
+		}
+		if v != "" {
+			errs = append(errs, set(s, v, s.env))
 		}
 	}
 	fs.Visit(func(f *flag.Flag) {

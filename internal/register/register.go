@@ -12,7 +12,6 @@ import (
 	"fmt"
 	"io"
 	"net/url"
-	"os"
 	"slices"
 	"strings"
 	"text/tabwriter"
@@ -121,22 +120,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	return fmt.Errorf("%w: unknown command %q", errUsage, cmd)
 }
 
-func secret(getenv func(string) string, name string) (string, error) {
-	if v := getenv(name); v != "" {
-		return v, nil
-	}
-	if path := getenv(name + "_FILE"); path != "" {
-		b, err := os.ReadFile(path)
-		if err != nil {
-			return "", fmt.Errorf("%s_FILE: %w", name, err)
-		}
-		return strings.TrimRight(string(b), "\r\n"), nil
-	}
-	return "", nil
-}
-
 func newCommand(getenv func(string) string, out io.Writer, format string) (*command, error) {
-	password, err := secret(getenv, "CDSE_PASSWORD")
+	password, err := auth.SecretFromEnv(getenv, "CDSE_PASSWORD")
 	if err != nil {
 		return nil, err
 	}
@@ -285,7 +270,7 @@ func (o createOptions) request(getenv func(string) string) (catalogclient.Subscr
 		return req, fmt.Errorf("%w: --endpoint must not carry credentials; set RECEIVER_USERNAME and RECEIVER_PASSWORD", errUsage)
 	}
 	user := getenv("RECEIVER_USERNAME")
-	pass, err := secret(getenv, "RECEIVER_PASSWORD")
+	pass, err := auth.SecretFromEnv(getenv, "RECEIVER_PASSWORD")
 	if err != nil {
 		return req, err
 	}

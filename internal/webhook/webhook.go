@@ -173,15 +173,17 @@ func (h *handler) receive(c echo.Context) error {
 		}
 		return err
 	}
+	var resp Response
 	for i, r := range results {
 		outcome := "accepted"
 		if r.Duplicate {
 			outcome = "duplicate"
+			resp.Duplicates++
+		} else {
+			resp.Accepted++
 		}
 		h.m.notifications.WithLabelValues(string(ns[i].Event), outcome).Inc()
 	}
-	o := ingest.Count(results)
-	resp := Response{Accepted: o.Accepted, Duplicates: o.Duplicates}
 	c.Set(ctxResponse, resp)
 	return c.JSON(http.StatusOK, resp)
 }
