@@ -171,17 +171,22 @@ func StreamMessages(t testing.TB, js jetstream.JetStream, stream string) []Msg {
 	for uint64(len(out)) < info.State.Msgs {
 		// Ask for exactly what is left: Fetch returns as soon as that many
 		// arrived, instead of waiting out MaxWait for a full batch.
+		before := len(out)
 		batch, err := cons.Fetch(min(500, int(info.State.Msgs)-len(out)), jetstream.FetchMaxWait(5*time.Second))
-		if err != nil {
-			t.Fatal(err)
+		if err == nil {
+			for m := range batch.Messages() {
+				out = append(out, Msg{Subject: m.Subject(), Header: m.Headers(), Data: m.Data()})
+			}
+			err = batch.Error()
 		}
-		n := 0
-		for m := range batch.Messages() {
-			out = append(out, Msg{Subject: m.Subject(), Header: m.Headers(), Data: m.Data()})
-			n++
-		}
-		if n == 0 {
-			t.Fatalf("read %d of %d messages of %s", len(out), info.State.Msgs, stream)
+		// A cluster that just lost a node may answer a fetch with nothing
+		// while the stream's leadership settles: try again until ctx ends.
+		if err != nil || len(out) == before {
+			select {
+			case <-ctx.Done():
+				t.Fatalf("read %d of %d messages of %s: %v", len(out), info.State.Msgs, stream, err)
+			case <-time.After(100 * time.Millisecond):
+			}
 		}
 	}
 	return out
