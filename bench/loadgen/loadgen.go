@@ -9,9 +9,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"io"
 	"math/rand/v2"
-	"net/http"
 	"slices"
 	"sync"
 	"time"
@@ -45,6 +43,8 @@ type Result struct {
 	// Acked are the ProductIds that got a 2xx.
 	Acked map[string]bool
 	Sent  map[string]bool
+	// Err is set when the run could not start (a bad URL).
+	Err error
 }
 
 // RPS is the rate of successful requests.
@@ -60,6 +60,9 @@ func (r Result) Pct(p float64) time.Duration {
 }
 
 func (r Result) String() string {
+	if r.Err != nil {
+		return "run failed: " + r.Err.Error()
+	}
 	return fmt.Sprintf("%8.0f req/s  p50 %7s  p90 %7s  p99 %7s  ok %d  errors %d  statuses %v",
 		r.RPS(), r.Pct(50).Round(time.Microsecond), r.Pct(90).Round(time.Microsecond), r.Pct(99).Round(time.Microsecond), r.OK, r.Errors, r.Status)
 }
@@ -74,9 +77,13 @@ type worker struct {
 // Run executes the load and returns when Duration has passed and every
 // request in flight has been answered.
 func Run(ctx context.Context, o Options) Result {
-	tr := &http.Transport{MaxIdleConns: o.Conns, MaxIdleConnsPerHost: o.Conns, MaxConnsPerHost: o.Conns, IdleConnTimeout: time.Minute}
-	defer tr.CloseIdleConnections()
-	client := &http.Client{Transport: tr, Timeout: 30 * time.Second}
+	t, err := newTarget(o.URL, o.User, o.Password)
+	if err != nil {
+		return Result{Err: err, Elapsed: time.Nanosecond}
+	}
+	// The template cut where its ProductId stands: a body is its parts
+	// joined by a fresh id, built in a buffer of the worker's own.
+	parts := bytes.Split(o.Template, []byte(o.TemplateID))
 	ctx, cancel := context.WithTimeout(ctx, o.Duration)
 	defer cancel()
 
@@ -89,7 +96,6 @@ func Run(ctx context.Context, o Options) Result {
 		mu     sync.Mutex
 		recent []string // ProductIds already sent, for duplicates
 	)
-	tmplID := []byte(o.TemplateID)
 	workers := make([]*worker, o.Conns)
 	var wg sync.WaitGroup
 	start := time.Now()
@@ -100,6 +106,9 @@ func Run(ctx context.Context, o Options) Result {
 		go func() {
 			defer wg.Done()
 			r := rand.New(rand.NewPCG(uint64(w), uint64(start.UnixNano())))
+			c := &conn{timeout: 30 * time.Second}
+			defer c.close()
+			var body []byte
 			for i := 0; ; i++ {
 				if tokens != nil {
 					select {
@@ -133,23 +142,20 @@ func Run(ctx context.Context, o Options) Result {
 						mu.Unlock()
 					}
 				}
-				body := bytes.ReplaceAll(o.Template, tmplID, []byte(id))
-				req, _ := http.NewRequest(http.MethodPost, o.URL, bytes.NewReader(body))
-				req.Header.Set("Content-Type", "application/json")
-				req.SetBasicAuth(o.User, o.Password)
+				body = append(body[:0], parts[0]...)
+				for _, p := range parts[1:] {
+					body = append(append(body, id...), p...)
+				}
 				wk.sent = append(wk.sent, id)
 				t0 := time.Now()
-				resp, err := client.Do(req)
+				code, err := c.do(t, body)
 				if err != nil {
 					wk.errs++
 					continue
 				}
-				// Drained, so the connection is reused (an unread body closes it).
-				_, _ = io.Copy(io.Discard, resp.Body)
-				resp.Body.Close()
 				wk.lat = append(wk.lat, time.Since(t0))
-				wk.status[resp.StatusCode]++
-				if resp.StatusCode/100 == 2 {
+				wk.status[code]++
+				if code/100 == 2 {
 					wk.ok++
 					wk.acked = append(wk.acked, id)
 				} else {

@@ -166,6 +166,9 @@ func run(ctx context.Context) error {
 				}()
 			}
 			res := loadgen.Run(ctx, load)
+			if res.Err != nil {
+				return res.Err
+			}
 			rounds[i] = append(rounds[i], res)
 			fmt.Printf("round %d  %-28s %s\n", r+1, names[i], res)
 			if profDone != nil {
