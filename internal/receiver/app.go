@@ -47,7 +47,11 @@ func Run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		fmt.Fprintf(stderr, "receiver: invalid configuration:\n%v\n", err)
 		return 2
 	}
-	log := NewLogger(cfg, stdout)
+	// Request lines are batched (see logWriter); everything is written out
+	// before Run returns.
+	lw := newLogWriter(stdout, logFlushAfter, 64<<10)
+	defer lw.Flush()
+	log := NewLogger(cfg, lw)
 	app, err := New(cfg, log, prometheus.NewRegistry())
 	if err != nil {
 		log.WithError(err).Error("receiver failed to start")
@@ -75,6 +79,9 @@ func Run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	log.Info("stopped")
 	return exit
 }
+
+// logFlushAfter bounds how long a log line waits in the buffer.
+const logFlushAfter = 100 * time.Millisecond
 
 // NewLogger returns the process logger: JSON by default, to stdout.
 func NewLogger(cfg Config, w io.Writer) *logrus.Logger {

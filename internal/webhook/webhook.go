@@ -185,7 +185,17 @@ func (h *handler) receive(c echo.Context) error {
 		h.m.notifications.WithLabelValues(string(ns[i].Event), outcome).Inc()
 	}
 	c.Set(ctxResponse, resp)
-	return c.JSON(http.StatusOK, resp)
+	return c.JSONBlob(http.StatusOK, resp.appendJSON(make([]byte, 0, 48)))
+}
+
+// appendJSON is what encoding/json writes for r (a request's answer is
+// the same two numbers every time; reflection cost 2 % of the receiver's CPU).
+func (r Response) appendJSON(b []byte) []byte {
+	b = append(b, `{"accepted":`...)
+	b = strconv.AppendInt(b, int64(r.Accepted), 10)
+	b = append(b, `,"duplicates":`...)
+	b = strconv.AppendInt(b, int64(r.Duplicates), 10)
+	return append(b, "}\n"...)
 }
 
 // checkContentType accepts JSON, with or without a charset (which must then

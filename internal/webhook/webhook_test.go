@@ -390,3 +390,15 @@ func TestLogsCarryNoSecrets(t *testing.T) {
 		}
 	}
 }
+
+func TestResponseJSONMatchesEncodingJSON(t *testing.T) {
+	for _, r := range []Response{{}, {Accepted: 1}, {Duplicates: 3}, {Accepted: 12345, Duplicates: 678}} {
+		want, err := json.Marshal(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := string(r.appendJSON(nil)); got != string(want)+"\n" {
+			t.Errorf("%+v: %q, want %q", r, got, want)
+		}
+	}
+}
