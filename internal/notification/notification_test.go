@@ -2,6 +2,7 @@ package notification
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"strings"
 	"testing"
@@ -220,5 +221,31 @@ func TestHeaders(t *testing.T) {
 	}
 	if len(h) != len(want) {
 		t.Errorf("got %d headers, want %d", len(h), len(want))
+	}
+}
+
+// TestEndsRun holds the eight-bytes-at-a-time test to the byte-at-a-time
+// one for every byte value in every position, and for pairs of bytes.
+func TestEndsRun(t *testing.T) {
+	ends := func(c byte) bool { return c < 0x20 || c == '"' || c == '\\' }
+	for c := range 256 {
+		for pos := range 8 {
+			for _, fill := range []byte{'a', 0x7f, 0x80, 0xff, 0x21, ' '} {
+				w := [8]byte{fill, fill, fill, fill, fill, fill, fill, fill}
+				w[pos] = byte(c)
+				want := ends(byte(c)) || ends(fill)
+				if got := endsRun(binary.LittleEndian.Uint64(w[:])); got != want {
+					t.Fatalf("%q: endsRun %v, want %v", w, got, want)
+				}
+			}
+		}
+	}
+	for a := range 256 {
+		for b := range 256 {
+			w := [8]byte{'x', byte(a), byte(b), 'x', 0xc3, 0xa9, 'x', 'x'}
+			if got, want := endsRun(binary.LittleEndian.Uint64(w[:])), ends(byte(a)) || ends(byte(b)); got != want {
+				t.Fatalf("%q: endsRun %v, want %v", w, got, want)
+			}
+		}
 	}
 }
