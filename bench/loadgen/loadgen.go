@@ -2,7 +2,9 @@
 // connections, for a fixed time or at a fixed rate, and reports throughput,
 // latency percentiles and errors. Every request carries Basic auth and a
 // realistic notification (a testdata fixture) with a fresh ProductId, or, in
-// the given ratio, the ProductId of an earlier request (a duplicate).
+// the given ratio, the ProductId of an earlier request (a duplicate). It
+// speaks HTTP/1.1 over keep-alive connections with a client of its own (see
+// conn), because it shares the machine's cores with the servers it measures.
 package loadgen
 
 import (

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -45,14 +46,13 @@ func BenchmarkHandler(b *testing.B) {
 		b.Run(map[bool]string{false: "unique", true: "duplicate"}[dup], func(b *testing.B) {
 			b.ReportAllocs()
 			b.SetBytes(int64(len(template)))
-			i := 0
 			for b.Loop() {
-				id := "00000000"
+				id := "000000000000"
 				if !dup {
-					i++
-					id = fmt.Sprintf("%08d", i)
+					// Never reset, so that -count repeats are unique too.
+					id = fmt.Sprintf("%012x", benchSeq.Add(1))
 				}
-				body := bytes.Replace(template, []byte("0f6b4c1e-8d2a-4f3b-9c5e-7a1d2b3c"), []byte("0f6b4c1e-8d2a-4f3b-9c5e-"+id), 1)
+				body := bytes.Replace(template, []byte("0f6b4c1e-8d2a-4f3b-9c5e-7a1d2b3c4e5f"), []byte("0f6b4c1e-8d2a-4f3b-9c5e-"+id), 1)
 				req := httptest.NewRequest(http.MethodPost, "/notifications", bytes.NewReader(body))
 				req.Header.Set("Content-Type", "application/json")
 				req.SetBasicAuth(user, password)
@@ -65,6 +65,8 @@ func BenchmarkHandler(b *testing.B) {
 		})
 	}
 }
+
+var benchSeq atomic.Uint64
 
 type discard struct{}
 
