@@ -245,7 +245,11 @@ func run(ctx context.Context) error {
 	peak := p.peakRSS()
 
 	fmt.Printf("\nreceiver / bare HTTP reference:          %.2f   (medians of %d rounds)\n", recv.RPS()/bare.RPS(), o.rounds)
-	fmt.Printf("receiver / HTTP+JetStream reference:     %.2f   (target >= 0.80)\n", recv.RPS()/ref.RPS())
+	perRound := make([]string, len(rounds[2]))
+	for i := range rounds[2] {
+		perRound[i] = fmt.Sprintf("%.2f", rounds[2][i].RPS()/rounds[1][i].RPS())
+	}
+	fmt.Printf("receiver / HTTP+JetStream reference:     %.2f   (target >= 0.80; round by round %s)\n", recv.RPS()/ref.RPS(), strings.Join(perRound, ", "))
 	fmt.Printf("duplicates / unique rate:                %.2f   (target >= 2)\n", dups.RPS()/uniq.RPS())
 	fmt.Printf("p99 at 50%% of the maximum rate:          %s   (target < 10ms; median of %d rounds)\n", half.Pct(99).Round(time.Microsecond), o.rounds)
 	fmt.Printf("  the reference at the same rate:        %s\n", refHalf.Pct(99).Round(time.Microsecond))
