@@ -144,7 +144,10 @@ func run(ctx context.Context) error {
 	// The three servers run side by side; each is loaded alone, in turn,
 	// for several rounds, and the medians are compared, so that a slow
 	// moment of this shared machine does not fall on one of them only.
-	var urls []string
+	var (
+		urls    []string
+		servers []*proc // the process behind each url
+	)
 	for _, mode := range []string{"bare", "jetstream"} {
 		p, err := startProc(ctx, filepath.Join(tmp, "refserver"), []string{"-mode", mode, "-nats", ns.ClientURL()},
 			[]string{"REF_USER=" + user, "REF_PASSWORD=" + password}, "listening ")
@@ -153,6 +156,7 @@ func run(ctx context.Context) error {
 		}
 		defer p.stop()
 		urls = append(urls, "http://"+strings.TrimSpace(strings.TrimPrefix(p.addr, "listening"))+"/")
+		servers = append(servers, p)
 	}
 	p, err := startReceiver(ctx, tmp, ns.ClientURL(), o.cpuProfile != "", strings.Fields(o.extraEnv)...)
 	if err != nil {
@@ -160,6 +164,10 @@ func run(ctx context.Context) error {
 	}
 	defer p.stop()
 	urls = append(urls, "http://"+p.addr+"/notifications")
+	servers = append(servers, p)
+	// CPU time per acknowledged request, of the server and of nats-server:
+	// steadier than throughput on a machine whose speed drifts.
+	cpu := make([][]cpuCost, 3)
 
 	names := []string{"reference bare:", "reference jetstream:", "receiver, unique:"}
 	rounds := make([][]loadgen.Result, 3)
@@ -174,10 +182,12 @@ func run(ctx context.Context) error {
 					profDone <- fetch("http://"+p.admin+"/debug/pprof/profile?seconds="+strconv.Itoa(max(int(o.duration.Seconds())-1, 1)), o.cpuProfile)
 				}()
 			}
+			done := meterCPU(servers[i], ns.proc)
 			res := loadgen.Run(ctx, load)
 			if res.Err != nil {
 				return res.Err
 			}
+			cpu[i] = append(cpu[i], done(res.OK))
 			rounds[i] = append(rounds[i], res)
 			fmt.Printf("round %d  %-28s %s\n", r+1, names[i], res)
 			if profDone != nil {
@@ -232,10 +242,15 @@ func run(ctx context.Context) error {
 	refHalfLoad := halfLoad
 	refHalfLoad.URL = urls[1]
 	var halves, refHalves []loadgen.Result
+	var cpuHalf, cpuRefHalf []cpuCost
 	for r := range o.rounds {
+		done := meterCPU(p, ns.proc)
 		h := loadgen.Run(ctx, halfLoad)
+		cpuHalf = append(cpuHalf, done(h.OK))
 		fmt.Printf("round %d  %-28s %s\n", r+1, fmt.Sprintf("receiver at %.0f req/s:", halfLoad.Rate), h)
+		done = meterCPU(servers[1], ns.proc)
 		rh := loadgen.Run(ctx, refHalfLoad)
+		cpuRefHalf = append(cpuRefHalf, done(rh.OK))
 		fmt.Printf("round %d  %-28s %s\n", r+1, "HTTP+JetStream ref, same rate:", rh)
 		halves, refHalves = append(halves, h), append(refHalves, rh)
 	}
@@ -253,6 +268,12 @@ func run(ctx context.Context) error {
 	fmt.Printf("duplicates / unique rate:                %.2f   (target >= 2)\n", dups.RPS()/uniq.RPS())
 	fmt.Printf("p99 at 50%% of the maximum rate:          %s   (target < 10ms; median of %d rounds)\n", half.Pct(99).Round(time.Microsecond), o.rounds)
 	fmt.Printf("  the reference at the same rate:        %s\n", refHalf.Pct(99).Round(time.Microsecond))
+	fmt.Println("CPU per acknowledged request (server + nats-server), medians of the rounds:")
+	for i, n := range names {
+		fmt.Printf("  %-38s %s\n", "full load, "+strings.TrimSuffix(n, ":"), medianCost(cpu[i]))
+	}
+	fmt.Printf("  %-38s %s\n", "50% rate, receiver", medianCost(cpuHalf))
+	fmt.Printf("  %-38s %s\n", "50% rate, reference jetstream", medianCost(cpuRefHalf))
 	fmt.Printf("receiver peak RSS:                       %.1f MiB   (target < 100 MiB)\n", float64(peak)/(1<<20))
 
 	// Exactly once: every acknowledged product in the stream once, none twice.
@@ -435,6 +456,54 @@ func (p *proc) stop() {
 }
 
 // procStatus reads a kB field of /proc/<pid>/status, in bytes.
+// cpuCost is the CPU time per acknowledged request of a server process
+// and of nats-server, over one phase.
+type cpuCost struct{ server, nats time.Duration }
+
+func (c cpuCost) String() string {
+	return fmt.Sprintf("%6.1f µs + nats-server %5.1f µs", float64(c.server.Nanoseconds())/1e3, float64(c.nats.Nanoseconds())/1e3)
+}
+
+// meterCPU starts measuring the CPU time of server and nats; the function
+// it returns ends the measurement and divides by the requests served.
+func meterCPU(server, nats *proc) func(requests int) cpuCost {
+	s0, n0 := cpuTime(server.cmd.Process.Pid), cpuTime(nats.cmd.Process.Pid)
+	return func(requests int) cpuCost {
+		if requests == 0 {
+			return cpuCost{}
+		}
+		s1, n1 := cpuTime(server.cmd.Process.Pid), cpuTime(nats.cmd.Process.Pid)
+		return cpuCost{(s1 - s0) / time.Duration(requests), (n1 - n0) / time.Duration(requests)}
+	}
+}
+
+func medianCost(cs []cpuCost) cpuCost {
+	if len(cs) == 0 {
+		return cpuCost{}
+	}
+	sorted := slices.Clone(cs)
+	slices.SortFunc(sorted, func(a, b cpuCost) int { return cmp.Compare(a.server, b.server) })
+	return sorted[len(sorted)/2]
+}
+
+// cpuTime is the user + system CPU time pid has used (/proc/<pid>/stat,
+// fields 14 and 15, in ticks of USER_HZ = 100 on Linux: 10 ms resolution,
+// ample over a phase of seconds).
+func cpuTime(pid int) time.Duration {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0
+	}
+	// The command name, in parentheses, may hold spaces: count from after it.
+	f := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:]))
+	if len(f) < 13 {
+		return 0
+	}
+	u, _ := strconv.ParseInt(f[11], 10, 64)
+	st, _ := strconv.ParseInt(f[12], 10, 64)
+	return time.Duration(u+st) * 10 * time.Millisecond
+}
+
 func procStatus(pid int, field string) int64 {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
