@@ -62,6 +62,7 @@ type opts struct {
 	soak       time.Duration
 	soakRate   float64
 	cpuProfile string
+	pacedProf  string
 	extraEnv   string
 	natsEnv    string
 	rounds     int
@@ -89,7 +90,8 @@ func run(ctx context.Context) error {
 	flag.DurationVar(&o.soak, "soak", 0, "run a soak test of this length instead of the benchmark")
 	flag.Float64Var(&o.soakRate, "soak-rate", 200, "requests/s during the soak")
 	flag.IntVar(&o.rounds, "rounds", 3, "rounds of the three comparable phases (the medians are compared)")
-	flag.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of the receiver under the unique load to this file")
+	flag.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of the receiver under the unique load (first round) to this file")
+	flag.StringVar(&o.pacedProf, "cpuprofile-paced", "", "write a CPU profile of the receiver at half rate (first round) to this file")
 	flag.StringVar(&o.extraEnv, "receiver-env", "", "extra environment of the receiver process only, space-separated KEY=VALUE (e.g. GOGC=200)")
 	flag.StringVar(&o.natsEnv, "nats-env", "", "extra environment of the nats-server process, space-separated KEY=VALUE (e.g. GOGC=400)")
 	flag.Parse()
@@ -158,7 +160,7 @@ func run(ctx context.Context) error {
 		urls = append(urls, "http://"+strings.TrimSpace(strings.TrimPrefix(p.addr, "listening"))+"/")
 		servers = append(servers, p)
 	}
-	p, err := startReceiver(ctx, tmp, ns.ClientURL(), o.cpuProfile != "", strings.Fields(o.extraEnv)...)
+	p, err := startReceiver(ctx, tmp, ns.ClientURL(), o.cpuProfile != "" || o.pacedProf != "", strings.Fields(o.extraEnv)...)
 	if err != nil {
 		return err
 	}
@@ -175,12 +177,9 @@ func run(ctx context.Context) error {
 	for r := range o.rounds {
 		for i, u := range urls {
 			load.URL = u
-			var profDone chan error
+			profDone := func() {}
 			if i == 2 && r == 0 && o.cpuProfile != "" {
-				profDone = make(chan error, 1)
-				go func() {
-					profDone <- fetch("http://"+p.admin+"/debug/pprof/profile?seconds="+strconv.Itoa(max(int(o.duration.Seconds())-1, 1)), o.cpuProfile)
-				}()
+				profDone = profile(p, o.duration, o.cpuProfile)
 			}
 			done := meterCPU(servers[i], ns.proc)
 			res := loadgen.Run(ctx, load)
@@ -190,13 +189,7 @@ func run(ctx context.Context) error {
 			cpu[i] = append(cpu[i], done(res.OK))
 			rounds[i] = append(rounds[i], res)
 			fmt.Printf("round %d  %-28s %s\n", r+1, names[i], res)
-			if profDone != nil {
-				if err := <-profDone; err != nil {
-					fmt.Println("cpu profile:", err)
-				} else {
-					fmt.Println("cpu profile written to", o.cpuProfile)
-				}
-			}
+			profDone()
 			if i == 2 {
 				for k := range res.Acked {
 					uniq.Acked[k] = true
@@ -244,9 +237,14 @@ func run(ctx context.Context) error {
 	var halves, refHalves []loadgen.Result
 	var cpuHalf, cpuRefHalf []cpuCost
 	for r := range o.rounds {
+		profDone := func() {}
+		if r == 0 && o.pacedProf != "" {
+			profDone = profile(p, o.duration, o.pacedProf)
+		}
 		done := meterCPU(p, ns.proc)
 		h := loadgen.Run(ctx, halfLoad)
 		cpuHalf = append(cpuHalf, done(h.OK))
+		profDone()
 		fmt.Printf("round %d  %-28s %s\n", r+1, fmt.Sprintf("receiver at %.0f req/s:", halfLoad.Rate), h)
 		done = meterCPU(servers[1], ns.proc)
 		rh := loadgen.Run(ctx, refHalfLoad)
@@ -456,6 +454,22 @@ func (p *proc) stop() {
 }
 
 // procStatus reads a kB field of /proc/<pid>/status, in bytes.
+// profile starts a CPU profile of the receiver for a phase of length d;
+// the function it returns waits for it and reports where it went.
+func profile(p *proc, d time.Duration, file string) func() {
+	done := make(chan error, 1)
+	go func() {
+		done <- fetch("http://"+p.admin+"/debug/pprof/profile?seconds="+strconv.Itoa(max(int(d.Seconds())-1, 1)), file)
+	}()
+	return func() {
+		if err := <-done; err != nil {
+			fmt.Println("cpu profile:", err)
+		} else {
+			fmt.Println("cpu profile written to", file)
+		}
+	}
+}
+
 // cpuCost is the CPU time per acknowledged request of a server process
 // and of nats-server, over one phase.
 type cpuCost struct{ server, nats time.Duration }
