@@ -85,7 +85,10 @@ func Run(ctx context.Context, o Options) Result {
 	}
 	// The template cut where its ProductId stands: a body is its parts
 	// joined by a fresh id, built in a buffer of the worker's own.
-	parts := bytes.Split(o.Template, []byte(o.TemplateID))
+	parts := [][]byte{o.Template}
+	if o.TemplateID != "" {
+		parts = bytes.Split(o.Template, []byte(o.TemplateID))
+	}
 	ctx, cancel := context.WithTimeout(ctx, o.Duration)
 	defer cancel()
 

@@ -81,6 +81,10 @@ type PublisherOptions struct {
 
 // NewPublisher returns a publisher on nc. Its metrics are registered on reg.
 func NewPublisher(nc *nats.Conn, o PublisherOptions, reg prometheus.Registerer) (*Publisher, error) {
+	if o.Timeout <= 0 {
+		// Without it a PubAck that never comes would be waited for forever.
+		return nil, fmt.Errorf("publisher: timeout %s must be positive", o.Timeout)
+	}
 	if o.MaxPending <= 0 {
 		o.MaxPending = 4000
 	}

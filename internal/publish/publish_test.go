@@ -413,3 +413,17 @@ func TestKnownDuplicatesAnsweredDuringOutage(t *testing.T) {
 		t.Fatalf("new message during the outage: %v", err)
 	}
 }
+
+func TestNewPublisherRefusesNoTimeout(t *testing.T) {
+	srv := natstest.RunJetStream(t)
+	nc, err := Connect(ConnectOptions{URL: srv.ClientURL()}, nil, quietLog())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	for _, d := range []time.Duration{0, -time.Second} {
+		if _, err := NewPublisher(nc, PublisherOptions{Stream: testStream, Timeout: d}, prometheus.NewRegistry()); err == nil {
+			t.Errorf("timeout %s accepted", d)
+		}
+	}
+}
