@@ -576,7 +576,8 @@ func verify(ctx context.Context, js jetstream.JetStream, acked, sent map[string]
 	seen := make(map[string]int, info.State.Msgs)
 	read := uint64(0)
 	for read < info.State.Msgs {
-		batch, err := cons.Fetch(1000, jetstream.FetchMaxWait(2*time.Second))
+		// No more than remain: a short batch would wait out FetchMaxWait.
+		batch, err := cons.Fetch(int(min(1000, info.State.Msgs-read)), jetstream.FetchMaxWait(2*time.Second))
 		if err != nil {
 			return err
 		}
