@@ -11,6 +11,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"os"
 	"net/http/pprof"
 	"sync"
 	"sync/atomic"
@@ -52,6 +53,9 @@ func Run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	lw := newLogWriter(stdout, logFlushAfter, 64<<10)
 	defer lw.Flush()
 	log := NewLogger(cfg, lw)
+	if soft := setMemoryLimit(os.ReadFile); soft > 0 {
+		log.WithField("gomemlimit_mib", soft>>20).Info("Go memory limit set to 90 % of the container's memory limit")
+	}
 	app, err := New(cfg, log, prometheus.NewRegistry())
 	if err != nil {
 		log.WithError(err).Error("receiver failed to start")
