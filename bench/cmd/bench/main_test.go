@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"os"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -64,13 +65,23 @@ func TestVerify(t *testing.T) {
 }
 
 func TestCPUTime(t *testing.T) {
-	before := cpuTime(os.Getpid())
-	// Burn at least 100 ms of CPU; the counter moves in 10 ms ticks.
-	for start, x := time.Now(), 0; time.Since(start) < 100*time.Millisecond; x++ {
+	// Burn CPU until the counter (10 ms ticks) has moved by 50 ms; on a
+	// loaded machine that takes longer than 50 ms, never this long.
+	start, before := time.Now(), cpuTime(os.Getpid())
+	used := time.Duration(0)
+	for x := 0; used < 50*time.Millisecond; x++ {
 		_ = x * x
+		if x%100_000 == 0 {
+			used = cpuTime(os.Getpid()) - before
+			if time.Since(start) > 20*time.Second {
+				t.Fatalf("cpuTime moved by %s in 20 s of a busy loop", used)
+			}
+		}
 	}
-	if used := cpuTime(os.Getpid()) - before; used < 50*time.Millisecond || used > 10*time.Second {
-		t.Errorf("cpuTime moved by %s over a 100 ms busy loop", used)
+	// Nor can it move faster than the wall clock times the cores (a wrong
+	// tick length would).
+	if limit := time.Since(start)*time.Duration(runtime.NumCPU()) + 20*time.Millisecond; used > limit {
+		t.Errorf("cpuTime moved by %s, more than %s possible", used, limit)
 	}
 	if got := cpuTime(-1); got != 0 {
 		t.Errorf("cpuTime of no process: %s", got)
