@@ -240,6 +240,23 @@ func TestBinaryEndToEnd(t *testing.T) {
 	if strings.Contains(p.logs.String(), password) {
 		t.Error("the password appears in the process output")
 	}
+	// A JSON line per request, all of them written out by the exit.
+	var requests int
+	for _, line := range strings.Split(p.logs.String(), "\n") {
+		if strings.Contains(line, `"msg":"request"`) {
+			var l struct {
+				Level, Method, Outcome string
+				Status                 int
+			}
+			if err := json.Unmarshal([]byte(line), &l); err != nil || l.Level != "info" || l.Method != "POST" || l.Status == 0 || l.Outcome == "" {
+				t.Errorf("request line %q: %+v %v", line, l, err)
+			}
+			requests++
+		}
+	}
+	if requests < len(want) {
+		t.Errorf("%d request lines in the log, want at least %d:\n%s", requests, len(want), p.logs.String())
+	}
 
 	// A restart on the same data directory remembers what was delivered.
 	p2 := startReceiver(t, dataDir)

@@ -231,6 +231,16 @@ func (a *App) startWebhook() error {
 	if cfg.AuthFailureLimit > 0 {
 		wo.Limiter = auth.NewFailureLimiter(cfg.AuthFailureLimit, time.Minute, 100_000)
 	}
+	// Our JSON format into our buffered writer (which is safe for writes
+	// that do not go through logrus's lock, and copies what it is given):
+	// the request lines can be written directly.
+	if l, ok := a.log.(*logrus.Logger); ok {
+		_, ourFormat := l.Formatter.(jsonFormatter)
+		lw, ourWriter := l.Out.(*logWriter)
+		if ourFormat && ourWriter {
+			wo.RequestLog = requestLineWriter{log: l, out: lw}
+		}
+	}
 	e, err := webhook.New(wo, a.pub, a.verifier, a.reg, a.log)
 	if err != nil {
 		return err

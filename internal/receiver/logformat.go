@@ -4,10 +4,13 @@ import (
 	"encoding/json"
 	"slices"
 	"strconv"
+	"sync"
 	"time"
 	"unicode/utf8"
 
 	"github.com/sirupsen/logrus"
+
+	"github.com/cdse-jetstream/receiver/internal/webhook"
 )
 
 // jsonFormatter writes the same JSON lines as logrus.JSONFormatter (keys
@@ -44,6 +47,58 @@ func (jsonFormatter) Format(e *logrus.Entry) ([]byte, error) {
 	}
 	b = append(b, '}', '\n')
 	return b, nil
+}
+
+// requestLineWriter writes the webhook's line per request exactly as
+// jsonFormatter writes the logrus entry with the same fields (a test holds
+// the two to that), without the entry, its two maps and the sorting of
+// keys: those were about 3 % of the receiver's CPU under load.
+type requestLineWriter struct {
+	log *logrus.Logger // for its level
+	out *logWriter
+}
+
+var lineBufs = sync.Pool{New: func() any { b := make([]byte, 0, 512); return &b }}
+
+func (w requestLineWriter) LogRequest(r webhook.RequestLine) {
+	level := r.Level()
+	if !w.log.IsLevelEnabled(level) {
+		return
+	}
+	bp := lineBufs.Get().(*[]byte)
+	b := append((*bp)[:0], `{"time":"`...)
+	b = time.Now().AppendFormat(b, time.RFC3339Nano)
+	b = append(b, `","level":`...)
+	b = appendString(b, level.String())
+	b = append(b, `,"msg":"request"`...)
+	// The fields in the order of their sorted keys, as jsonFormatter.
+	if r.HasResult {
+		b = strconv.AppendInt(append(b, `,"accepted":`...), int64(r.Accepted), 10)
+		b = strconv.AppendInt(append(b, `,"duplicates":`...), int64(r.Duplicates), 10)
+	}
+	if r.Notifications > 0 {
+		b = appendString(append(b, `,"event":`...), r.Event)
+	}
+	b = appendValue(append(b, `,"latency_ms":`...), r.LatencyMS)
+	b = appendString(append(b, `,"method":`...), r.Method)
+	if r.Notifications > 0 {
+		b = strconv.AppendInt(append(b, `,"notifications":`...), int64(r.Notifications), 10)
+	}
+	b = appendString(append(b, `,"outcome":`...), r.Outcome)
+	if r.Notifications > 0 {
+		b = appendString(append(b, `,"product_id":`...), r.ProductID)
+	}
+	if r.Reason != "" {
+		b = appendString(append(b, `,"reason":`...), r.Reason)
+	}
+	b = appendString(append(b, `,"remote":`...), r.Remote)
+	b = strconv.AppendInt(append(b, `,"status":`...), int64(r.Status), 10)
+	b = append(b, "}\n"...)
+	_, _ = w.out.Write(b) // as with logrus: a failed log write does not fail the request
+	if cap(b) <= 4<<10 {
+		*bp = b
+		lineBufs.Put(bp)
+	}
 }
 
 func appendValue(b []byte, v any) []byte {

@@ -63,6 +63,9 @@ type Options struct {
 	// Limiter, if set, answers 429 to wrong credentials from an address
 	// over its limit of failures.
 	Limiter FailureLimiter
+	// RequestLog, if set, writes the line per request instead of the
+	// logger given to New.
+	RequestLog RequestLogger
 }
 
 // Response is the body of a 200.
@@ -109,7 +112,11 @@ func New(o Options, pub Publisher, v Verifier, reg prometheus.Registerer, log lo
 		}
 		e.IPExtractor = echo.ExtractIPFromXFFHeader(trust...)
 	}
-	e.Use(requestLog(log, m), securityHeaders, recoverPanics(log))
+	var rl RequestLogger = FieldLogger{log}
+	if o.RequestLog != nil {
+		rl = o.RequestLog
+	}
+	e.Use(requestLog(rl, m), securityHeaders, recoverPanics(log))
 	h := &handler{o: o, pub: pub, m: m,
 		tooLarge: newError(http.StatusRequestEntityTooLarge, "body_too_large", "request body larger than "+strconv.FormatInt(o.MaxBody, 10)+" bytes")}
 	e.POST(o.Path, h.receive, basicAuth(v, o.Limiter, o.Realm, m, log))
@@ -369,9 +376,74 @@ func recoverPanics(log logrus.FieldLogger) echo.MiddlewareFunc {
 	}
 }
 
+// RequestLine is what the log line of one request says.
+type RequestLine struct {
+	Method    string
+	Status    int
+	LatencyMS float64
+	Remote    string
+	// Event, ProductID and Notifications describe the body, once decoded
+	// (Notifications is 0 before that).
+	Event         string
+	ProductID     string
+	Notifications int
+	// Accepted and Duplicates count the outcome of a 200 (HasResult).
+	HasResult            bool
+	Accepted, Duplicates int
+	// Outcome is "ok", "duplicate" or the error code; Reason the refusal's
+	// message.
+	Outcome, Reason string
+}
+
+// RequestLogger writes the line per request. The default writes a logrus
+// entry with the line's fields; the receiver supplies a faster writer of
+// the same JSON line.
+type RequestLogger interface {
+	LogRequest(RequestLine)
+}
+
+// FieldLogger is the default RequestLogger: a logrus entry with the line's
+// fields and the message "request".
+type FieldLogger struct{ Log logrus.FieldLogger }
+
+// LogRequest implements RequestLogger.
+func (l FieldLogger) LogRequest(r RequestLine) {
+	l.Log.WithFields(r.Fields()).Log(r.Level(), "request")
+}
+
+// Level is warning for answers that say the receiver failed, info for all
+// others.
+func (r RequestLine) Level() logrus.Level {
+	if r.Status >= 500 {
+		return logrus.WarnLevel
+	}
+	return logrus.InfoLevel
+}
+
+// Fields are the line's logrus fields.
+func (r RequestLine) Fields() logrus.Fields {
+	f := logrus.Fields{
+		"method":     r.Method,
+		"status":     r.Status,
+		"latency_ms": r.LatencyMS,
+		"remote":     r.Remote,
+		"outcome":    r.Outcome,
+	}
+	if r.Notifications > 0 {
+		f["event"], f["product_id"], f["notifications"] = r.Event, r.ProductID, r.Notifications
+	}
+	if r.HasResult {
+		f["accepted"], f["duplicates"] = r.Accepted, r.Duplicates
+	}
+	if r.Reason != "" {
+		f["reason"] = r.Reason
+	}
+	return f
+}
+
 // requestLog writes one line per request and counts it by status. It runs
 // outermost, so it sees the status the error handler chose.
-func requestLog(log logrus.FieldLogger, m *metrics) echo.MiddlewareFunc {
+func requestLog(log RequestLogger, m *metrics) echo.MiddlewareFunc {
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(c echo.Context) error {
 			start := time.Now()
@@ -384,35 +456,26 @@ func requestLog(log logrus.FieldLogger, m *metrics) echo.MiddlewareFunc {
 			m.requests.WithLabelValues(strconv.Itoa(status)).Inc()
 			m.duration.Observe(elapsed.Seconds())
 
-			f := logrus.Fields{
-				"method":     c.Request().Method,
-				"status":     status,
-				"latency_ms": float64(elapsed.Microseconds()) / 1000,
-				"remote":     c.RealIP(),
+			line := RequestLine{
+				Method:    c.Request().Method,
+				Status:    status,
+				LatencyMS: float64(elapsed.Microseconds()) / 1000,
+				Remote:    c.RealIP(),
+				Outcome:   "ok",
 			}
 			if ns, ok := c.Get(ctxNotes).([]notification.Notification); ok && len(ns) > 0 {
-				f["event"] = string(ns[0].Event)
-				f["product_id"] = ns[0].ProductID
-				f["notifications"] = len(ns)
+				line.Event, line.ProductID, line.Notifications = string(ns[0].Event), ns[0].ProductID, len(ns)
 			}
-			outcome := "ok"
 			if r, ok := c.Get(ctxResponse).(Response); ok {
-				f["accepted"], f["duplicates"] = r.Accepted, r.Duplicates
+				line.HasResult, line.Accepted, line.Duplicates = true, r.Accepted, r.Duplicates
 				if r.Accepted == 0 {
-					outcome = "duplicate"
+					line.Outcome = "duplicate"
 				}
 			}
 			if e, ok := c.Get(ctxError).(*Error); ok {
-				outcome = e.Code
-				f["reason"] = e.Message
+				line.Outcome, line.Reason = e.Code, e.Message
 			}
-			f["outcome"] = outcome
-			entry := log.WithFields(f)
-			if status >= 500 {
-				entry.Warn("request")
-			} else {
-				entry.Info("request")
-			}
+			log.LogRequest(line)
 			return nil
 		}
 	}
