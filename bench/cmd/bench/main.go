@@ -68,18 +68,49 @@ type opts struct {
 	rounds     int
 }
 
-// medianP99 returns the run whose p99 latency is the median.
-func medianP99(rs []loadgen.Result) loadgen.Result {
-	sorted := slices.Clone(rs)
-	slices.SortFunc(sorted, func(a, b loadgen.Result) int { return cmp.Compare(a.Pct(99), b.Pct(99)) })
+// median returns the middle element of xs ordered by key (the upper one
+// of an even count), or the zero value of an empty xs.
+func median[T any, K cmp.Ordered](xs []T, key func(T) K) T {
+	if len(xs) == 0 {
+		var zero T
+		return zero
+	}
+	sorted := slices.Clone(xs)
+	slices.SortFunc(sorted, func(a, b T) int { return cmp.Compare(key(a), key(b)) })
 	return sorted[len(sorted)/2]
 }
 
-// median returns the run with the median throughput.
-func median(rs []loadgen.Result) loadgen.Result {
-	sorted := slices.Clone(rs)
-	slices.SortFunc(sorted, func(a, b loadgen.Result) int { return cmp.Compare(a.RPS(), b.RPS()) })
-	return sorted[len(sorted)/2]
+func rps(r loadgen.Result) float64       { return r.RPS() }
+func p99(r loadgen.Result) time.Duration { return r.Pct(99) }
+func serverCPU(c cpuCost) time.Duration  { return c.server }
+
+// series is one server under one kind of load, run after run.
+type series struct {
+	label   string
+	url     string
+	srv     *proc
+	results []loadgen.Result
+	costs   []cpuCost
+}
+
+// run loads the series' server once, with nats-server's CPU time measured
+// alongside; with profileTo set, the server (the receiver) is profiled too.
+func (s *series) run(ctx context.Context, load loadgen.Options, nats *proc, round int, profileTo string) error {
+	load.URL = s.url
+	profDone := func() {}
+	if profileTo != "" {
+		profDone = profile(s.srv, load.Duration, profileTo)
+	}
+	done := meterCPU(s.srv, nats)
+	res := loadgen.Run(ctx, load)
+	if res.Err != nil {
+		return res.Err
+	}
+	s.costs = append(s.costs, done(res.OK))
+	s.results = append(s.results, res)
+	fmt.Printf("round %d  %-30s %s\n", round, s.label+":", res)
+	profDone()
+	return nil
 }
 
 func run(ctx context.Context) error {
@@ -146,10 +177,7 @@ func run(ctx context.Context) error {
 	// The three servers run side by side; each is loaded alone, in turn,
 	// for several rounds, and the medians are compared, so that a slow
 	// moment of this shared machine does not fall on one of them only.
-	var (
-		urls    []string
-		servers []*proc // the process behind each url
-	)
+	var refs []*series
 	for _, mode := range []string{"bare", "jetstream"} {
 		p, err := startProc(ctx, filepath.Join(tmp, "refserver"), []string{"-mode", mode, "-nats", ns.ClientURL()},
 			[]string{"REF_USER=" + user, "REF_PASSWORD=" + password}, "listening ")
@@ -157,65 +185,43 @@ func run(ctx context.Context) error {
 			return err
 		}
 		defer p.stop()
-		urls = append(urls, "http://"+strings.TrimSpace(strings.TrimPrefix(p.addr, "listening"))+"/")
-		servers = append(servers, p)
+		refs = append(refs, &series{label: "reference " + mode, srv: p,
+			url: "http://" + strings.TrimSpace(strings.TrimPrefix(p.addr, "listening")) + "/"})
 	}
 	p, err := startReceiver(ctx, tmp, ns.ClientURL(), o.cpuProfile != "" || o.pacedProf != "", strings.Fields(o.extraEnv)...)
 	if err != nil {
 		return err
 	}
 	defer p.stop()
-	urls = append(urls, "http://"+p.addr+"/notifications")
-	servers = append(servers, p)
-	// CPU time per acknowledged request, of the server and of nats-server:
-	// steadier than throughput on a machine whose speed drifts.
-	cpu := make([][]cpuCost, 3)
+	bare, ref := refs[0], refs[1]
+	recv := &series{label: "receiver, unique", url: "http://" + p.addr + "/notifications", srv: p}
 
-	names := []string{"reference bare:", "reference jetstream:", "receiver, unique:"}
-	rounds := make([][]loadgen.Result, 3)
-	uniq := loadgen.Result{Acked: map[string]bool{}, Sent: map[string]bool{}}
 	for r := range o.rounds {
-		for i, u := range urls {
-			load.URL = u
-			profDone := func() {}
-			if i == 2 && r == 0 && o.cpuProfile != "" {
-				profDone = profile(p, o.duration, o.cpuProfile)
+		for _, s := range []*series{bare, ref, recv} {
+			prof := ""
+			if s == recv && r == 0 {
+				prof = o.cpuProfile
 			}
-			done := meterCPU(servers[i], ns.proc)
-			res := loadgen.Run(ctx, load)
-			if res.Err != nil {
-				return res.Err
-			}
-			cpu[i] = append(cpu[i], done(res.OK))
-			rounds[i] = append(rounds[i], res)
-			fmt.Printf("round %d  %-28s %s\n", r+1, names[i], res)
-			profDone()
-			if i == 2 {
-				for k := range res.Acked {
-					uniq.Acked[k] = true
-				}
-				for k := range res.Sent {
-					uniq.Sent[k] = true
-				}
+			if err := s.run(ctx, load, ns.proc, r+1, prof); err != nil {
+				return err
 			}
 		}
 	}
-	bare, ref, recv := median(rounds[0]), median(rounds[1]), median(rounds[2])
 	fmt.Println()
-	for i, r := range []loadgen.Result{bare, ref, recv} {
-		fmt.Printf("median     %-28s %s\n", names[i], r)
+	for _, s := range []*series{bare, ref, recv} {
+		fmt.Printf("median     %-30s %s\n", s.label+":", median(s.results, rps))
 	}
-	uniq.OK, uniq.Elapsed, uniq.Latencies = recv.OK, recv.Elapsed, recv.Latencies
+	recvRPS := median(recv.results, rps).RPS()
 
 	// The duplicates are the products of the last round: the most recent,
 	// as the catalogue's retries are (the receiver remembers the last
 	// 100 000 ids it stored; older duplicates go to JetStream).
-	last := rounds[2][len(rounds[2])-1]
+	last := recv.results[len(recv.results)-1]
 	keys := make([]string, 0, len(last.Acked))
 	for k := range last.Acked {
 		keys = append(keys, k)
 	}
-	load.URL = urls[2]
+	load.URL = recv.url
 	dupLoad := load
 	dupLoad.Keys = keys
 	dups := loadgen.Run(ctx, dupLoad)
@@ -231,53 +237,45 @@ func run(ctx context.Context) error {
 	// machine itself gives (HTTP, NATS, two shared cores) without the
 	// receiver's work. Interleaved rounds again, medians compared.
 	halfLoad := load
-	halfLoad.Rate = uniq.RPS() / 2
-	refHalfLoad := halfLoad
-	refHalfLoad.URL = urls[1]
-	var halves, refHalves []loadgen.Result
-	var cpuHalf, cpuRefHalf []cpuCost
+	halfLoad.Rate = recvRPS / 2
+	half := &series{label: fmt.Sprintf("receiver at %.0f req/s", halfLoad.Rate), url: recv.url, srv: p}
+	refHalf := &series{label: "HTTP+JetStream ref, same rate", url: ref.url, srv: ref.srv}
 	for r := range o.rounds {
-		profDone := func() {}
-		if r == 0 && o.pacedProf != "" {
-			profDone = profile(p, o.duration, o.pacedProf)
+		prof := ""
+		if r == 0 {
+			prof = o.pacedProf
 		}
-		done := meterCPU(p, ns.proc)
-		h := loadgen.Run(ctx, halfLoad)
-		cpuHalf = append(cpuHalf, done(h.OK))
-		profDone()
-		fmt.Printf("round %d  %-28s %s\n", r+1, fmt.Sprintf("receiver at %.0f req/s:", halfLoad.Rate), h)
-		done = meterCPU(servers[1], ns.proc)
-		rh := loadgen.Run(ctx, refHalfLoad)
-		cpuRefHalf = append(cpuRefHalf, done(rh.OK))
-		fmt.Printf("round %d  %-28s %s\n", r+1, "HTTP+JetStream ref, same rate:", rh)
-		halves, refHalves = append(halves, h), append(refHalves, rh)
+		if err := half.run(ctx, halfLoad, ns.proc, r+1, prof); err != nil {
+			return err
+		}
+		if err := refHalf.run(ctx, halfLoad, ns.proc, r+1, ""); err != nil {
+			return err
+		}
 	}
-	half, refHalf := medianP99(halves), medianP99(refHalves)
-	fmt.Printf("median p99 %-28s %s\n", "receiver at 50%:", half)
-	fmt.Printf("median p99 %-28s %s\n", "HTTP+JetStream ref, same rate:", refHalf)
+	for _, s := range []*series{half, refHalf} {
+		fmt.Printf("median p99 %-30s %s\n", s.label+":", median(s.results, p99))
+	}
 	peak := p.peakRSS()
 
-	fmt.Printf("\nreceiver / bare HTTP reference:          %.2f   (medians of %d rounds)\n", recv.RPS()/bare.RPS(), o.rounds)
-	perRound := make([]string, len(rounds[2]))
-	for i := range rounds[2] {
-		perRound[i] = fmt.Sprintf("%.2f", rounds[2][i].RPS()/rounds[1][i].RPS())
+	perRound := make([]string, len(recv.results))
+	for i := range recv.results {
+		perRound[i] = fmt.Sprintf("%.2f", recv.results[i].RPS()/ref.results[i].RPS())
 	}
-	fmt.Printf("receiver / HTTP+JetStream reference:     %.2f   (target >= 0.80; round by round %s)\n", recv.RPS()/ref.RPS(), strings.Join(perRound, ", "))
-	fmt.Printf("duplicates / unique rate:                %.2f   (target >= 2)\n", dups.RPS()/uniq.RPS())
-	fmt.Printf("p99 at 50%% of the maximum rate:          %s   (target < 10ms; median of %d rounds)\n", half.Pct(99).Round(time.Microsecond), o.rounds)
-	fmt.Printf("  the reference at the same rate:        %s\n", refHalf.Pct(99).Round(time.Microsecond))
+	fmt.Printf("\nreceiver / bare HTTP reference:          %.2f   (medians of %d rounds)\n", recvRPS/median(bare.results, rps).RPS(), o.rounds)
+	fmt.Printf("receiver / HTTP+JetStream reference:     %.2f   (target >= 0.80; round by round %s)\n", recvRPS/median(ref.results, rps).RPS(), strings.Join(perRound, ", "))
+	fmt.Printf("duplicates / unique rate:                %.2f   (target >= 2)\n", dups.RPS()/recvRPS)
+	fmt.Printf("p99 at 50%% of the maximum rate:          %s   (target < 10ms; median of %d rounds)\n", median(half.results, p99).Pct(99).Round(time.Microsecond), o.rounds)
+	fmt.Printf("  the reference at the same rate:        %s\n", median(refHalf.results, p99).Pct(99).Round(time.Microsecond))
 	fmt.Println("CPU per acknowledged request (server + nats-server), medians of the rounds:")
-	for i, n := range names {
-		fmt.Printf("  %-38s %s\n", "full load, "+strings.TrimSuffix(n, ":"), medianCost(cpu[i]))
+	for _, s := range []*series{bare, ref, recv, half, refHalf} {
+		fmt.Printf("  %-38s %s\n", s.label, median(s.costs, serverCPU))
 	}
-	fmt.Printf("  %-38s %s\n", "50% rate, receiver", medianCost(cpuHalf))
-	fmt.Printf("  %-38s %s\n", "50% rate, reference jetstream", medianCost(cpuRefHalf))
 	fmt.Printf("receiver peak RSS:                       %.1f MiB   (target < 100 MiB)\n", float64(peak)/(1<<20))
 
 	// Exactly once: every acknowledged product in the stream once, none twice.
 	acked := map[string]bool{}
 	sent := map[string]bool{}
-	for _, r := range append([]loadgen.Result{uniq, dups, mixed}, halves...) {
+	for _, r := range slices.Concat(recv.results, []loadgen.Result{dups, mixed}, half.results) {
 		for k := range r.Acked {
 			acked[k] = true
 		}
@@ -489,15 +487,6 @@ func meterCPU(server, nats *proc) func(requests int) cpuCost {
 		s1, n1 := cpuTime(server.cmd.Process.Pid), cpuTime(nats.cmd.Process.Pid)
 		return cpuCost{(s1 - s0) / time.Duration(requests), (n1 - n0) / time.Duration(requests)}
 	}
-}
-
-func medianCost(cs []cpuCost) cpuCost {
-	if len(cs) == 0 {
-		return cpuCost{}
-	}
-	sorted := slices.Clone(cs)
-	slices.SortFunc(sorted, func(a, b cpuCost) int { return cmp.Compare(a.server, b.server) })
-	return sorted[len(sorted)/2]
 }
 
 // cpuTime is the user + system CPU time pid has used (/proc/<pid>/stat,
