@@ -3,58 +3,58 @@ package receiver
 import (
 	"bytes"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 )
 
-// syncBuffer is a bytes.Buffer safe to read while the flush timer writes.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
+// writes hands over each Write, so the test can wait for the timer's flush
+// instead of polling a buffer the timer goroutine writes to.
+type writes chan string
 
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
+func (w writes) Write(p []byte) (int, error) {
+	w <- string(p)
+	return len(p), nil
 }
 
 func TestLogWriter(t *testing.T) {
 	t.Run("lines wait at most the interval", func(t *testing.T) {
-		var out syncBuffer
+		out := make(writes, 4)
 		// Long enough that the check right after the writes cannot miss
 		// on a loaded machine.
-		lw := newLogWriter(&out, 300*time.Millisecond, 1<<10)
+		lw := newLogWriter(out, 300*time.Millisecond, 1<<10)
 		start := time.Now()
 		lw.Write([]byte("one\n"))
 		lw.Write([]byte("two\n"))
-		if got := out.String(); got != "" {
+		select {
+		case got := <-out:
 			t.Fatalf("written at once: %q", got)
+		default:
 		}
-		for out.String() != "one\ntwo\n" {
-			if time.Since(start) > 5*time.Second {
-				t.Fatalf("not flushed: %q", out.String())
-			}
-			time.Sleep(time.Millisecond)
+		var got string
+		select {
+		case got = <-out:
+		case <-time.After(5 * time.Second):
+			t.Fatal("not flushed")
+		}
+		if got != "one\ntwo\n" {
+			t.Fatalf("flushed %q", got)
 		}
 		if waited := time.Since(start); waited < 300*time.Millisecond {
 			t.Errorf("flushed after %s, before the interval", waited)
 		}
 		lw.Write([]byte("three\n")) // a new interval starts
 		lw.Flush()
-		if got := out.String(); got != "one\ntwo\nthree\n" {
+		select {
+		case more := <-out:
+			got += more
+		default:
+		}
+		if got != "one\ntwo\nthree\n" {
 			t.Errorf("after Flush: %q", got)
 		}
 	})
 	t.Run("a full buffer is written out, long lines pass through in order", func(t *testing.T) {
-		var out syncBuffer
+		var out bytes.Buffer // no timer fires within the test: one goroutine
 		lw := newLogWriter(&out, time.Hour, 10)
 		lw.Write([]byte("aaaa\n"))
 		lw.Write([]byte("bbbb\n"))
