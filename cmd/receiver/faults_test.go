@@ -13,8 +13,6 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/cdse-jetstream/receiver/internal/natstest"
 )
@@ -121,12 +119,8 @@ func (g *loadGen) run(addr string, workers int, stop <-chan struct{}) (sent, ok 
 // exactly once, no product twice.
 func (g *loadGen) verify(t *testing.T, natsURL string) {
 	t.Helper()
-	nc, err := nats.Connect(natsURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	js, _ := jetstream.New(nc)
+	js, closeNC := natstest.JetStream(t, natsURL)
+	defer closeNC()
 	msgs := natstest.StreamMessages(t, js, "CDSE_PRODUCTS")
 	seen := natstest.CountBy(msgs, "Cdse-Product-Id")
 	total := len(msgs)

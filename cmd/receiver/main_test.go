@@ -17,8 +17,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/cdse-jetstream/receiver/internal/natstest"
 )
 
 const (
@@ -190,12 +191,8 @@ func TestBinaryEndToEnd(t *testing.T) {
 	p := startReceiver(t, dataDir)
 
 	// A downstream consumer, as a user would write one, on the embedded server.
-	nc, err := nats.Connect(p.natsURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	js, _ := jetstream.New(nc)
+	js, closeNC := natstest.JetStream(t, p.natsURL)
+	defer closeNC()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	cons, err := js.OrderedConsumer(ctx, "CDSE_PRODUCTS", jetstream.OrderedConsumerConfig{FilterSubjects: []string{"cdse.product.>"}})

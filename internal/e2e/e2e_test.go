@@ -10,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/sirupsen/logrus/hooks/test"
@@ -93,12 +92,9 @@ func (w *world) startReceiver(t *testing.T, mutate func(*receiver.Config)) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	nc, err := nats.Connect(app.NATSURL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
-	w.js, _ = jetstream.New(nc)
+	js, closeNC := natstest.JetStream(t, app.NATSURL())
+	t.Cleanup(closeNC)
+	w.js = js
 	w.app = app
 	if cfg.Webhook {
 		w.webhook = "http://" + app.WebhookAddr() + cfg.Path

@@ -39,6 +39,23 @@ func RunJetStream(t testing.TB) *server.Server {
 	return Run(t, opts)
 }
 
+// JetStream connects to url as a separate client would (a consumer, a
+// test's reader) and returns a JetStream context on that connection and
+// the function that closes it.
+func JetStream(t testing.TB, url string, opts ...nats.Option) (jetstream.JetStream, func()) {
+	t.Helper()
+	nc, err := nats.Connect(url, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	js, err := jetstream.New(nc)
+	if err != nil {
+		nc.Close()
+		t.Fatal(err)
+	}
+	return js, nc.Close
+}
+
 // StoreDir is the JetStream store directory srv was started with.
 func StoreDir(srv *server.Server) string {
 	return filepath.Dir(srv.JetStreamConfig().StoreDir)

@@ -239,12 +239,8 @@ func TestPublishTimeout(t *testing.T) {
 
 func TestEnsureStream(t *testing.T) {
 	srv := natstest.RunJetStream(t)
-	nc, err := nats.Connect(srv.ClientURL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	js, _ := jetstream.New(nc)
+	js, closeNC := natstest.JetStream(t, srv.ClientURL())
+	defer closeNC()
 	ctx := context.Background()
 	o := StreamOptions{Name: "S", Subjects: []string{"cdse.product.>"}, Duplicates: 2 * time.Hour}
 
@@ -364,12 +360,8 @@ func TestEmbeddedConsumersCannotPublish(t *testing.T) {
 		t.Fatal("anonymous connection accepted")
 	}
 	// A consumer reads, but cannot inject.
-	c, err := nats.Connect(srv.ClientURL(), nats.UserInfo("reader", "reader-pw"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	js, _ := jetstream.New(c)
+	js, closeNC := natstest.JetStream(t, srv.ClientURL(), nats.UserInfo("reader", "reader-pw"))
+	defer closeNC()
 	ctx := context.Background()
 	cons, err := js.OrderedConsumer(ctx, testStream, jetstream.OrderedConsumerConfig{})
 	if err != nil {

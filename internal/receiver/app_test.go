@@ -11,8 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/sirupsen/logrus"
 	"github.com/sirupsen/logrus/hooks/test"
@@ -78,12 +76,8 @@ func post(t *testing.T, a *App, c Config, body []byte) int {
 
 func streamCount(t *testing.T, natsURL, name string) uint64 {
 	t.Helper()
-	nc, err := nats.Connect(natsURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	js, _ := jetstream.New(nc)
+	js, closeNC := natstest.JetStream(t, natsURL)
+	defer closeNC()
 	return natstest.StreamCount(t, js, name)
 }
 
@@ -291,12 +285,8 @@ func TestStreamDeletedWhileRunning(t *testing.T) {
 	if code := post(t, a, c, fixtures.Notification(t, "created-s1.json")); code != 200 {
 		t.Fatalf("post: %d", code)
 	}
-	nc, err := nats.Connect(a.NATSURL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	js, _ := jetstream.New(nc)
+	js, closeNC := natstest.JetStream(t, a.NATSURL())
+	defer closeNC()
 	if err := js.DeleteStream(context.Background(), c.Stream); err != nil {
 		t.Fatal(err)
 	}

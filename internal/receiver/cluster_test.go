@@ -9,9 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
-
 	"github.com/cdse-jetstream/receiver/internal/fixtures"
 	"github.com/cdse-jetstream/receiver/internal/natstest"
 )
@@ -86,12 +83,8 @@ func TestScaleOut(t *testing.T) {
 	wg.Wait()
 
 	// Read the stream from a surviving node.
-	nc, err := nats.Connect(servers[0].ClientURL() + "," + servers[2].ClientURL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	js, _ := jetstream.New(nc)
+	js, closeNC := natstest.JetStream(t, servers[0].ClientURL()+","+servers[2].ClientURL())
+	defer closeNC()
 	seen := natstest.CountBy(natstest.StreamMessages(t, js, cfgs[0].Stream), "Cdse-Product-Id")
 	for i := range products {
 		id := fmt.Sprintf("0f6b4c1e-8d2a-4f3b-9c5e-%012d", i)

@@ -37,12 +37,8 @@ func TestVerify(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			srv := natstest.RunJetStream(t)
-			nc, err := nats.Connect(srv.ClientURL())
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer nc.Close()
-			js, _ := jetstream.New(nc)
+			js, closeNC := natstest.JetStream(t, srv.ClientURL())
+			defer closeNC()
 			ctx := context.Background()
 			if _, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: "CDSE_PRODUCTS", Subjects: []string{"cdse.>"}}); err != nil {
 				t.Fatal(err)
@@ -53,7 +49,7 @@ func TestVerify(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			err = verify(ctx, js, tc.acked, tc.sent)
+			err := verify(ctx, js, tc.acked, tc.sent)
 			switch {
 			case tc.want == "" && err != nil:
 				t.Errorf("verify: %v", err)
