@@ -286,18 +286,26 @@ func TestEnsureStream(t *testing.T) {
 	})
 }
 
-func TestEmbedded(t *testing.T) {
-	dir := t.TempDir()
-	srv, err := StartEmbedded(EmbeddedOptions{Addr: "127.0.0.1:0", DataDir: dir, MaxPayload: 2 << 20}, quietLog())
+// startEmbedded starts the embedded server and the receiver's in-process
+// connection to it, both stopped when the test ends.
+func startEmbedded(t *testing.T, o EmbeddedOptions) (*Embedded, *nats.Conn) {
+	t.Helper()
+	srv, err := StartEmbedded(o, quietLog())
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer func() { srv.Shutdown(); srv.WaitForShutdown() }()
+	t.Cleanup(func() { srv.Shutdown(); srv.WaitForShutdown() })
 	nc, err := Connect(ConnectOptions{}, srv, quietLog())
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer nc.Close()
+	t.Cleanup(nc.Close)
+	return srv, nc
+}
+
+func TestEmbedded(t *testing.T) {
+	dir := t.TempDir()
+	srv, nc := startEmbedded(t, EmbeddedOptions{Addr: "127.0.0.1:0", DataDir: dir, MaxPayload: 2 << 20})
 	if nc.MaxPayload() != 2<<20 {
 		t.Errorf("max payload %d", nc.MaxPayload())
 	}
@@ -332,18 +340,9 @@ func waitFor(t *testing.T, timeout time.Duration, cond func() bool) {
 }
 
 func TestEmbeddedConsumersCannotPublish(t *testing.T) {
-	srv, err := StartEmbedded(EmbeddedOptions{Addr: "127.0.0.1:0", DataDir: t.TempDir(), MaxPayload: 1 << 20,
-		ConsumerUser: "reader", ConsumerPassword: "reader-pw", SubjectPrefix: "cdse.product"}, quietLog())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { srv.Shutdown(); srv.WaitForShutdown() }()
 	// The receiver's own in-process connection publishes.
-	nc, err := Connect(ConnectOptions{}, srv, quietLog())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
+	srv, nc := startEmbedded(t, EmbeddedOptions{Addr: "127.0.0.1:0", DataDir: t.TempDir(), MaxPayload: 1 << 20,
+		ConsumerUser: "reader", ConsumerPassword: "reader-pw", SubjectPrefix: "cdse.product"})
 	pub, err := NewPublisher(nc, PublisherOptions{Stream: testStream, Timeout: 2 * time.Second}, prometheus.NewRegistry())
 	if err != nil {
 		t.Fatal(err)
