@@ -226,20 +226,14 @@ func decode(raw []byte, idx int) (Notification, error) {
 				}
 			}
 		case "ProductName":
-			s, ok := optionalString(m.value)
-			if !ok {
-				return bad(m.name, "must be a string")
-			}
-			if reason := headerSafe(s, maxNameLen); reason != "" {
+			s, reason := headerString(m.value, maxNameLen)
+			if reason != "" {
 				return bad(m.name, reason)
 			}
 			n.ProductName = s
 		case "AckId":
-			s, ok := optionalString(m.value)
-			if !ok {
-				return bad(m.name, "must be a string")
-			}
-			if reason := headerSafe(s, maxAckIDLen); reason != "" {
+			s, reason := headerString(m.value, maxAckIDLen)
+			if reason != "" {
 				return bad(m.name, reason)
 			}
 			n.AckID = s
@@ -550,6 +544,16 @@ func optionalString(raw []byte) (string, bool) {
 		return "", true
 	}
 	return stringValue(raw)
+}
+
+// headerString decodes an optional string that goes into a NATS header:
+// the string, or why it cannot.
+func headerString(raw []byte, max int) (s, reason string) {
+	s, ok := optionalString(raw)
+	if !ok {
+		return "", "must be a string"
+	}
+	return s, headerSafe(s, max)
 }
 
 // headerSafe returns why s may not go into a NATS header, or "".
