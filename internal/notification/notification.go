@@ -56,6 +56,9 @@ type ValidationError struct {
 	// when the body as a whole is at fault.
 	Field  string
 	Reason string
+	// Syntax is true when the body is not JSON at all (malformed, not
+	// UTF-8, empty), as opposed to JSON that breaks the interface.
+	Syntax bool
 }
 
 func (e *ValidationError) Error() string {
@@ -113,13 +116,13 @@ const (
 // the whole body invalid. max bounds the number of elements of an array.
 func Parse(body []byte, max int) ([]Notification, error) {
 	if len(bytes.TrimSpace(body)) == 0 {
-		return nil, &ValidationError{Index: -1, Reason: "empty body"}
+		return nil, &ValidationError{Index: -1, Reason: "empty body", Syntax: true}
 	}
 	if !utf8.Valid(body) {
-		return nil, &ValidationError{Index: -1, Reason: "body is not valid UTF-8"}
+		return nil, &ValidationError{Index: -1, Reason: "body is not valid UTF-8", Syntax: true}
 	}
 	if !validJSON(body) {
-		return nil, &ValidationError{Index: -1, Reason: "malformed JSON" + syntaxDetail(body)}
+		return nil, &ValidationError{Index: -1, Reason: "malformed JSON" + syntaxDetail(body), Syntax: true}
 	}
 	switch body[skipSpace(body, 0)] {
 	case '{':
@@ -134,7 +137,7 @@ func Parse(body []byte, max int) ([]Notification, error) {
 			return nil, fmt.Errorf("%w: more than %d", ErrTooMany, max)
 		}
 		if err != nil {
-			return nil, &ValidationError{Index: -1, Reason: "malformed JSON: " + err.Error()}
+			return nil, &ValidationError{Index: -1, Reason: "malformed JSON: " + err.Error(), Syntax: true}
 		}
 		if len(elems) == 0 {
 			return nil, &ValidationError{Index: -1, Reason: "empty array: no notification"}
@@ -155,7 +158,7 @@ func Parse(body []byte, max int) ([]Notification, error) {
 // returns them one by one).
 func Decode(raw []byte) (Notification, error) {
 	if !utf8.Valid(raw) || !validJSON(raw) {
-		return Notification{}, &ValidationError{Index: -1, Reason: "malformed JSON"}
+		return Notification{}, &ValidationError{Index: -1, Reason: "malformed JSON", Syntax: true}
 	}
 	return decode(raw, -1)
 }

@@ -28,8 +28,9 @@ type EmbeddedOptions struct {
 	// reaches the stream except through the receiver. The receiver's own
 	// in-process connection uses credentials made up at start.
 	ConsumerUser, ConsumerPassword string
-	// SubjectPrefix is what consumers must not publish to.
-	SubjectPrefix string
+	// SubjectPrefix and QuarantinePrefix are what consumers must not
+	// publish to.
+	SubjectPrefix, QuarantinePrefix string
 }
 
 // Embedded is a running embedded server and the credentials of the
@@ -41,12 +42,18 @@ type Embedded struct {
 
 // consumerPermissions let a consumer read everything and use consumers,
 // but not publish notifications or manage streams.
-func consumerPermissions(prefix string) *server.Permissions {
+func consumerPermissions(prefixes ...string) *server.Permissions {
+	var deny []string
+	for _, p := range prefixes {
+		if p != "" {
+			deny = append(deny, p+".>")
+		}
+	}
 	return &server.Permissions{
 		Publish: &server.SubjectPermission{
 			Allow: []string{"$JS.API.INFO", "$JS.API.STREAM.INFO.>", "$JS.API.STREAM.NAMES", "$JS.API.STREAM.LIST",
 				"$JS.API.STREAM.MSG.GET.>", "$JS.API.DIRECT.GET.>", "$JS.API.CONSUMER.>", "$JS.ACK.>", "$JS.FC.>", "_INBOX.>"},
-			Deny: []string{prefix + ".>"},
+			Deny: deny,
 		},
 		Subscribe: &server.SubjectPermission{Allow: []string{">"}},
 	}
@@ -82,7 +89,7 @@ func StartEmbedded(o EmbeddedOptions, log logrus.FieldLogger) (*Embedded, error)
 		emb.User, emb.Password = "cdse-receiver", nuid.Next()+nuid.Next()
 		opts.Users = []*server.User{
 			{Username: emb.User, Password: emb.Password},
-			{Username: o.ConsumerUser, Password: o.ConsumerPassword, Permissions: consumerPermissions(o.SubjectPrefix)},
+			{Username: o.ConsumerUser, Password: o.ConsumerPassword, Permissions: consumerPermissions(o.SubjectPrefix, o.QuarantinePrefix)},
 		}
 	}
 	srv, err := server.NewServer(opts)

@@ -22,6 +22,7 @@ import (
 	"github.com/cdse-jetstream/receiver/internal/ingest"
 	"github.com/cdse-jetstream/receiver/internal/notification"
 	"github.com/cdse-jetstream/receiver/internal/publish"
+	"github.com/cdse-jetstream/receiver/internal/quarantine"
 )
 
 // Queue is the part of the catalogue API the source uses.
@@ -34,6 +35,12 @@ type Queue interface {
 // Publisher stores messages (internal/publish).
 type Publisher interface {
 	Publish(ctx context.Context, msgs []publish.Message) ([]publish.Result, error)
+}
+
+// Quarantine keeps the notifications that fail validation
+// (internal/quarantine); Put returns without error once one is stored.
+type Quarantine interface {
+	Put(ctx context.Context, e quarantine.Entry) error
 }
 
 // ErrGone means the subscription no longer exists (cancelled or deleted):
@@ -58,6 +65,7 @@ type Source struct {
 	o   Options
 	q   Queue
 	pub Publisher
+	qu  Quarantine
 	log logrus.FieldLogger
 	m   *metrics
 
@@ -68,7 +76,7 @@ type Source struct {
 const batch = 20 // the catalogue's maximum $top
 
 // New returns a source; metrics are registered on reg.
-func New(o Options, q Queue, pub Publisher, reg prometheus.Registerer, log logrus.FieldLogger) (*Source, error) {
+func New(o Options, q Queue, pub Publisher, qu Quarantine, reg prometheus.Registerer, log logrus.FieldLogger) (*Source, error) {
 	if o.Interval <= 0 {
 		o.Interval = 10 * time.Second
 	}
@@ -79,7 +87,7 @@ func New(o Options, q Queue, pub Publisher, reg prometheus.Registerer, log logru
 	if err != nil {
 		return nil, err
 	}
-	return &Source{o: o, q: q, pub: pub, log: log.WithField("pull_subscription", o.SubscriptionID), m: m}, nil
+	return &Source{o: o, q: q, pub: pub, qu: qu, log: log.WithField("pull_subscription", o.SubscriptionID), m: m}, nil
 }
 
 // Err returns why the source stopped (ErrGone), or nil while it runs.
@@ -140,6 +148,7 @@ func (s *Source) Once(ctx context.Context) (more bool, err error) {
 	s.m.read.Add(float64(len(raws)))
 	var (
 		ns      []notification.Notification
+		refused []quarantine.Entry
 		lastAck string
 		now     = time.Now()
 	)
@@ -156,16 +165,23 @@ func (s *Source) Once(ctx context.Context) (more bool, err error) {
 			n, err = s.hydrate(ctx, raw, n)
 		}
 		if err != nil {
-			// The catalogue's own queue: a notification we cannot read is
-			// logged and passed over, or the queue would be stuck on it.
+			// A notification we cannot validate is quarantined, then
+			// acknowledged with the rest: the queue must not be stuck on
+			// it, and it must not be lost either.
 			s.m.rejected.Inc()
-			s.log.WithError(err).WithField("ack_id", head.AckID).Error("pull: notification refused and skipped")
+			refused = append(refused, quarantine.Entry{Source: ingest.SourcePull, Reason: quarantine.ReasonOf(err),
+				Error: err.Error(), Field: quarantine.FieldOf(err), ContentType: "application/json", Body: raw})
 			continue
 		}
 		if !n.NotificationDate.IsZero() {
 			s.m.lag.Observe(now.Sub(n.NotificationDate).Seconds())
 		}
 		ns = append(ns, n)
+	}
+	for _, e := range refused {
+		if err := s.qu.Put(ctx, e); err != nil {
+			return false, fmt.Errorf("quarantine a refused notification (batch not acknowledged, will be read again): %w", err)
+		}
 	}
 	if len(ns) > 0 {
 		if _, err := s.pub.Publish(ctx, ingest.Messages(ns, s.o.SubjectPrefix, ingest.SourcePull)); err != nil {
@@ -223,7 +239,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	m := &metrics{
 		read:     prometheus.NewCounter(prometheus.CounterOpts{Name: "cdse_receiver_pull_read_total", Help: "Notifications read from the PULL queue."}),
 		acked:    prometheus.NewCounter(prometheus.CounterOpts{Name: "cdse_receiver_pull_acked_total", Help: "Notifications acknowledged on the PULL queue (after they were stored)."}),
-		rejected: prometheus.NewCounter(prometheus.CounterOpts{Name: "cdse_receiver_pull_rejected_total", Help: "PULL notifications refused as invalid and skipped."}),
+		rejected: prometheus.NewCounter(prometheus.CounterOpts{Name: "cdse_receiver_pull_rejected_total", Help: "PULL notifications refused as invalid (quarantined, then acknowledged)."}),
 		errors:   prometheus.NewCounter(prometheus.CounterOpts{Name: "cdse_receiver_pull_errors_total", Help: "PULL batches that failed (read, publish or ack) and were retried."}),
 		full:     prometheus.NewCounter(prometheus.CounterOpts{Name: "cdse_receiver_pull_queue_full_total", Help: "Acks that found the PULL queue at 90% or more of its maximum (the catalogue drops the oldest beyond it)."}),
 		queue:    prometheus.NewGauge(prometheus.GaugeOpts{Name: "cdse_receiver_pull_queue_length", Help: "Length of the PULL queue, from the last Ack."}),

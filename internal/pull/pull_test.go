@@ -18,6 +18,7 @@ import (
 	"github.com/cdse-jetstream/receiver/internal/catalogclient"
 	"github.com/cdse-jetstream/receiver/internal/cdsesim"
 	"github.com/cdse-jetstream/receiver/internal/publish/publishtest"
+	"github.com/cdse-jetstream/receiver/internal/quarantine"
 )
 
 type world struct {
@@ -50,7 +51,7 @@ func setup(t *testing.T, o cdsesim.Options) *world {
 
 func (w *world) source(t *testing.T, q Queue, hydrate bool) *Source {
 	t.Helper()
-	s, err := New(Options{SubscriptionID: w.subID, SubjectPrefix: "cdse.product", Interval: 10 * time.Millisecond, Hydrate: hydrate}, q, w.env.Publisher, prometheus.NewRegistry(), w.log)
+	s, err := New(Options{SubscriptionID: w.subID, SubjectPrefix: "cdse.product", Interval: 10 * time.Millisecond, Hydrate: hydrate}, q, w.env.Publisher, w.env.Quarantine, prometheus.NewRegistry(), w.log)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -176,5 +177,64 @@ func TestHydrateShortForm(t *testing.T) {
 				t.Fatalf("got %v, want %q", msgs, want)
 			}
 		})
+	}
+}
+
+// badProduct is a product whose name the validator refuses (a control
+// character), standing for a shape the receiver does not know.
+func badProduct(w *world) *cdsesim.Product {
+	p := cdsesim.NewProduct(cdsesim.Sentinel2, time.Now(), nil)
+	p.Name = "S2B_MSIL2A_\u0001_BAD.SAFE"
+	w.sim.CreateProduct(p)
+	return p
+}
+
+func TestRefusedNotificationQuarantinedThenAcked(t *testing.T) {
+	w := setup(t, cdsesim.Options{})
+	w.sim.Generate(cdsesim.Sentinel2, 3)
+	bad := badProduct(w)
+	w.sim.Generate(cdsesim.Sentinel2, 2)
+	s := w.source(t, w.api, false)
+	drain(t, s)
+	if got := len(w.env.Messages(t)); got != 5 {
+		t.Errorf("%d messages on the product stream, want 5", got)
+	}
+	q := w.env.Quarantined(t)
+	if len(q) != 1 {
+		t.Fatalf("quarantine holds %d bodies, want 1", len(q))
+	}
+	if q[0].Source != "pull" || q[0].ProductID != bad.ID || q[0].Field != "ProductName" || q[0].Reason != quarantine.ReasonInvalidNotification {
+		t.Errorf("quarantined: source %s, reason %s, field %s, product %s", q[0].Source, q[0].Reason, q[0].Field, q[0].ProductID)
+	}
+	if rest, _ := w.api.Read(context.Background(), w.subID, 20); len(rest) != 0 {
+		t.Errorf("%d left in the queue: the refused notification was not acknowledged", len(rest))
+	}
+	if got := testutil.ToFloat64(s.m.rejected); got != 1 {
+		t.Errorf("rejected %v", got)
+	}
+}
+
+// failingQuarantine stands for a quarantine stream that cannot be written.
+type failingQuarantine struct{}
+
+func (failingQuarantine) Put(context.Context, quarantine.Entry) error {
+	return quarantine.ErrUnavailable
+}
+
+func TestQuarantineDownLeavesBatchUnacked(t *testing.T) {
+	w := setup(t, cdsesim.Options{})
+	badProduct(w)
+	w.sim.Generate(cdsesim.Sentinel2, 2)
+	s, err := New(Options{SubscriptionID: w.subID, SubjectPrefix: "cdse.product"}, w.api, w.env.Publisher, failingQuarantine{}, prometheus.NewRegistry(), w.log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Once(context.Background()); !errors.Is(err, quarantine.ErrUnavailable) {
+		t.Fatalf("Once = %v, want the quarantine's error", err)
+	}
+	// Nothing acknowledged: a working receiver reads all three again.
+	drain(t, w.source(t, w.api, false))
+	if got, q := len(w.env.Messages(t)), len(w.env.Quarantined(t)); got != 2 || q != 1 {
+		t.Errorf("%d stored, %d quarantined; want 2 and 1", got, q)
 	}
 }

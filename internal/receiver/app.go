@@ -28,6 +28,7 @@ import (
 	"github.com/cdse-jetstream/receiver/internal/catalogclient"
 	"github.com/cdse-jetstream/receiver/internal/publish"
 	"github.com/cdse-jetstream/receiver/internal/pull"
+	"github.com/cdse-jetstream/receiver/internal/quarantine"
 	"github.com/cdse-jetstream/receiver/internal/reconcile"
 	"github.com/cdse-jetstream/receiver/internal/webhook"
 )
@@ -110,9 +111,10 @@ type App struct {
 	verifier *auth.Basic
 	pull     *pull.Source
 
-	embedded *publish.Embedded
-	nc       *nats.Conn
-	pub      *publish.Publisher
+	embedded   *publish.Embedded
+	nc         *nats.Conn
+	pub        *publish.Publisher
+	quarantine *quarantine.Store
 
 	web, admin         *http.Server
 	webLn, adminLn     net.Listener
@@ -156,6 +158,7 @@ func (a *App) Start(ctx context.Context) error {
 			ConsumerUser:     cfg.NATSEmbeddedUser,
 			ConsumerPassword: cfg.NATSEmbeddedPassword,
 			SubjectPrefix:    cfg.SubjectPrefix,
+			QuarantinePrefix: cfg.QuarantinePrefix,
 		}, a.log)
 		if err != nil {
 			return err
@@ -178,6 +181,9 @@ func (a *App) Start(ctx context.Context) error {
 		RecentTTL: cfg.DedupeWindow,
 	}, a.reg)
 	if err != nil {
+		return err
+	}
+	if a.quarantine, err = quarantine.New(a.pub.JetStream(), cfg.quarantineOptions(), a.reg, a.log); err != nil {
 		return err
 	}
 	if mp := nc.MaxPayload(); nc.IsConnected() && mp < cfg.MaxBody+4<<10 {
@@ -227,6 +233,7 @@ func (a *App) startWebhook() error {
 		MaxNotifications: cfg.MaxNotifications,
 		SubjectPrefix:    cfg.SubjectPrefix,
 		TrustedProxies:   proxies,
+		Quarantine:       a.quarantine,
 	}
 	if cfg.AuthFailureLimit > 0 {
 		wo.Limiter = auth.NewFailureLimiter(cfg.AuthFailureLimit, time.Minute, 100_000)
@@ -275,7 +282,7 @@ func (a *App) sources() ([]func(context.Context), error) {
 	api := catalogclient.New(cfg.CDSECatalogueURL, tokens, nil)
 	var run []func(context.Context)
 	if cfg.PullSubscription != "" {
-		src, err := pull.New(pull.Options{SubscriptionID: cfg.PullSubscription, SubjectPrefix: cfg.SubjectPrefix, Interval: cfg.PullInterval, Hydrate: cfg.PullHydrate}, api, a.pub, a.reg, a.log)
+		src, err := pull.New(pull.Options{SubscriptionID: cfg.PullSubscription, SubjectPrefix: cfg.SubjectPrefix, Interval: cfg.PullInterval, Hydrate: cfg.PullHydrate}, api, a.pub, a.quarantine, a.reg, a.log)
 		if err != nil {
 			return nil, err
 		}
@@ -284,7 +291,7 @@ func (a *App) sources() ([]func(context.Context), error) {
 	}
 	if cfg.ReconcileInterval > 0 {
 		rec, err := reconcile.New(reconcile.Options{Filter: cfg.ReconcileFilter, Interval: cfg.ReconcileInterval, Lookback: cfg.ReconcileLookback,
-			Overlap: cfg.ReconcileOverlap, SubjectPrefix: cfg.SubjectPrefix, Bucket: cfg.Stream + "_STATE", Replicas: cfg.StreamReplicas}, api, a.pub, a.pub.JetStream(), a.reg, a.log)
+			Overlap: cfg.ReconcileOverlap, SubjectPrefix: cfg.SubjectPrefix, Bucket: cfg.Stream + "_STATE", Replicas: cfg.StreamReplicas}, api, a.pub, a.quarantine, a.pub.JetStream(), a.reg, a.log)
 		if err != nil {
 			return nil, err
 		}
@@ -315,6 +322,9 @@ func (a *App) ensureStream(ctx context.Context) bool {
 	for {
 		cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 		info, err := publish.EnsureStream(cctx, a.pub.JetStream(), a.streamOptions())
+		if err == nil {
+			err = a.quarantine.Ensure(cctx)
+		}
 		cancel()
 		if err == nil {
 			a.streamOK.Store(true)

@@ -18,6 +18,7 @@ import (
 
 	"github.com/cdse-jetstream/receiver/internal/auth"
 	"github.com/cdse-jetstream/receiver/internal/catalogclient"
+	"github.com/cdse-jetstream/receiver/internal/quarantine"
 	"gopkg.in/yaml.v3"
 )
 
@@ -60,6 +61,12 @@ type Config struct {
 	NATSToken            string
 	NATSCA               string
 
+	// The quarantine of refused bodies.
+	QuarantineStream   string
+	QuarantinePrefix   string
+	QuarantineMaxAge   time.Duration
+	QuarantineMaxBytes int64
+
 	// Sources besides (or instead of) the webhook.
 	Webhook           bool
 	PullSubscription  string
@@ -100,6 +107,10 @@ func DefaultConfig() Config {
 		SubjectPrefix:     "cdse.product",
 		Stream:            "CDSE_PRODUCTS",
 		StreamReplicas:    1,
+		QuarantineStream:   "CDSE_QUARANTINE",
+		QuarantinePrefix:   "cdse.quarantine",
+		QuarantineMaxAge:   30 * 24 * time.Hour,
+		QuarantineMaxBytes: 1 << 30,
 		LogLevel:          "info",
 		LogFormat:         "json",
 		Webhook:           true,
@@ -159,6 +170,10 @@ func (c *Config) settings() []setting {
 		{env: "NATS_PASSWORD", help: "NATS password (or NATS_PASSWORD_FILE)", secret: true, field: &c.NATSPassword},
 		{env: "NATS_TOKEN", help: "NATS token (or NATS_TOKEN_FILE)", secret: true, field: &c.NATSToken},
 		{env: "NATS_CA", flag: "nats-ca", help: "CA certificate file to verify the NATS servers' TLS", field: &c.NATSCA},
+		{env: "QUARANTINE_STREAM", flag: "quarantine-stream", help: "stream that keeps refused bodies verbatim (receiver quarantine ...)", field: &c.QuarantineStream},
+		{env: "QUARANTINE_SUBJECT_PREFIX", flag: "quarantine-subject-prefix", help: "subjects of the quarantine: <prefix>.<source>; must not overlap NATS_SUBJECT_PREFIX", field: &c.QuarantinePrefix},
+		{env: "QUARANTINE_MAX_AGE", flag: "quarantine-max-age", help: "drop quarantined bodies older than this (0: keep)", field: &c.QuarantineMaxAge},
+		{env: "QUARANTINE_MAX_BYTES", flag: "quarantine-max-bytes", help: "drop the oldest quarantined bodies beyond this size (0: no limit)", field: &c.QuarantineMaxBytes},
 		{env: "RECEIVER_WEBHOOK", flag: "webhook", help: "serve the PUSH webhook (false: PULL and/or reconcile only)", field: &c.Webhook},
 		{env: "PULL_SUBSCRIPTION_ID", flag: "pull", help: "consume this PULL subscription too (needs the CDSE_* login)", field: &c.PullSubscription},
 		{env: "PULL_INTERVAL", flag: "pull-interval", help: "wait between reads of an empty PULL queue", field: &c.PullInterval},
@@ -388,6 +403,21 @@ func (c Config) Validate() error {
 	if !streamName.MatchString(c.Stream) {
 		bad("NATS_STREAM %q must be 1-64 characters of [A-Za-z0-9_-]", c.Stream)
 	}
+	if !streamName.MatchString(c.QuarantineStream) || c.QuarantineStream == c.Stream {
+		bad("QUARANTINE_STREAM %q must be 1-64 characters of [A-Za-z0-9_-] and differ from NATS_STREAM", c.QuarantineStream)
+	}
+	for _, tok := range strings.Split(c.QuarantinePrefix, ".") {
+		if !subjectToken.MatchString(tok) {
+			bad("QUARANTINE_SUBJECT_PREFIX %q must be dot-separated tokens of [A-Za-z0-9_-]", c.QuarantinePrefix)
+			break
+		}
+	}
+	if overlaps(c.QuarantinePrefix, c.SubjectPrefix) {
+		bad("QUARANTINE_SUBJECT_PREFIX %q overlaps NATS_SUBJECT_PREFIX %q: two streams cannot share subjects, and refused bodies must never reach the product stream", c.QuarantinePrefix, c.SubjectPrefix)
+	}
+	if c.QuarantineMaxAge < 0 || c.QuarantineMaxBytes < 0 {
+		bad("QUARANTINE_MAX_AGE and QUARANTINE_MAX_BYTES must not be negative")
+	}
 	if c.StreamReplicas < 1 || c.StreamReplicas > 5 {
 		bad("NATS_STREAM_REPLICAS %d must be between 1 and 5", c.StreamReplicas)
 	}
@@ -461,6 +491,17 @@ func (c Config) Validate() error {
 		bad("LOG_FORMAT %q must be json or text", c.LogFormat)
 	}
 	return errors.Join(errs...)
+}
+
+// quarantineOptions are the quarantine stream's settings.
+func (c Config) quarantineOptions() quarantine.Options {
+	return quarantine.Options{Stream: c.QuarantineStream, SubjectPrefix: c.QuarantinePrefix, Replicas: c.StreamReplicas,
+		MaxAge: c.QuarantineMaxAge, MaxBytes: c.QuarantineMaxBytes, Duplicates: c.DedupeWindow, Timeout: c.PublishTimeout}
+}
+
+// overlaps says whether the subjects <a>.> and <b>.> can share a subject.
+func overlaps(a, b string) bool {
+	return a == b || strings.HasPrefix(a, b+".") || strings.HasPrefix(b, a+".")
 }
 
 // credentials are the static webhook credentials (none when only an

@@ -25,6 +25,7 @@ import (
 	"github.com/cdse-jetstream/receiver/internal/ingest"
 	"github.com/cdse-jetstream/receiver/internal/notification"
 	"github.com/cdse-jetstream/receiver/internal/publish"
+	"github.com/cdse-jetstream/receiver/internal/quarantine"
 )
 
 // Catalogue is the part of the catalogue API the reconciler uses.
@@ -35,6 +36,11 @@ type Catalogue interface {
 // Publisher stores messages (internal/publish).
 type Publisher interface {
 	Publish(ctx context.Context, msgs []publish.Message) ([]publish.Result, error)
+}
+
+// Quarantine keeps what fails validation (internal/quarantine).
+type Quarantine interface {
+	Put(ctx context.Context, e quarantine.Entry) error
 }
 
 // Options configure a Reconciler.
@@ -63,6 +69,7 @@ type Reconciler struct {
 	o     Options
 	cat   Catalogue
 	pub   Publisher
+	qu    Quarantine
 	js    jetstream.JetStream
 	log   logrus.FieldLogger
 	id    string // this replica, in the lease
@@ -77,7 +84,7 @@ type Reconciler struct {
 }
 
 // New returns a reconciler; its metrics are registered on reg.
-func New(o Options, cat Catalogue, pub Publisher, js jetstream.JetStream, reg prometheus.Registerer, log logrus.FieldLogger) (*Reconciler, error) {
+func New(o Options, cat Catalogue, pub Publisher, qu Quarantine, js jetstream.JetStream, reg prometheus.Registerer, log logrus.FieldLogger) (*Reconciler, error) {
 	if o.Lookback <= 0 {
 		o.Lookback = 24 * time.Hour
 	}
@@ -100,7 +107,7 @@ func New(o Options, cat Catalogue, pub Publisher, js jetstream.JetStream, reg pr
 	if err != nil {
 		return nil, err
 	}
-	return &Reconciler{o: o, cat: cat, pub: pub, js: js, log: log.WithField("component", "reconcile"), id: uuid.NewString(),
+	return &Reconciler{o: o, cat: cat, pub: pub, qu: qu, js: js, log: log.WithField("component", "reconcile"), id: uuid.NewString(),
 		limit: rate.NewLimiter(rate.Limit(o.RequestsPerSec), 1), m: m}, nil
 }
 
@@ -298,7 +305,12 @@ func (r *Reconciler) publishPage(ctx context.Context, page []json.RawMessage) (i
 		}
 		n, err := notification.Decode(body)
 		if err != nil {
-			r.log.WithError(err).WithField("product_id", p.ID).Error("reconcile: product refused and skipped")
+			// Kept, not skipped: the watermark moves past it, so this is
+			// the only place it will ever be found again.
+			if err := r.qu.Put(ctx, quarantine.Entry{Source: ingest.SourceReconcile, Reason: quarantine.ReasonOf(err),
+				Error: err.Error(), Field: quarantine.FieldOf(err), ContentType: "application/json", Body: body}); err != nil {
+				return ingest.Outcome{}, time.Time{}, fmt.Errorf("quarantine product %s: %w", p.ID, err)
+			}
 			continue
 		}
 		ns = append(ns, n)

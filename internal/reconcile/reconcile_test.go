@@ -38,7 +38,7 @@ func setup(t *testing.T) *world {
 func (w *world) reconciler(t *testing.T, filter string) *Reconciler {
 	t.Helper()
 	log, _ := test.NewNullLogger()
-	r, err := New(Options{Filter: filter, Interval: time.Hour, SubjectPrefix: "cdse.product", PageSize: 30, RequestsPerSec: 1000}, w.api, w.env.Publisher, w.env.JS, prometheus.NewRegistry(), log)
+	r, err := New(Options{Filter: filter, Interval: time.Hour, SubjectPrefix: "cdse.product", PageSize: 30, RequestsPerSec: 1000}, w.api, w.env.Publisher, w.env.Quarantine, w.env.JS, prometheus.NewRegistry(), log)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -23,10 +23,17 @@ type Error struct {
 	// validation errors.
 	Field string `json:"field,omitempty"`
 	Index *int   `json:"index,omitempty"`
+	// Quarantined is true once the refused body is stored on the
+	// quarantine stream.
+	Quarantined bool `json:"quarantined,omitempty"`
 	// RetryAfter (seconds) is sent as a header on 429 and 503.
 	RetryAfter int `json:"-"`
 	// cause is logged, never sent.
 	cause error
+	// keep, for a body that arrived whole but cannot be decoded, holds it
+	// as received, and reason the quarantine's word for it.
+	keep   []byte
+	reason string
 }
 
 func (e *Error) Error() string {

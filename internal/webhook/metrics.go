@@ -16,6 +16,8 @@ type metrics struct {
 	notifications *prometheus.CounterVec
 	rejected      prometheus.Counter
 	authFailures  *prometheus.CounterVec
+	contentTypes  *prometheus.CounterVec
+	notKept       *prometheus.CounterVec
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -41,8 +43,16 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Name: "cdse_receiver_auth_failures_total",
 			Help: "Webhook requests refused for credentials, by reason (missing, malformed, invalid; limited counts those answered 429).",
 		}, []string{"reason"}),
+		contentTypes: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "cdse_receiver_unexpected_content_type_total",
+			Help: "Authenticated requests whose Content-Type was not application/json (UTF-8), by kind (json, text, form, other, missing); the body decides whether they are accepted.",
+		}, []string{"type"}),
+		notKept: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "cdse_receiver_bodies_not_kept_total",
+			Help: "Authenticated requests whose body could not be kept, by reason (too_large: over RECEIVER_MAX_BODY; incomplete: it did not arrive whole).",
+		}, []string{"reason"}),
 	}
-	for _, c := range []prometheus.Collector{m.requests, m.duration, m.notifications, m.rejected, m.authFailures} {
+	for _, c := range []prometheus.Collector{m.requests, m.duration, m.notifications, m.rejected, m.authFailures, m.contentTypes, m.notKept} {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("register webhook metrics: %w", err)
 		}
@@ -55,6 +65,9 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	}
 	for _, r := range []string{"missing", "malformed", "invalid", "limited"} {
 		m.authFailures.WithLabelValues(r)
+	}
+	for _, r := range []string{"too_large", "incomplete"} {
+		m.notKept.WithLabelValues(r)
 	}
 	return m, nil
 }

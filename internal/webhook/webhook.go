@@ -5,6 +5,7 @@
 package webhook
 
 import (
+	"bytes"
 	"compress/gzip"
 	"context"
 	"encoding/base64"
@@ -26,6 +27,7 @@ import (
 	"github.com/cdse-jetstream/receiver/internal/ingest"
 	"github.com/cdse-jetstream/receiver/internal/notification"
 	"github.com/cdse-jetstream/receiver/internal/publish"
+	"github.com/cdse-jetstream/receiver/internal/quarantine"
 )
 
 // Publisher stores messages and says, per message, whether it was a
@@ -66,6 +68,17 @@ type Options struct {
 	// RequestLog, if set, writes the line per request instead of the
 	// logger given to New.
 	RequestLog RequestLogger
+	// Quarantine, if set, keeps every authenticated body that is refused.
+	Quarantine Quarantine
+	// Parse validates a body (notification.Parse when nil; tests replace it
+	// to stand for an older validator).
+	Parse func(body []byte, max int) ([]notification.Notification, error)
+}
+
+// Quarantine keeps refused bodies (internal/quarantine); Put returns
+// without error only once the body is stored.
+type Quarantine interface {
+	Put(ctx context.Context, e quarantine.Entry) error
 }
 
 // Response is the body of a 200.
@@ -82,10 +95,13 @@ const (
 )
 
 type handler struct {
-	o        Options
-	pub      Publisher
-	m        *metrics
-	tooLarge *Error
+	o         Options
+	pub       Publisher
+	m         *metrics
+	log       logrus.FieldLogger
+	parse     func([]byte, int) ([]notification.Notification, error)
+	tooLarge  *Error
+	seenTypes sync.Map // content kinds already logged
 }
 
 // New builds the webhook's Echo server. Its metrics are registered on reg.
@@ -117,8 +133,11 @@ func New(o Options, pub Publisher, v Verifier, reg prometheus.Registerer, log lo
 		rl = o.RequestLog
 	}
 	e.Use(requestLog(rl, m), securityHeaders, recoverPanics(log))
-	h := &handler{o: o, pub: pub, m: m,
+	h := &handler{o: o, pub: pub, m: m, log: log, parse: o.Parse,
 		tooLarge: newError(http.StatusRequestEntityTooLarge, "body_too_large", "request body larger than "+strconv.FormatInt(o.MaxBody, 10)+" bytes")}
+	if h.parse == nil {
+		h.parse = notification.Parse
+	}
 	e.POST(o.Path, h.receive, basicAuth(v, o.Limiter, o.Realm, m, log))
 	// Other methods on the path get 405 (Echo's router), other paths 404.
 	return e, nil
@@ -147,9 +166,7 @@ func HTTPServer(h http.Handler, t Timeouts, errorLog *stdlog.Logger) *http.Serve
 
 func (h *handler) receive(c echo.Context) error {
 	req := c.Request()
-	if err := checkContentType(req.Header.Get(echo.HeaderContentType)); err != nil {
-		return err
-	}
+	h.noteContentType(req.Header.Get(echo.HeaderContentType))
 	bp := bodies.Get().(*[]byte)
 	body, err := h.readBody(req, (*bp)[:0])
 	recycle := true
@@ -162,12 +179,26 @@ func (h *handler) receive(c echo.Context) error {
 		}
 	}()
 	if err != nil {
+		var e *Error
+		switch {
+		case errors.As(err, &e) && e.keep != nil:
+			h.m.rejected.Inc()
+			recycle = false
+			return h.quarantine(c, e, e.reason, e.keep, req.Header.Get(echo.HeaderContentEncoding))
+		case errors.As(err, &e) && e.Status == http.StatusRequestEntityTooLarge:
+			h.m.notKept.WithLabelValues("too_large").Inc()
+		default:
+			h.m.notKept.WithLabelValues("incomplete").Inc()
+		}
 		return err
 	}
-	ns, err := notification.Parse(body, h.o.MaxNotifications)
+	ns, err := h.parse(body, h.o.MaxNotifications)
 	if err != nil {
 		h.m.rejected.Inc()
-		return err
+		// The store may refer to the bytes until its PubAck; the refused
+		// path is rare, so the buffer is simply not reused.
+		recycle = false
+		return h.quarantine(c, err, quarantine.ReasonOf(err), body, "")
 	}
 	c.Set(ctxNotes, ns)
 	results, err := h.pub.Publish(req.Context(), ingest.Messages(ns, h.o.SubjectPrefix, ingest.SourcePush))
@@ -195,6 +226,31 @@ func (h *handler) receive(c echo.Context) error {
 	return c.JSONBlob(http.StatusOK, resp.appendJSON(make([]byte, 0, 48)))
 }
 
+// quarantine keeps a refused body and answers the refusal truthfully: the
+// error with "quarantined": true once the body is stored, 503 (retry) when
+// it could not be, never a 4xx for something we did not keep. bodyEnc is
+// the encoding of body ("" once decoded).
+func (h *handler) quarantine(c echo.Context, cause error, reason string, body []byte, bodyEnc string) error {
+	e := toError(cause)
+	if h.o.Quarantine == nil {
+		return e
+	}
+	req := c.Request()
+	err := h.o.Quarantine.Put(req.Context(), quarantine.Entry{
+		Source: ingest.SourcePush, Reason: reason, Error: e.Message, Field: e.Field,
+		ContentType: req.Header.Get(echo.HeaderContentType), ContentEncoding: req.Header.Get(echo.HeaderContentEncoding),
+		BodyEncoding: bodyEnc, Body: body,
+	})
+	if err != nil {
+		return &Error{Status: http.StatusServiceUnavailable, Code: "unavailable",
+			Message:    "the body was refused (" + e.Message + ") and could not be kept for inspection now; retry later",
+			RetryAfter: retryAfterSeconds, cause: err}
+	}
+	out := *e
+	out.Quarantined = true
+	return &out
+}
+
 // appendJSON is what encoding/json writes for r (a request's answer is
 // the same two numbers every time; reflection cost 2 % of the receiver's CPU).
 func (r Response) appendJSON(b []byte) []byte {
@@ -205,21 +261,62 @@ func (r Response) appendJSON(b []byte) []byte {
 	return append(b, "}\n"...)
 }
 
-// checkContentType accepts JSON, with or without a charset (which must then
-// be UTF-8), and a missing header (senders that omit it still send JSON; the
-// body is validated as JSON either way).
-func checkContentType(ct string) error {
-	if ct == "" || ct == echo.MIMEApplicationJSON {
-		return nil
+// contentKind says what kind of Content-Type ct is, for the metric of
+// unexpected ones: "" for application/json (with no charset or UTF-8, in
+// any case), else json, text, form, other or missing. The live catalogue's
+// Content-Type for PUSH is not documented, so the label never decides
+// anything: the body does.
+func contentKind(ct string) string {
+	if ct == echo.MIMEApplicationJSON {
+		return ""
+	}
+	if strings.TrimSpace(ct) == "" {
+		return "missing"
 	}
 	mt, params, err := mime.ParseMediaType(ct)
-	if err != nil || mt != echo.MIMEApplicationJSON {
-		return newError(http.StatusUnsupportedMediaType, "unsupported_media_type", "Content-Type must be application/json")
+	switch {
+	case err != nil:
+		return "other"
+	case mt == echo.MIMEApplicationJSON:
+		if cs, ok := params["charset"]; !ok || strings.EqualFold(cs, "utf-8") || strings.EqualFold(cs, "utf8") {
+			return ""
+		}
+		return "json"
+	case strings.HasSuffix(mt, "+json"):
+		return "json"
+	case strings.HasPrefix(mt, "text/"):
+		return "text"
+	case mt == echo.MIMEApplicationForm || mt == echo.MIMEMultipartForm:
+		return "form"
 	}
-	if cs, ok := params["charset"]; ok && !strings.EqualFold(cs, "utf-8") {
-		return newError(http.StatusUnsupportedMediaType, "unsupported_media_type", "charset must be utf-8")
+	return "other"
+}
+
+// noteContentType counts an unexpected Content-Type and logs the first of
+// each kind (a sender that always uses one would otherwise fill the log).
+func (h *handler) noteContentType(ct string) {
+	kind := contentKind(ct)
+	if kind == "" {
+		return
 	}
-	return nil
+	h.m.contentTypes.WithLabelValues(kind).Inc()
+	if _, seen := h.seenTypes.LoadOrStore(kind, true); !seen {
+		h.log.WithFields(logrus.Fields{"kind": kind, "content_type": logSafe(ct)}).
+			Warn("unexpected Content-Type on the webhook; the body decides whether it is accepted (logged once per kind)")
+	}
+}
+
+// logSafe cuts a header value for a log line and blanks control characters.
+func logSafe(s string) string {
+	if len(s) > 128 {
+		s = s[:128]
+	}
+	return strings.Map(func(r rune) rune {
+		if r < 0x20 || r == 0x7f {
+			return ' '
+		}
+		return r
+	}, s)
 }
 
 // bodies recycles request buffers. A buffer goes back to the pool only when
@@ -232,39 +329,51 @@ var bodies = sync.Pool{New: func() any { b := make([]byte, 0, 16<<10); return &b
 // maxPooled keeps exceptional (large) buffers out of the pool.
 const maxPooled = 256 << 10
 
-// readBody reads the body into buf within MaxBody, decompressing gzip with
-// the same limit on the decompressed size, so a small bomb cannot expand in
-// memory.
+// readBody reads the body into buf within MaxBody, then decompresses gzip
+// with the same limit on the decompressed size, so a small bomb cannot
+// expand in memory. A body that arrived whole but cannot be decoded (an
+// encoding we do not know, broken gzip) comes back in an *Error whose keep
+// holds the bytes as received, for the quarantine.
 func (h *handler) readBody(req *http.Request, buf []byte) ([]byte, error) {
 	limit := h.o.MaxBody
 	tooLarge := h.tooLarge
 	if req.ContentLength > limit {
 		return nil, tooLarge
 	}
-	var r io.Reader = http.MaxBytesReader(nil, req.Body, limit+1)
-	switch enc := strings.ToLower(strings.TrimSpace(req.Header.Get(echo.HeaderContentEncoding))); enc {
-	case "", "identity":
-	case "gzip", "x-gzip":
-		zr, err := gzip.NewReader(r)
-		if err != nil {
-			return nil, bodyReadError(err, tooLarge, "body is not valid gzip")
-		}
-		defer zr.Close()
-		r = zr
-	default:
-		return nil, newError(http.StatusUnsupportedMediaType, "unsupported_content_encoding", "Content-Encoding must be gzip or none")
-	}
 	if want := min(max(req.ContentLength, 8<<10), limit+1); int64(cap(buf)) < want {
 		buf = make([]byte, 0, want)
 	}
-	body, err := readAll(io.LimitReader(r, limit+1), buf)
+	raw, err := readAll(io.LimitReader(http.MaxBytesReader(nil, req.Body, limit+1), limit+1), buf)
 	if err != nil {
 		return nil, bodyReadError(err, tooLarge, "could not read the request body")
 	}
-	if int64(len(body)) > limit {
+	if int64(len(raw)) > limit {
 		return nil, tooLarge
 	}
-	return body, nil
+	switch enc := strings.ToLower(strings.TrimSpace(req.Header.Get(echo.HeaderContentEncoding))); enc {
+	case "", "identity":
+		return raw, nil
+	case "gzip", "x-gzip":
+		undecodable := &Error{Status: http.StatusBadRequest, Code: "bad_body", Message: "body is not valid gzip", keep: raw, reason: quarantine.ReasonUndecodable}
+		zr, err := gzip.NewReader(bytes.NewReader(raw))
+		if err != nil {
+			undecodable.cause = err
+			return nil, undecodable
+		}
+		defer zr.Close()
+		body, err := readAll(io.LimitReader(zr, limit+1), make([]byte, 0, min(int64(len(raw))*4+512, limit+1)))
+		if err != nil {
+			undecodable.cause = err
+			return nil, undecodable
+		}
+		if int64(len(body)) > limit {
+			return nil, tooLarge
+		}
+		return body, nil
+	default:
+		return nil, &Error{Status: http.StatusUnsupportedMediaType, Code: "unsupported_content_encoding",
+			Message: "Content-Encoding must be gzip or none", keep: raw, reason: quarantine.ReasonUnsupportedEncoding}
+	}
 }
 
 func bodyReadError(err error, tooLarge *Error, msg string) error {

@@ -24,6 +24,7 @@ import (
 	"github.com/cdse-jetstream/receiver/internal/fixtures"
 	"github.com/cdse-jetstream/receiver/internal/natstest"
 	"github.com/cdse-jetstream/receiver/internal/publish"
+	"github.com/cdse-jetstream/receiver/internal/quarantine"
 )
 
 const (
@@ -40,6 +41,9 @@ type env struct {
 	reg  *prometheus.Registry
 	logs *test.Hook
 }
+
+// quarantineStream is the stream of refused bodies in these tests.
+const quarantineStream = "CDSE_QUARANTINE"
 
 func start(t *testing.T, srv *server.Server) *env {
 	t.Helper()
@@ -69,7 +73,14 @@ func startWith(t *testing.T, srv *server.Server, opt func(*Options)) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	o := Options{Path: "/notifications", MaxBody: 1 << 20, MaxNotifications: 100, SubjectPrefix: "cdse.product"}
+	q, err := quarantine.New(pub.JetStream(), quarantine.Options{Stream: quarantineStream, SubjectPrefix: "cdse.quarantine", Duplicates: time.Hour, Timeout: 2 * time.Second}, reg, logger)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := q.Ensure(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	o := Options{Path: "/notifications", MaxBody: 1 << 20, MaxNotifications: 100, SubjectPrefix: "cdse.product", Quarantine: q}
 	opt(&o)
 	e, err := New(o, pub, v, reg, logger)
 	if err != nil {
@@ -133,6 +144,15 @@ func (e *env) count(t *testing.T) uint64 {
 	return natstest.StreamCount(t, e.js, stream)
 }
 
+func (e *env) quarantined(t *testing.T) []quarantine.Stored {
+	t.Helper()
+	list, err := quarantine.NewReader(e.js, quarantineStream).List(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return list
+}
+
 func gz(b []byte) []byte {
 	var buf bytes.Buffer
 	w := gzip.NewWriter(&buf)
@@ -152,41 +172,43 @@ func TestResponses(t *testing.T) {
 		status   int
 		code     string // the "error" member of the body; "" for success
 		contains string // a substring of the body
+		kept     bool   // the body is quarantined (and the answer says so)
 	}{
-		{"created", req{body: s2}, 200, "", `"accepted":1`},
-		{"same again is a duplicate", req{body: s2}, 200, "", `"duplicates":1`},
-		{"gzip", req{body: gz(fixtures.Notification(t, "created-s1.json")), headers: map[string]string{"Content-Encoding": "gzip"}}, 200, "", `"accepted":1`},
-		{"charset", req{body: fixtures.Notification(t, "created-s3.json"), headers: map[string]string{"Content-Type": "application/json; charset=UTF-8"}}, 200, "", `"accepted":1`},
-		{"no content type", req{body: fixtures.Notification(t, "created-s5p.json"), headers: map[string]string{"Content-Type": ""}}, 200, "", `"accepted":1`},
+		{"created", req{body: s2}, 200, "", `"accepted":1`, false},
+		{"same again is a duplicate", req{body: s2}, 200, "", `"duplicates":1`, false},
+		{"gzip", req{body: gz(fixtures.Notification(t, "created-s1.json")), headers: map[string]string{"Content-Encoding": "gzip"}}, 200, "", `"accepted":1`, false},
+		{"charset", req{body: fixtures.Notification(t, "created-s3.json"), headers: map[string]string{"Content-Type": "application/json; charset=UTF-8"}}, 200, "", `"accepted":1`, false},
+		{"no content type", req{body: fixtures.Notification(t, "created-s5p.json"), headers: map[string]string{"Content-Type": ""}}, 200, "", `"accepted":1`, false},
 
-		{"no auth", req{body: s2, noAuth: true}, 401, "unauthorized", "credentials"},
-		{"wrong password", req{body: s2, noAuth: true, headers: map[string]string{"Authorization": basic("Y2RzZTp3cm9uZw==")}}, 401, "unauthorized", ""},
-		{"wrong user", req{body: s2, noAuth: true, headers: map[string]string{"Authorization": basic("b3RoZXI6czNjcmV0LXBhNTU=")}}, 401, "unauthorized", ""},
-		{"malformed auth", req{body: s2, noAuth: true, headers: map[string]string{"Authorization": "Basic !!!"}}, 401, "unauthorized", ""},
-		{"bearer auth", req{body: s2, noAuth: true, headers: map[string]string{"Authorization": "Bearer abc"}}, 401, "unauthorized", ""},
+		{"no auth", req{body: s2, noAuth: true}, 401, "unauthorized", "credentials", false},
+		{"wrong password", req{body: s2, noAuth: true, headers: map[string]string{"Authorization": basic("Y2RzZTp3cm9uZw==")}}, 401, "unauthorized", "", false},
+		{"wrong user", req{body: s2, noAuth: true, headers: map[string]string{"Authorization": basic("b3RoZXI6czNjcmV0LXBhNTU=")}}, 401, "unauthorized", "", false},
+		{"malformed auth", req{body: s2, noAuth: true, headers: map[string]string{"Authorization": "Basic !!!"}}, 401, "unauthorized", "", false},
+		{"bearer auth", req{body: s2, noAuth: true, headers: map[string]string{"Authorization": "Bearer abc"}}, 401, "unauthorized", "", false},
 
-		{"GET", req{method: http.MethodGet}, 405, "method_not_allowed", ""},
-		{"PUT", req{method: http.MethodPut, body: s2}, 405, "method_not_allowed", ""},
-		{"other path", req{path: "/other", body: s2}, 404, "not_found", ""},
-		{"path traversal", req{path: "/notifications/../../etc/passwd", body: s2}, 404, "not_found", ""},
+		{"GET", req{method: http.MethodGet}, 405, "method_not_allowed", "", false},
+		{"PUT", req{method: http.MethodPut, body: s2}, 405, "method_not_allowed", "", false},
+		{"other path", req{path: "/other", body: s2}, 404, "not_found", "", false},
+		{"path traversal", req{path: "/notifications/../../etc/passwd", body: s2}, 404, "not_found", "", false},
 
-		{"text/plain", req{body: s2, headers: map[string]string{"Content-Type": "text/plain"}}, 415, "unsupported_media_type", ""},
-		{"latin1", req{body: s2, headers: map[string]string{"Content-Type": "application/json; charset=latin1"}}, 415, "unsupported_media_type", ""},
-		{"brotli", req{body: s2, headers: map[string]string{"Content-Encoding": "br"}}, 415, "unsupported_content_encoding", ""},
-		{"bad gzip", req{body: []byte("not gzip"), headers: map[string]string{"Content-Encoding": "gzip"}}, 400, "bad_body", ""},
-		{"too large", req{body: bytes.Repeat([]byte(" "), 1<<20+1)}, 413, "body_too_large", ""},
-		{"gzip bomb", req{body: gz(bytes.Repeat([]byte(" "), 50<<20)), headers: map[string]string{"Content-Encoding": "gzip"}}, 413, "body_too_large", ""},
+		// The body decides, not the label.
+		{"text/plain", req{body: s2, headers: map[string]string{"Content-Type": "text/plain"}}, 200, "", `"duplicates":1`, false},
+		{"latin1", req{body: s2, headers: map[string]string{"Content-Type": "application/json; charset=latin1"}}, 200, "", `"duplicates":1`, false},
+		{"brotli", req{body: s2, headers: map[string]string{"Content-Encoding": "br"}}, 415, "unsupported_content_encoding", "", true},
+		{"bad gzip", req{body: []byte("not gzip"), headers: map[string]string{"Content-Encoding": "gzip"}}, 400, "bad_body", "", true},
+		{"too large", req{body: bytes.Repeat([]byte(" "), 1<<20+1)}, 413, "body_too_large", "", false},
+		{"gzip bomb", req{body: gz(bytes.Repeat([]byte(" "), 50<<20)), headers: map[string]string{"Content-Encoding": "gzip"}}, 413, "body_too_large", "", false},
 
-		{"empty body", req{body: nil}, 400, "invalid_notification", "empty body"},
-		{"null", req{body: []byte("null")}, 400, "invalid_notification", "not null"},
-		{"empty array", req{body: []byte("[]")}, 400, "invalid_notification", "empty array"},
-		{"malformed", req{body: []byte("{")}, 400, "invalid_notification", "malformed JSON"},
-		{"Created", req{body: bytes.Replace(s2, []byte(`"created"`), []byte(`"Created"`), 1)}, 400, "invalid_notification", `"field":"SubscriptionEvent"`},
-		{"ProductId not uuid", req{body: bytes.Replace(s2, []byte(`"ProductId": "0f6b4c1e`), []byte(`"ProductId": "xx`), 1)}, 400, "invalid_notification", `"field":"ProductId"`},
-		{"array all or nothing", req{body: []byte(`[` + string(fixtures.Notification(t, "deleted-s1.json")[1:len(fixtures.Notification(t, "deleted-s1.json"))-1]) + `,{"SubscriptionEvent":"deleted"}]`)}, 400, "invalid_notification", `"index":1`},
-		{"too many", req{body: []byte("[" + strings.TrimSuffix(strings.Repeat(`{"SubscriptionEvent":"created","ProductId":"0f6b4c1e-8d2a-4f3b-9c5e-7a1d2b3c4e5f"},`, 101), ",") + "]")}, 413, "too_many_notifications", ""},
+		{"empty body", req{body: nil}, 400, "invalid_notification", "empty body", true},
+		{"null", req{body: []byte("null")}, 400, "invalid_notification", "not null", true},
+		{"empty array", req{body: []byte("[]")}, 400, "invalid_notification", "empty array", true},
+		{"malformed", req{body: []byte("{")}, 400, "invalid_notification", "malformed JSON", true},
+		{"Created", req{body: bytes.Replace(s2, []byte(`"created"`), []byte(`"Created"`), 1)}, 400, "invalid_notification", `"field":"SubscriptionEvent"`, true},
+		{"ProductId not uuid", req{body: bytes.Replace(s2, []byte(`"ProductId": "0f6b4c1e`), []byte(`"ProductId": "xx`), 1)}, 400, "invalid_notification", `"field":"ProductId"`, true},
+		{"array all or nothing", req{body: []byte(`[` + string(fixtures.Notification(t, "deleted-s1.json")[1:len(fixtures.Notification(t, "deleted-s1.json"))-1]) + `,{"SubscriptionEvent":"deleted"}]`)}, 400, "invalid_notification", `"index":1`, true},
+		{"too many", req{body: []byte("[" + strings.TrimSuffix(strings.Repeat(`{"SubscriptionEvent":"created","ProductId":"0f6b4c1e-8d2a-4f3b-9c5e-7a1d2b3c4e5f"},`, 101), ",") + "]")}, 413, "too_many_notifications", "", true},
 	}
-	wantCount := uint64(0)
+	wantCount, wantKept := uint64(0), 0
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			resp, body := e.do(t, tt.req)
@@ -218,6 +240,15 @@ func TestResponses(t *testing.T) {
 			}
 			if after != wantCount {
 				t.Errorf("stream holds %d messages, want %d", after, wantCount)
+			}
+			if tt.kept {
+				wantKept++
+			}
+			if got := len(e.quarantined(t)); got != wantKept {
+				t.Errorf("quarantine holds %d bodies, want %d", got, wantKept)
+			}
+			if said := strings.Contains(string(body), `"quarantined":true`); said != tt.kept {
+				t.Errorf("answer says quarantined=%v, want %v: %s", said, tt.kept, body)
 			}
 			switch tt.status {
 			case 401:

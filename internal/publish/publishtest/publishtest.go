@@ -16,10 +16,15 @@ import (
 
 	"github.com/cdse-jetstream/receiver/internal/natstest"
 	"github.com/cdse-jetstream/receiver/internal/publish"
+	"github.com/cdse-jetstream/receiver/internal/quarantine"
 )
 
-// Stream is the stream the helpers create.
-const Stream = "CDSE_PRODUCTS"
+// Stream is the stream the helpers create, and QuarantineStream the
+// stream of refused bodies.
+const (
+	Stream           = "CDSE_PRODUCTS"
+	QuarantineStream = "CDSE_QUARANTINE"
+)
 
 // Env is a publisher on a fresh server.
 type Env struct {
@@ -27,6 +32,8 @@ type Env struct {
 	Conn      *nats.Conn
 	JS        jetstream.JetStream
 	Publisher *publish.Publisher
+	// Quarantine stores on QuarantineStream (subjects cdse.quarantine.>).
+	Quarantine *quarantine.Store
 }
 
 // New starts a JetStream server (or uses srv if not nil), connects and
@@ -49,7 +56,27 @@ func New(t testing.TB, srv *server.Server) *Env {
 	if _, err := publish.EnsureStream(context.Background(), pub.JetStream(), publish.StreamOptions{Name: Stream, Subjects: []string{"cdse.product.>"}, Duplicates: 24 * time.Hour}); err != nil {
 		t.Fatal(err)
 	}
-	return &Env{Server: srv, Conn: nc, JS: pub.JetStream(), Publisher: pub}
+	q, err := quarantine.New(pub.JetStream(), QuarantineOptions, prometheus.NewRegistry(), log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := q.Ensure(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	return &Env{Server: srv, Conn: nc, JS: pub.JetStream(), Publisher: pub, Quarantine: q}
+}
+
+// QuarantineOptions are the quarantine settings of the helpers.
+var QuarantineOptions = quarantine.Options{Stream: QuarantineStream, SubjectPrefix: "cdse.quarantine", Duplicates: time.Hour, Timeout: 2 * time.Second}
+
+// Quarantined returns the bodies on the quarantine stream, in order.
+func (e *Env) Quarantined(t testing.TB) []quarantine.Stored {
+	t.Helper()
+	list, err := quarantine.NewReader(e.JS, QuarantineStream).List(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return list
 }
 
 // Messages returns "subject source product-id" for each stored message, in order.
