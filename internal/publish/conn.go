@@ -4,7 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/url"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
@@ -150,6 +152,16 @@ func Connect(o ConnectOptions, emb *Embedded, log logrus.FieldLogger) (*nats.Con
 			opts = append(opts, nats.UserInfo(emb.User, emb.Password))
 		}
 	}
+	nc, err := nats.Connect(url, append(opts, o.auth()...)...)
+	if err != nil {
+		return nil, fmt.Errorf("connect to nats: %w", err)
+	}
+	return nc, nil
+}
+
+// auth are the options that log in and verify the servers.
+func (o ConnectOptions) auth() []nats.Option {
+	var opts []nats.Option
 	if o.CredsFile != "" {
 		opts = append(opts, nats.UserCredentials(o.CredsFile))
 	}
@@ -162,11 +174,30 @@ func Connect(o ConnectOptions, emb *Embedded, log logrus.FieldLogger) (*nats.Con
 	if o.CAFile != "" {
 		opts = append(opts, nats.RootCAs(o.CAFile))
 	}
-	nc, err := nats.Connect(url, opts...)
+	return opts
+}
+
+// ConnectOnce dials NATS for a one-shot command (receiver quarantine,
+// backfill): it fails at once when no server answers instead of waiting
+// for one, and does not reconnect for long.
+func ConnectOnce(o ConnectOptions, name string) (*nats.Conn, error) {
+	nc, err := nats.Connect(o.URL, append([]nats.Option{nats.Name(name), nats.Timeout(5 * time.Second),
+		nats.MaxReconnects(10), nats.ReconnectBufSize(-1)}, o.auth()...)...)
 	if err != nil {
-		return nil, fmt.Errorf("connect to nats: %w", err)
+		return nil, fmt.Errorf("connect to nats at %s: %w", RedactURL(o.URL), err)
 	}
 	return nc, nil
+}
+
+// RedactURL hides a password written into a NATS URL list.
+func RedactURL(s string) string {
+	parts := strings.Split(s, ",")
+	for i, p := range parts {
+		if u, err := url.Parse(strings.TrimSpace(p)); err == nil && u.User != nil {
+			parts[i] = u.Redacted()
+		}
+	}
+	return strings.Join(parts, ",")
 }
 
 // serverLog routes the embedded server's log through logrus.

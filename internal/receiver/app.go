@@ -38,6 +38,12 @@ var Version = "dev"
 
 // Run is the whole receiver process: it returns the exit code.
 func Run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) int {
+	if len(args) > 1 {
+		switch args[1] {
+		case "quarantine":
+			return runQuarantine(ctx, args[2:], getenv, stdout, stderr)
+		}
+	}
 	cfg, err := Load(args, getenv, stdout)
 	if errors.Is(err, ErrHelp) {
 		return 0
@@ -165,6 +171,9 @@ func (a *App) Start(ctx context.Context) error {
 		}
 		a.embedded = srv
 		a.log.WithField("url", srv.ClientURL()).Info("embedded NATS server started; consumers connect here")
+		if err := writeLocalLogin(cfg.DataDir, srv); err != nil {
+			return err
+		}
 	}
 	nc, err := publish.Connect(publish.ConnectOptions{
 		URL: cfg.NATSURL, CredsFile: cfg.NATSCreds, User: cfg.NATSUser, Password: cfg.NATSPassword,
@@ -450,7 +459,7 @@ func (a *App) NATSURL() string {
 	if a.embedded != nil {
 		return a.embedded.ClientURL()
 	}
-	return redactURL(a.cfg.NATSURL)
+	return publish.RedactURL(a.cfg.NATSURL)
 }
 
 // Shutdown stops in order: readiness goes false (and, with

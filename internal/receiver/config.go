@@ -18,6 +18,7 @@ import (
 
 	"github.com/cdse-jetstream/receiver/internal/auth"
 	"github.com/cdse-jetstream/receiver/internal/catalogclient"
+	"github.com/cdse-jetstream/receiver/internal/publish"
 	"github.com/cdse-jetstream/receiver/internal/quarantine"
 	"gopkg.in/yaml.v3"
 )
@@ -446,7 +447,7 @@ func (c Config) Validate() error {
 	} else {
 		for _, u := range strings.Split(c.NATSURL, ",") {
 			if pu, err := url.Parse(strings.TrimSpace(u)); err != nil || pu.Host == "" {
-				bad("NATS_URL: %q is not a URL like nats://host:4222", redactURL(u))
+				bad("NATS_URL: %q is not a URL like nats://host:4222", publish.RedactURL(u))
 			}
 		}
 	}
@@ -545,22 +546,11 @@ func (c Config) Fields() logrus.Fields {
 		case s.secret && fmt.Sprint(v) != "":
 			v = "*****"
 		case s.env == "NATS_URL":
-			v = redactURL(c.NATSURL)
+			v = publish.RedactURL(c.NATSURL)
 		}
 		f[s.env] = fmt.Sprint(v)
 	}
 	return f
-}
-
-// redactURL hides a password written into a URL (nats://user:pass@host).
-func redactURL(s string) string {
-	parts := strings.Split(s, ",")
-	for i, p := range parts {
-		if u, err := url.Parse(strings.TrimSpace(p)); err == nil && u.User != nil {
-			parts[i] = u.Redacted()
-		}
-	}
-	return strings.Join(parts, ",")
 }
 
 func printUsage(w io.Writer, name string, settings []setting) {
