@@ -162,7 +162,7 @@ func TestBinaryQuarantineReplay(t *testing.T) {
 	before := natstest.StreamCount(t, js, "CDSE_PRODUCTS")
 	out, _, code := command(t, env, "quarantine", "replay", "--dry-run", "-o", "json")
 	var sum struct {
-		DryRun                                                bool
+		DryRun                                              bool
 		Checked, Replayed, Stored, Duplicates, StillRefused int
 	}
 	if err := json.Unmarshal([]byte(out), &sum); code != 0 || err != nil || !sum.DryRun || sum.Checked != 3 || sum.Replayed != 2 || sum.StillRefused != 1 {
