@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"io"
 	"math/rand/v2"
 	"net/http"
 	"os"
@@ -54,6 +55,9 @@ type loadGen struct {
 	pid      []byte
 	client   *http.Client
 	ledger   *ledger
+	// refused records the invalid bodies sent: a key is acknowledged when
+	// the answer said it was quarantined.
+	refused *ledger
 }
 
 func newLoadGen(t *testing.T) *loadGen {
@@ -66,13 +70,16 @@ func newLoadGen(t *testing.T) *loadGen {
 		pid:      []byte("0f6b4c1e-8d2a-4f3b-9c5e-7a1d2b3c4e5f"),
 		client:   &http.Client{Timeout: 10 * time.Second},
 		ledger:   &ledger{acked: map[string]bool{}},
+		refused:  &ledger{acked: map[string]bool{}},
 	}
 }
 
 // run posts from workers until stop is closed: mostly new products, about a
 // third of the requests repeating a product already sent (acknowledged or
-// not), as the catalogue's retries and duplicate deliveries do.
-func (g *loadGen) run(addr string, workers int, stop <-chan struct{}) (sent, ok int64) {
+// not), as the catalogue's retries and duplicate deliveries do; one request
+// in eight is a body the validator refuses (new or repeated), which must be
+// quarantined once.
+func (g *loadGen) run(t *testing.T, addr string, workers int, stop <-chan struct{}) (sent, ok int64) {
 	var wg sync.WaitGroup
 	var nSent, nOK atomic.Int64
 	for w := range workers {
@@ -86,15 +93,22 @@ func (g *loadGen) run(addr string, workers int, stop <-chan struct{}) (sent, ok 
 					return
 				default:
 				}
+				l, invalid := g.ledger, r.IntN(8) == 0
+				if invalid {
+					l = g.refused
+				}
 				id, again := "", r.IntN(3) == 0
 				if again {
-					id, again = g.ledger.pick(r)
+					id, again = l.pick(r)
 				}
 				if !again {
 					id = uuid.NewString()
 				}
-				g.ledger.sent(id)
+				l.sent(id)
 				body := bytes.ReplaceAll(g.template, g.pid, []byte(id))
+				if invalid {
+					body = bytes.Replace(body, []byte(`"created"`), []byte(`"Created"`), 1)
+				}
 				req, _ := http.NewRequest(http.MethodPost, "http://"+addr+"/notifications", bytes.NewReader(body))
 				req.Header.Set("Content-Type", "application/json")
 				req.SetBasicAuth(user, password)
@@ -103,10 +117,16 @@ func (g *loadGen) run(addr string, workers int, stop <-chan struct{}) (sent, ok 
 				if err != nil {
 					continue // killed mid-request: no answer, so not acknowledged
 				}
+				answer, _ := io.ReadAll(resp.Body)
 				resp.Body.Close()
-				if resp.StatusCode/100 == 2 {
-					g.ledger.ok(id)
+				switch {
+				case !invalid && resp.StatusCode/100 == 2:
+					l.ok(id)
 					nOK.Add(1)
+				case invalid && resp.StatusCode == http.StatusBadRequest && bytes.Contains(answer, []byte(`"quarantined":true`)):
+					l.ok(id)
+				case invalid && resp.StatusCode != http.StatusServiceUnavailable:
+					t.Errorf("invalid body answered %d: %s", resp.StatusCode, answer)
 				}
 			}
 		}()
@@ -142,6 +162,33 @@ func (g *loadGen) verify(t *testing.T, natsURL string) {
 		}
 	}
 	t.Logf("%d products sent, %d acknowledged, %d stored", len(g.ledger.acked), acked, total)
+
+	// Every body answered "quarantined" is in the quarantine, once.
+	kept := natstest.CountBy(natstest.StreamMessages(t, js, "CDSE_QUARANTINE"), "Cdse-Product-Id")
+	quarantined := 0
+	for key, ok := range g.refused.acked {
+		switch {
+		case kept[key] > 1:
+			t.Errorf("refused body %s quarantined %d times", key, kept[key])
+		case ok && kept[key] != 1:
+			t.Errorf("refused body %s was answered quarantined but is not in the quarantine", key)
+		}
+		if ok {
+			quarantined++
+		}
+		if seen[key] != 0 {
+			t.Errorf("refused body %s reached the product stream", key)
+		}
+	}
+	for key := range kept {
+		if _, ok := g.refused.acked[key]; !ok {
+			t.Errorf("quarantine holds %s, which was never sent invalid", key)
+		}
+	}
+	t.Logf("%d invalid bodies sent, %d answered quarantined", len(g.refused.acked), quarantined)
+	if quarantined == 0 {
+		t.Error("no invalid body was answered quarantined; the test proves nothing about the quarantine")
+	}
 }
 
 // TestCrashUnderLoad kills the receiver (SIGKILL) mid-load at several
@@ -158,7 +205,7 @@ func TestCrashUnderLoad(t *testing.T) {
 		stop := make(chan struct{})
 		var sent, ok int64
 		done := make(chan struct{})
-		go func() { sent, ok = g.run(p.webhook, 8, stop); close(done) }()
+		go func() { sent, ok = g.run(t, p.webhook, 8, stop); close(done) }()
 		time.Sleep(killAfter)
 		if err := p.cmd.Process.Signal(syscall.SIGKILL); err != nil {
 			t.Fatal(err)
@@ -176,7 +223,7 @@ func TestCrashUnderLoad(t *testing.T) {
 	p = startReceiver(t, dataDir)
 	stop := make(chan struct{})
 	go func() { time.Sleep(500 * time.Millisecond); close(stop) }()
-	g.run(p.webhook, 4, stop)
+	g.run(t, p.webhook, 4, stop)
 	g.verify(t, p.natsURL)
 	p.stop(t)
 }
@@ -193,7 +240,7 @@ func TestGracefulShutdownUnderLoad(t *testing.T) {
 	stop := make(chan struct{})
 	var sent, ok int64
 	done := make(chan struct{})
-	go func() { sent, ok = g.run(p.webhook, 8, stop); close(done) }()
+	go func() { sent, ok = g.run(t, p.webhook, 8, stop); close(done) }()
 	time.Sleep(400 * time.Millisecond)
 	termAt := time.Now()
 	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
