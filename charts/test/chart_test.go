@@ -177,6 +177,11 @@ func TestDefaultsEmbedded(t *testing.T) {
 	if _, ok := e["NATS_URL"]; ok {
 		t.Error("NATS_URL set in embedded mode")
 	}
+	for k, v := range map[string]string{"QUARANTINE_STREAM": "CDSE_QUARANTINE", "QUARANTINE_SUBJECT_PREFIX": "cdse.quarantine", "QUARANTINE_MAX_AGE": "720h", "QUARANTINE_MAX_BYTES": "1GiB"} {
+		if e[k].Value != v {
+			t.Errorf("%s = %q, want %q", k, e[k].Value, v)
+		}
+	}
 	if sts.Spec.Template.Annotations["checksum/secret"] == "" {
 		t.Error("no checksum/secret annotation: pods would not roll when the credentials change")
 	}
@@ -320,6 +325,10 @@ nats: {embedded: {consumerPassword: x}}`, "auth.password"},
 		{"schema: mode", base + "nats: {mode: cluster}\n", "mode"},
 		{"schema: replicas", base + "replicaCount: 0\n", "replicaCount"},
 		{"schema: prefix", base + "nats: {subjectPrefix: 'cdse.>'}\n", "subjectPrefix"},
+		{"quarantine under the product prefix", base + "nats: {embedded: {consumerPassword: x}, quarantine: {subjectPrefix: cdse.product.quarantine}}\n", "must not overlap"},
+		{"quarantine above the product prefix", base + "nats: {embedded: {consumerPassword: x}, quarantine: {subjectPrefix: cdse}}\n", "must not overlap"},
+		{"quarantine on the product stream", base + "nats: {embedded: {consumerPassword: x}, quarantine: {stream: CDSE_PRODUCTS}}\n", "must differ"},
+		{"schema: quarantine size", base + "nats: {embedded: {consumerPassword: x}, quarantine: {maxBytes: lots}}\n", "maxBytes"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -81,4 +81,11 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 {{- if and .Values.tls.enabled (not .Values.tls.secretName) }}
 {{- fail "tls.enabled needs tls.secretName" }}
 {{- end }}
+{{- $p := .Values.nats.subjectPrefix }}{{- $q := .Values.nats.quarantine.subjectPrefix }}
+{{- if or (eq $p $q) (hasPrefix (printf "%s." $p) $q) (hasPrefix (printf "%s." $q) $p) }}
+{{- fail "nats.quarantine.subjectPrefix must not overlap nats.subjectPrefix: two streams cannot share subjects, and refused bodies must never reach the product stream" }}
+{{- end }}
+{{- if eq .Values.nats.stream .Values.nats.quarantine.stream }}
+{{- fail "nats.quarantine.stream must differ from nats.stream" }}
+{{- end }}
 {{- end }}
