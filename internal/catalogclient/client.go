@@ -275,3 +275,49 @@ func mustPath(base string) string {
 	}
 	return u.Path
 }
+
+// Query is one listing request of an entity set: Products or
+// DeletedProducts.
+type Query struct {
+	EntitySet string // "Products", "DeletedProducts"
+	Filter    string
+	OrderBy   string // e.g. "PublicationDate asc,Id asc"
+	Top       int
+	// Count asks for the total number of matches (@odata.count).
+	Count bool
+}
+
+// Page is one page of a listing.
+type Page struct {
+	Value []json.RawMessage
+	// Count is the total number of matches, when asked for (-1 otherwise).
+	Count int64
+}
+
+// List returns one page of q, with the entities' attributes. It never
+// follows @odata.nextLink: the catalogue refuses $skip beyond 10 000 and
+// then stops giving the link, so callers page by key instead (a date
+// greater than the last one seen, the Id breaking ties).
+func (c *Client) List(ctx context.Context, q Query) (Page, error) {
+	var page struct {
+		Value []json.RawMessage `json:"value"`
+		Count *int64            `json:"@odata.count"`
+	}
+	v := url.Values{"$filter": {q.Filter}, "$top": {strconv.Itoa(q.Top)}, "$expand": {"Attributes"}}
+	if q.OrderBy != "" {
+		v.Set("$orderby", q.OrderBy)
+	}
+	if q.Count {
+		v.Set("$count", "True")
+	}
+	set := q.EntitySet
+	if set == "" {
+		set = "Products"
+	}
+	err := c.do(ctx, "list "+set, http.MethodGet, "/"+set, v, nil, &page)
+	out := Page{Value: page.Value, Count: -1}
+	if page.Count != nil {
+		out.Count = *page.Count
+	}
+	return out, err
+}

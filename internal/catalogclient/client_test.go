@@ -247,3 +247,100 @@ func TestProducts(t *testing.T) {
 		t.Fatalf("get product: %v", err)
 	}
 }
+
+func TestListingsOfTheSimulator(t *testing.T) {
+	f := setup(t, cdsesim.Options{}, nil)
+	ctx := context.Background()
+	ps := f.sim.Generate(cdsesim.Sentinel2, 5) // one instant: five equal PublicationDates
+	f.clock.Add(time.Minute)
+	if err := f.sim.ModifyProduct(ps[1].ID); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.sim.DeleteProduct(ps[2].ID, "Corrupted product"); err != nil {
+		t.Fatal(err)
+	}
+	since := "2026-11-22T10:00:30.000000Z"
+	tests := []struct {
+		name  string
+		q     Query
+		count int64
+		ids   []string
+	}{
+		{"modified since", Query{Filter: "ModificationDate gt " + since, OrderBy: "ModificationDate asc,Id asc", Top: 10, Count: true}, 1, []string{ps[1].ID}},
+		{"deleted since", Query{EntitySet: "DeletedProducts", Filter: "DeletionDate gt " + since + " and Collection/Name eq 'SENTINEL-2'", OrderBy: "DeletionDate asc,Id asc", Top: 10, Count: true}, 1, []string{ps[2].ID}},
+		{"deleted products are not live", Query{Filter: "Id eq " + ps[2].ID, Top: 10, Count: true}, 0, nil},
+	}
+	for _, tt := range tests {
+		page, err := f.client.List(ctx, tt.q)
+		if err != nil {
+			t.Fatalf("%s: %v", tt.name, err)
+		}
+		var got []string
+		for _, raw := range page.Value {
+			var p Product
+			if err := json.Unmarshal(raw, &p); err != nil {
+				t.Fatal(err)
+			}
+			got = append(got, p.ID)
+		}
+		if page.Count != tt.count || strings.Join(got, ",") != strings.Join(tt.ids, ",") {
+			t.Errorf("%s: count %d, ids %v; want %d, %v", tt.name, page.Count, got, tt.count, tt.ids)
+		}
+	}
+	// Equal dates are ordered by Id, and "Id gt" continues after one.
+	page, err := f.client.List(ctx, Query{Filter: "PublicationDate eq 2026-11-22T10:00:00.000000Z", OrderBy: "PublicationDate asc,Id asc", Top: 2})
+	if err != nil || len(page.Value) != 2 {
+		t.Fatalf("%v, %d", err, len(page.Value))
+	}
+	var first, second Product
+	json.Unmarshal(page.Value[0], &first)
+	json.Unmarshal(page.Value[1], &second)
+	if first.ID >= second.ID {
+		t.Errorf("equal dates not ordered by Id: %s, %s", first.ID, second.ID)
+	}
+	rest, err := f.client.List(ctx, Query{Filter: "PublicationDate eq 2026-11-22T10:00:00.000000Z and Id gt " + second.ID, OrderBy: "PublicationDate asc,Id asc", Top: 10})
+	if err != nil || len(rest.Value) != 2 { // five, one deleted, two seen
+		t.Errorf("after the key: %v, %d products", err, len(rest.Value))
+	}
+}
+
+// TestSkipLimit: the catalogue refuses $skip beyond 10 000 with 422 and its
+// body, and leaves out @odata.nextLink where the next page would need one.
+func TestSkipLimit(t *testing.T) {
+	f := setup(t, cdsesim.Options{}, nil)
+	f.sim.Generate(cdsesim.Sentinel3, 3)
+	get := func(query string) (int, map[string]any) {
+		t.Helper()
+		tok, err := auth.PasswordTokenSource(auth.PasswordConfig{TokenURL: f.srv.URL + "/auth/realms/CDSE/protocol/openid-connect/token", Username: "alice", Password: "alice-pw", Now: f.clock.Now}).Token()
+		if err != nil {
+			t.Fatal(err)
+		}
+		req, _ := http.NewRequest(http.MethodGet, f.srv.URL+"/odata/v1/Products?"+query, nil)
+		req.Header.Set("Authorization", "Bearer "+tok.AccessToken)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var body map[string]any
+		json.NewDecoder(resp.Body).Decode(&body)
+		return resp.StatusCode, body
+	}
+	code, body := get("$skip=10001&$top=1")
+	detail, _ := body["detail"].([]any)
+	if code != http.StatusUnprocessableEntity || len(detail) != 1 || !strings.Contains(detail[0].(map[string]any)["msg"].(string), "less than or equal to 10000") {
+		t.Fatalf("$skip=10001: %d %v", code, body)
+	}
+	if code, body := get("$skip=10000&$top=1"); code != 200 || body["@odata.nextLink"] != nil {
+		t.Errorf("$skip=10000: %d, nextLink %v", code, body["@odata.nextLink"])
+	}
+	if code, body := get("$skip=0&$top=1"); code != 200 || body["@odata.nextLink"] == nil {
+		t.Errorf("first page: %d, no nextLink", code)
+	}
+	// The client's error names the server's message.
+	_, err := f.client.List(context.Background(), Query{Filter: "", Top: 1, OrderBy: "Name asc"})
+	var apiErr *APIError
+	if !errors.As(err, &apiErr) || apiErr.Status != http.StatusBadRequest {
+		t.Errorf("unsupported $orderby: %v", err)
+	}
+}

@@ -7,6 +7,8 @@ import (
 	"time"
 	"unicode"
 
+	"github.com/google/uuid"
+
 	"github.com/cdse-jetstream/receiver/internal/notification"
 )
 
@@ -15,7 +17,7 @@ import (
 // Attributes/OData.CSC.{String,Double,Integer,DateTimeOffset}Attribute/any(att:
 // att/Name eq '...' and att/OData.CSC.XAttribute/Value <op> <literal>);
 // comparisons of Name, ContentDate/Start, ContentDate/End, PublicationDate,
-// ModificationDate, OriginDate; contains/startswith/endswith(Name,'...');
+// ModificationDate, OriginDate, DeletionDate and Id (a Guid); contains/startswith/endswith(Name,'...');
 // and, or, not, parentheses. Anything else is a parse error, never a silent
 // match-all. The empty filter matches every product.
 type Filter struct {
@@ -83,6 +85,10 @@ func (e cmpExpr) eval(p *Product) bool {
 		return compare(literal{t: p.ModificationDate, kind: 't'}, e.op, e.lit)
 	case "OriginDate":
 		return compare(literal{t: p.OriginDate, kind: 't'}, e.op, e.lit)
+	case "DeletionDate":
+		return compare(literal{t: p.DeletionDate, kind: 't'}, e.op, e.lit)
+	case "Id":
+		return compare(literal{s: p.ID, kind: 's'}, e.op, e.lit)
 	}
 	return false
 }
@@ -327,7 +333,7 @@ func (p *parser) unary() (expr, error) {
 	return nil, fmt.Errorf("unsupported filter syntax at %q", t.text)
 }
 
-var props = map[string]bool{"Collection/Name": true, "Name": true, "ContentDate/Start": true, "ContentDate/End": true, "PublicationDate": true, "ModificationDate": true, "OriginDate": true}
+var props = map[string]bool{"Collection/Name": true, "Name": true, "ContentDate/Start": true, "ContentDate/End": true, "PublicationDate": true, "ModificationDate": true, "OriginDate": true, "DeletionDate": true, "Id": true}
 
 var ops = map[string]bool{"eq": true, "ne": true, "lt": true, "le": true, "gt": true, "ge": true}
 
@@ -339,6 +345,15 @@ func (p *parser) comparison() (expr, error) {
 	op := p.next()
 	if !ops[op.text] {
 		return nil, fmt.Errorf("unsupported operator %q", op.text)
+	}
+	if prop == "Id" {
+		// A Guid: unquoted in OData v4 (Id gt 3a9c2f4e-...), quoted accepted too.
+		t := p.next()
+		id, err := uuid.Parse(t.text)
+		if err != nil || len(t.text) != 36 {
+			return nil, fmt.Errorf("not a Guid: %q", t.text)
+		}
+		return cmpExpr{prop: prop, op: op.text, lit: literal{s: id.String(), kind: 's'}}, nil
 	}
 	lit, err := p.literal(prop != "Collection/Name" && prop != "Name")
 	if err != nil {

@@ -85,7 +85,9 @@ func (s *Sim) handleOData(w http.ResponseWriter, r *http.Request) {
 		}
 		s.subscriptionOp(w, r, user, id, rest)
 	case path == "Products" && r.Method == http.MethodGet:
-		s.listProducts(w, r)
+		s.listEntities(w, r, false)
+	case path == "DeletedProducts" && r.Method == http.MethodGet:
+		s.listEntities(w, r, true)
 	case strings.HasPrefix(path, "Products(") && r.Method == http.MethodGet:
 		id, rest, ok := parseKey(strings.TrimPrefix(path, "Products"))
 		if !ok || rest != "" {
@@ -403,9 +405,17 @@ func (s *Sim) ack(w http.ResponseWriter, r *http.Request, sub *subscription) {
 	})
 }
 
-// listProducts serves GET /Products with $filter, $orderby=PublicationDate
-// asc|desc, $top (max 1000, default 20) and $skip, with @odata.nextLink.
-func (s *Sim) listProducts(w http.ResponseWriter, r *http.Request) {
+// maxSkip is the catalogue's largest $skip (since 12 November 2024): a
+// larger one is answered 422, and @odata.nextLink is left out when the next
+// page would need one.
+const maxSkip = 10000
+
+// listEntities serves GET /Products (live products) and GET
+// /DeletedProducts (deleted ones) with $filter, $orderby on
+// PublicationDate, ModificationDate or DeletionDate (asc|desc, optionally
+// followed by ",Id asc" to break ties), $top (max 1000, default 20), $skip
+// (max 10 000), $count=True and @odata.nextLink.
+func (s *Sim) listEntities(w http.ResponseWriter, r *http.Request, deleted bool) {
 	q := r.URL.Query()
 	f, err := ParseFilter(q.Get("$filter"))
 	if err != nil {
@@ -424,37 +434,42 @@ func (s *Sim) listProducts(w http.ResponseWriter, r *http.Request) {
 			badRequest(w, "Invalid $skip")
 			return
 		}
+		if skip > maxSkip {
+			writeJSON(w, http.StatusUnprocessableEntity, map[string]any{"detail": []map[string]any{{
+				"type": "less_than_equal", "loc": []string{"query", "$skip"},
+				"msg": "Input should be less than or equal to 10000", "input": v, "ctx": map[string]int{"le": maxSkip},
+			}}})
+			return
+		}
 	}
-	desc := false
-	switch ob := strings.TrimSpace(q.Get("$orderby")); ob {
-	case "", "PublicationDate", "PublicationDate asc":
-	case "PublicationDate desc":
-		desc = true
-	default:
-		badRequest(w, "Unsupported $orderby: "+ob)
+	order, err := parseOrderBy(q.Get("$orderby"), deleted)
+	if err != nil {
+		badRequest(w, err.Error())
 		return
 	}
 	s.mu.Lock()
 	var match []*Product
 	for _, id := range s.order {
-		if p := s.products[id]; p.DeletionDate.IsZero() && f.Match(p) {
+		if p := s.products[id]; p.DeletionDate.IsZero() != deleted && f.Match(p) {
 			match = append(match, p)
 		}
 	}
 	s.mu.Unlock()
-	slices.SortStableFunc(match, func(a, b *Product) int {
-		if desc {
-			return b.PublicationDate.Compare(a.PublicationDate)
-		}
-		return a.PublicationDate.Compare(b.PublicationDate)
-	})
+	slices.SortStableFunc(match, order)
 	page := match[min(skip, len(match)):min(skip+top, len(match))]
 	values := make([]map[string]any, len(page))
 	for i, p := range page {
 		values[i] = p.Entity()
 	}
-	resp := map[string]any{"@odata.context": "$metadata#Products(Attributes())", "value": values}
-	if skip+top < len(match) {
+	set := "Products"
+	if deleted {
+		set = "DeletedProducts"
+	}
+	resp := map[string]any{"@odata.context": "$metadata#" + set + "(Attributes())", "value": values}
+	if c := q.Get("$count"); strings.EqualFold(c, "true") {
+		resp["@odata.count"] = len(match)
+	}
+	if skip+top < len(match) && skip+top <= maxSkip {
 		next := *r.URL
 		nq := next.Query()
 		nq.Set("$skip", strconv.Itoa(skip+top))
@@ -466,4 +481,53 @@ func (s *Sim) listProducts(w http.ResponseWriter, r *http.Request) {
 		resp["@odata.nextLink"] = scheme + "://" + r.Host + next.RequestURI()
 	}
 	writeJSON(w, http.StatusOK, resp)
+}
+
+// parseOrderBy reads "<Date> [asc|desc][,Id [asc]]".
+func parseOrderBy(ob string, deleted bool) (func(a, b *Product) int, error) {
+	field, rest, _ := strings.Cut(strings.TrimSpace(ob), ",")
+	name, dir, _ := strings.Cut(strings.TrimSpace(field), " ")
+	if name == "" {
+		name = "PublicationDate"
+		if deleted {
+			name = "DeletionDate"
+		}
+	}
+	desc := false
+	switch strings.ToLower(strings.TrimSpace(dir)) {
+	case "", "asc":
+	case "desc":
+		desc = true
+	default:
+		return nil, fmt.Errorf("Unsupported $orderby: %s", ob)
+	}
+	var date func(*Product) time.Time
+	switch {
+	case name == "PublicationDate" && !deleted:
+		date = func(p *Product) time.Time { return p.PublicationDate }
+	case name == "ModificationDate" && !deleted:
+		date = func(p *Product) time.Time { return p.ModificationDate }
+	case name == "DeletionDate" && deleted:
+		date = func(p *Product) time.Time { return p.DeletionDate }
+	default:
+		return nil, fmt.Errorf("Unsupported $orderby: %s", ob)
+	}
+	byID := false
+	switch r := strings.Join(strings.Fields(rest), " "); r {
+	case "":
+	case "Id", "Id asc":
+		byID = true
+	default:
+		return nil, fmt.Errorf("Unsupported $orderby: %s", ob)
+	}
+	return func(a, b *Product) int {
+		c := date(a).Compare(date(b))
+		if desc {
+			c = -c
+		}
+		if c == 0 && byID {
+			c = strings.Compare(a.ID, b.ID)
+		}
+		return c
+	}, nil
 }

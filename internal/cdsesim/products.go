@@ -54,8 +54,8 @@ func NewProduct(m Mission, now time.Time, r *rand.Rand) *Product {
 	p := &Product{
 		ID:               uuid.NewString(),
 		OriginDate:       start.Add(40 * time.Minute),
-		PublicationDate:  now.UTC(),
-		ModificationDate: now.UTC(),
+		PublicationDate:  now.UTC().Truncate(time.Microsecond), // the catalogue keeps microseconds
+		ModificationDate: now.UTC().Truncate(time.Microsecond),
 		ContentStart:     start,
 		ContentEnd:       end,
 		ContentLength:    int64(100_000_000 + r.IntN(1_000_000_000)),

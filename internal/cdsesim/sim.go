@@ -200,7 +200,7 @@ func (s *Sim) changeProduct(id, event string, change func(*Product, time.Time)) 
 		return fmt.Errorf("no product %s", id)
 	}
 	p = p.clone()
-	change(p, s.o.Now().UTC())
+	change(p, s.o.Now().UTC().Truncate(time.Microsecond))
 	s.products[id] = p
 	s.mu.Unlock()
 	s.emit(event, p)
