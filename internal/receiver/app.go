@@ -299,7 +299,8 @@ func (a *App) sources() ([]func(context.Context), error) {
 		run = append(run, func(ctx context.Context) { _ = src.Run(ctx) })
 	}
 	if cfg.ReconcileInterval > 0 {
-		rec, err := reconcile.New(reconcile.Options{Filter: cfg.ReconcileFilter, Interval: cfg.ReconcileInterval, Lookback: cfg.ReconcileLookback,
+		events, _ := reconcile.ParseEvents(cfg.ReconcileEvents) // checked by Validate
+		rec, err := reconcile.New(reconcile.Options{Filter: cfg.ReconcileFilter, Events: events, PageSize: cfg.ReconcilePageSize, Interval: cfg.ReconcileInterval, Lookback: cfg.ReconcileLookback,
 			Overlap: cfg.ReconcileOverlap, SubjectPrefix: cfg.SubjectPrefix, Bucket: cfg.Stream + "_STATE", Replicas: cfg.StreamReplicas}, api, a.pub, a.quarantine, a.pub.JetStream(), a.reg, a.log)
 		if err != nil {
 			return nil, err

@@ -20,6 +20,7 @@ import (
 	"github.com/cdse-jetstream/receiver/internal/catalogclient"
 	"github.com/cdse-jetstream/receiver/internal/publish"
 	"github.com/cdse-jetstream/receiver/internal/quarantine"
+	"github.com/cdse-jetstream/receiver/internal/reconcile"
 	"gopkg.in/yaml.v3"
 )
 
@@ -77,6 +78,8 @@ type Config struct {
 	ReconcileInterval time.Duration
 	ReconcileLookback time.Duration
 	ReconcileOverlap  time.Duration
+	ReconcileEvents   string
+	ReconcilePageSize int
 	// The catalogue login of the PULL source and the reconciler.
 	CDSEUsername     string
 	CDSEPassword     string
@@ -118,6 +121,8 @@ func DefaultConfig() Config {
 		PullInterval:       10 * time.Second,
 		ReconcileLookback:  24 * time.Hour,
 		ReconcileOverlap:   10 * time.Minute,
+		ReconcileEvents:    "created,modified,deleted",
+		ReconcilePageSize:  100,
 		CDSEClientID:       auth.DefaultClientID,
 		CDSETokenURL:       auth.DefaultTokenURL,
 		CDSECatalogueURL:   catalogclient.DefaultBaseURL,
@@ -183,6 +188,8 @@ func (c *Config) settings() []setting {
 		{env: "RECONCILE_INTERVAL", flag: "reconcile-interval", help: "run the reconciler this often (0: off; e.g. 15m)", field: &c.ReconcileInterval},
 		{env: "RECONCILE_LOOKBACK", flag: "reconcile-lookback", help: "first reconcile pass starts this far back", field: &c.ReconcileLookback},
 		{env: "RECONCILE_OVERLAP", flag: "reconcile-overlap", help: "each pass re-lists this much before the watermark (late listings)", field: &c.ReconcileOverlap},
+		{env: "RECONCILE_EVENTS", flag: "reconcile-events", help: "events the reconciler recovers, comma-separated: created, modified, deleted", field: &c.ReconcileEvents},
+		{env: "RECONCILE_PAGE_SIZE", flag: "reconcile-page-size", help: "products per catalogue request of the reconciler and backfill (at most 1000)", field: &c.ReconcilePageSize},
 		{env: "CDSE_USERNAME", flag: "cdse-username", help: "catalogue account (PULL source, reconciler)", field: &c.CDSEUsername},
 		{env: "CDSE_PASSWORD", help: "catalogue password (or CDSE_PASSWORD_FILE)", secret: true, field: &c.CDSEPassword},
 		{env: "CDSE_TOTP", help: "two-factor code, if the account has 2FA", secret: true, field: &c.CDSETOTP},
@@ -457,11 +464,11 @@ func (c Config) Validate() error {
 	if c.NATSPassword != "" && c.NATSUser == "" {
 		bad("NATS_PASSWORD needs NATS_USER")
 	}
-	pull, reconcile := c.PullSubscription != "", c.ReconcileInterval > 0
-	if !c.Webhook && !pull && !reconcile {
+	pull, reconciling := c.PullSubscription != "", c.ReconcileInterval > 0
+	if !c.Webhook && !pull && !reconciling {
 		bad("RECEIVER_WEBHOOK=false needs another source: PULL_SUBSCRIPTION_ID or RECONCILE_INTERVAL")
 	}
-	if pull || reconcile {
+	if pull || reconciling {
 		if c.CDSEUsername == "" || c.CDSEPassword == "" {
 			bad("PULL_SUBSCRIPTION_ID and RECONCILE_INTERVAL need the catalogue login: CDSE_USERNAME and CDSE_PASSWORD (or CDSE_PASSWORD_FILE)")
 		}
@@ -474,9 +481,15 @@ func (c Config) Validate() error {
 	if pull && c.PullInterval < 100*time.Millisecond {
 		bad("PULL_INTERVAL %s is too short", c.PullInterval)
 	}
-	if reconcile {
+	if reconciling {
 		if strings.TrimSpace(c.ReconcileFilter) == "" {
 			bad("RECONCILE_FILTER is required with RECONCILE_INTERVAL (an empty filter would list the whole catalogue)")
+		}
+		if _, err := reconcile.ParseEvents(c.ReconcileEvents); err != nil {
+			bad("RECONCILE_EVENTS: %v", err)
+		}
+		if c.ReconcilePageSize < 1 || c.ReconcilePageSize > 1000 {
+			bad("RECONCILE_PAGE_SIZE %d must be between 1 and 1000 (the catalogue's largest $top)", c.ReconcilePageSize)
 		}
 		if c.ReconcileInterval < time.Minute {
 			bad("RECONCILE_INTERVAL %s is shorter than 1m", c.ReconcileInterval)

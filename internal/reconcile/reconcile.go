@@ -1,16 +1,17 @@
 // Package reconcile is the safety net under PUSH and PULL: it periodically
-// lists the catalogue's products published since a watermark and publishes a
-// synthesized `created` notification for each, with the same dedupe key as a
-// pushed one, so that a product already delivered is recognised by
-// JetStream as a duplicate and one that PUSH lost is stored. The watermark
-// lives in a JetStream KV bucket and advances only after every product up to
-// it is stored; a lease in the same bucket lets one replica reconcile at a
-// time.
+// lists what the catalogue created, modified and deleted since a watermark
+// and publishes a synthesized notification for each, with the same dedupe
+// key as a pushed one, so that an event already delivered is recognised by
+// JetStream as a duplicate and one that PUSH lost is stored. Each event
+// kind has its own watermark in a JetStream KV bucket, advanced only after
+// every product up to it is stored; a lease in a second bucket lets one
+// replica reconcile at a time. The listing pages by key (listing.go), so a
+// pass is not limited by the catalogue's 10 000 $skip ceiling; the backfill
+// command uses the same listing.
 package reconcile
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"sync"
@@ -20,18 +21,12 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/sirupsen/logrus"
-	"golang.org/x/time/rate"
 
 	"github.com/cdse-jetstream/receiver/internal/ingest"
 	"github.com/cdse-jetstream/receiver/internal/notification"
 	"github.com/cdse-jetstream/receiver/internal/publish"
 	"github.com/cdse-jetstream/receiver/internal/quarantine"
 )
-
-// Catalogue is the part of the catalogue API the reconciler uses.
-type Catalogue interface {
-	ListProducts(ctx context.Context, filter string, top int, next string) ([]json.RawMessage, string, error)
-}
 
 // Publisher stores messages (internal/publish).
 type Publisher interface {
@@ -45,36 +40,45 @@ type Quarantine interface {
 
 // Options configure a Reconciler.
 type Options struct {
-	// Filter is an OData filter on Products, usually the subscription's.
-	Filter         string
+	// Filter is an OData filter on Products (and DeletedProducts), usually
+	// the subscription's.
+	Filter string
+	// Events are reconciled (default created, modified, deleted).
+	Events         []notification.Event
 	Interval       time.Duration // between passes
 	Lookback       time.Duration // first watermark: now - Lookback (default 24 h)
 	Overlap        time.Duration // each pass re-lists this much before the watermark (default 10 min)
-	PageSize       int           // default 100
+	PageSize       int           // default 100, at most 1000
 	RequestsPerSec float64       // catalogue request cap (default 2)
 	SubjectPrefix  string
-	// Bucket is the KV bucket of the watermark and the lease.
+	// Bucket is the KV bucket of the watermarks and the lease.
 	Bucket   string
 	Replicas int
 	Now      func() time.Time
 }
 
-const (
-	keyWatermark = "reconcile-watermark"
-	keyLease     = "reconcile-lease"
-)
+const keyLease = "reconcile-lease"
+
+// watermarkKey is where an event's watermark lives; created keeps the key
+// of the versions that reconciled only created.
+func watermarkKey(ev notification.Event) string {
+	if ev == notification.Created {
+		return "reconcile-watermark"
+	}
+	return "reconcile-watermark-" + string(ev)
+}
 
 // Reconciler runs passes.
 type Reconciler struct {
-	o     Options
-	cat   Catalogue
-	pub   Publisher
-	qu    Quarantine
-	js    jetstream.JetStream
-	log   logrus.FieldLogger
-	id    string // this replica, in the lease
-	limit *rate.Limiter
-	m     *metrics
+	o      Options
+	list   *Lister
+	pub    Publisher
+	qu     Quarantine
+	js     jetstream.JetStream
+	log    logrus.FieldLogger
+	id     string // this replica, in the lease
+	m      *metrics
+	events []notification.Event
 
 	// mu serialises passes of this replica (Run calls Pass one at a time;
 	// the lock makes concurrent callers safe too) and guards the fields below.
@@ -103,12 +107,15 @@ func New(o Options, cat Catalogue, pub Publisher, qu Quarantine, js jetstream.Je
 	if o.Now == nil {
 		o.Now = time.Now
 	}
+	if len(o.Events) == 0 {
+		o.Events = notification.Events
+	}
 	m, err := newMetrics(reg)
 	if err != nil {
 		return nil, err
 	}
-	return &Reconciler{o: o, cat: cat, pub: pub, qu: qu, js: js, log: log.WithField("component", "reconcile"), id: uuid.NewString(),
-		limit: rate.NewLimiter(rate.Limit(o.RequestsPerSec), 1), m: m}, nil
+	return &Reconciler{o: o, list: NewLister(cat, o.PageSize, o.RequestsPerSec), pub: pub, qu: qu, js: js,
+		log: log.WithField("component", "reconcile"), id: uuid.NewString(), m: m, events: o.Events}, nil
 }
 
 // leaseTTL is how long a lease lives without renewal: long enough for a
@@ -121,7 +128,7 @@ func (r *Reconciler) buckets(ctx context.Context) error {
 	if r.kv != nil {
 		return nil
 	}
-	kv, err := r.js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: r.o.Bucket, Description: "cdse receiver state (reconcile watermark)", Storage: jetstream.FileStorage, Replicas: max(r.o.Replicas, 1)})
+	kv, err := r.js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: r.o.Bucket, Description: "cdse receiver state (reconcile watermarks, backfill checkpoints)", Storage: jetstream.FileStorage, Replicas: max(r.o.Replicas, 1)})
 	if err != nil {
 		return fmt.Errorf("kv bucket %s: %w", r.o.Bucket, err)
 	}
@@ -138,7 +145,7 @@ func (r *Reconciler) Run(ctx context.Context) {
 	for {
 		if err := r.Pass(ctx); err != nil && ctx.Err() == nil {
 			r.m.errors.Inc()
-			r.log.WithError(err).Warn("reconcile pass failed; the watermark stays where it was")
+			r.log.WithError(err).Warn("reconcile pass failed; the watermarks stay where they were stored")
 		}
 		select {
 		case <-ctx.Done():
@@ -178,32 +185,32 @@ func (r *Reconciler) release(ctx context.Context) {
 	_ = r.lease.Delete(ctx, keyLease, jetstream.LastRevision(r.leaseRev))
 }
 
-// Watermark returns the stored watermark (zero if none).
-func (r *Reconciler) Watermark(ctx context.Context) (time.Time, error) {
+// Watermark returns the stored watermark of an event (zero if none).
+func (r *Reconciler) Watermark(ctx context.Context, ev notification.Event) (time.Time, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return r.watermark(ctx)
+	return r.watermark(ctx, ev)
 }
 
-func (r *Reconciler) watermark(ctx context.Context) (time.Time, error) {
+func (r *Reconciler) watermark(ctx context.Context, ev notification.Event) (time.Time, error) {
 	if err := r.buckets(ctx); err != nil {
 		return time.Time{}, err
 	}
-	e, err := r.kv.Get(ctx, keyWatermark)
+	e, err := r.kv.Get(ctx, watermarkKey(ev))
 	if errors.Is(err, jetstream.ErrKeyNotFound) {
 		return time.Time{}, nil
 	}
 	if err != nil {
 		return time.Time{}, err
 	}
-	t, err := time.Parse(time.RFC3339Nano, string(e.Value()))
-	return t, err
+	return time.Parse(time.RFC3339Nano, string(e.Value()))
 }
 
-// Pass lists the products published since the watermark (minus Overlap)
-// and publishes those not seen, page by page, advancing the watermark after
-// each stored page. It returns ErrLeaseHeld, quietly, when another replica
-// is at it.
+// Pass lists, for each reconciled event, what the catalogue did since its
+// watermark (minus Overlap) and publishes what is not on the stream yet,
+// page by page, advancing the watermark after each stored page. It returns
+// nil, quietly, when another replica holds the lease. An event whose
+// listing fails does not stop the others; the errors are returned joined.
 func (r *Reconciler) Pass(ctx context.Context) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -218,129 +225,109 @@ func (r *Reconciler) Pass(ctx context.Context) error {
 		return err
 	}
 	defer r.release(context.WithoutCancel(ctx))
-	wm, err := r.watermark(ctx)
+	var errs []error
+	for _, ev := range r.events {
+		if err := r.passEvent(ctx, KindOf(ev)); err != nil {
+			if errors.Is(err, ErrLeaseHeld) || ctx.Err() != nil {
+				return err
+			}
+			errs = append(errs, fmt.Errorf("%s: %w", ev, err))
+		}
+	}
+	if len(errs) == 0 {
+		r.m.passes.Inc()
+	}
+	return errors.Join(errs...)
+}
+
+func (r *Reconciler) passEvent(ctx context.Context, k Kind) error {
+	wm, err := r.watermark(ctx, k.Event)
 	if err != nil {
 		return fmt.Errorf("watermark: %w", err)
 	}
 	if wm.IsZero() {
 		wm = r.o.Now().Add(-r.o.Lookback)
 	}
-	since := wm.Add(-r.o.Overlap)
-	filter := "PublicationDate ge " + since.UTC().Format("2006-01-02T15:04:05.000000Z")
-	if r.o.Filter != "" {
-		filter += " and (" + r.o.Filter + ")"
-	}
 	start := time.Now()
+	rng := Range{Filter: r.o.Filter, From: wm.Add(-r.o.Overlap)}
 	var stored, dups int
-	next := ""
 	for {
-		if err := r.limit.Wait(ctx); err != nil {
-			return err
-		}
-		page, link, err := r.cat.ListProducts(ctx, filter, r.o.PageSize, next)
+		items, _, err := r.list.Page(ctx, k, rng, false)
 		if err != nil {
 			return err
 		}
-		if len(page) > 0 {
-			o, last, err := r.publishPage(ctx, page)
-			if err != nil {
-				return err
-			}
-			stored, dups = stored+o.Accepted, dups+o.Duplicates
-			// Pages come in PublicationDate order: every product up to last
-			// is stored now.
-			if last.After(wm) {
-				if _, err := r.kv.Put(ctx, keyWatermark, []byte(last.UTC().Format(time.RFC3339Nano))); err != nil {
-					return fmt.Errorf("advance watermark: %w", err)
-				}
-				wm = last
-				r.m.watermark.Set(float64(last.Unix()))
-			}
-			if err := r.acquire(ctx); err != nil {
-				return err
-			}
-		}
-		if link == "" {
+		if len(items) == 0 {
 			break
 		}
-		next = link
+		o, err := r.store(ctx, k, items)
+		if err != nil {
+			return err
+		}
+		stored, dups = stored+o.Accepted, dups+o.Duplicates
+		// Pages come in date order: every product up to the last is stored.
+		last := items[len(items)-1]
+		if last.Date.After(wm) {
+			if _, err := r.kv.Put(ctx, watermarkKey(k.Event), []byte(last.Date.UTC().Format(time.RFC3339Nano))); err != nil {
+				return fmt.Errorf("advance watermark: %w", err)
+			}
+			wm = last.Date
+			r.m.watermark.WithLabelValues(string(k.Event)).Set(float64(last.Date.Unix()))
+		}
+		rng.After = Cursor{last.Date, last.ID}
+		if err := r.acquire(ctx); err != nil {
+			return err
+		}
+		if len(items) < r.list.PageSize() {
+			break
+		}
 	}
-	r.m.passes.Inc()
-	r.m.published.Add(float64(stored))
-	r.log.WithFields(logrus.Fields{"stored": stored, "duplicates": dups, "watermark": wm.UTC().Format(time.RFC3339), "took": time.Since(start).Round(time.Millisecond).String()}).Info("reconcile pass done")
+	r.m.stored.WithLabelValues(string(k.Event)).Add(float64(stored))
+	r.log.WithFields(logrus.Fields{"event": k.Event, "stored": stored, "duplicates": dups, "watermark": wm.UTC().Format(time.RFC3339),
+		"took": time.Since(start).Round(time.Millisecond).String()}).Info("reconcile pass done")
 	return nil
 }
 
-// publishPage publishes a created notification for each product and
-// returns the latest PublicationDate of the page.
-func (r *Reconciler) publishPage(ctx context.Context, page []json.RawMessage) (ingest.Outcome, time.Time, error) {
-	now := r.o.Now().UTC().Format("2006-01-02T15:04:05.000000Z")
-	var (
-		ns   []notification.Notification
-		last time.Time
-	)
-	for _, raw := range page {
-		var p struct {
-			ID              string `json:"Id"`
-			Name            string `json:"Name"`
-			PublicationDate string `json:"PublicationDate"`
+// store publishes the notifications of a page; what fails validation is
+// quarantined (kept, not skipped: the watermark moves past it, so the
+// quarantine is the only place it will be found again).
+func (r *Reconciler) store(ctx context.Context, k Kind, items []Item) (ingest.Outcome, error) {
+	ns, refused := Notifications(k, items, r.o.Now(), ingest.SourceReconcile)
+	for _, e := range refused {
+		if err := r.qu.Put(ctx, e); err != nil {
+			return ingest.Outcome{}, fmt.Errorf("quarantine a refused product: %w", err)
 		}
-		if err := json.Unmarshal(raw, &p); err != nil {
-			return ingest.Outcome{}, last, fmt.Errorf("product: %w", err)
-		}
-		if t, ok := notification.ParseTime(p.PublicationDate); ok && t.After(last) {
-			last = t
-		}
-		body, err := json.Marshal(struct {
-			Context          string          `json:"@odata.context"`
-			Event            string          `json:"SubscriptionEvent"`
-			ProductID        string          `json:"ProductId"`
-			ProductName      string          `json:"ProductName"`
-			SubscriptionID   string          `json:"SubscriptionId"`
-			NotificationDate string          `json:"NotificationDate"`
-			Value            json.RawMessage `json:"value"`
-		}{"$metadata#Notification/$entity", "created", p.ID, p.Name, "", now, raw})
-		if err != nil {
-			return ingest.Outcome{}, last, err
-		}
-		n, err := notification.Decode(body)
-		if err != nil {
-			// Kept, not skipped: the watermark moves past it, so this is
-			// the only place it will ever be found again.
-			if err := r.qu.Put(ctx, quarantine.Entry{Source: ingest.SourceReconcile, Reason: quarantine.ReasonOf(err),
-				Error: err.Error(), Field: quarantine.FieldOf(err), ContentType: "application/json", Body: body}); err != nil {
-				return ingest.Outcome{}, time.Time{}, fmt.Errorf("quarantine product %s: %w", p.ID, err)
-			}
-			continue
-		}
-		ns = append(ns, n)
 	}
 	if len(ns) == 0 {
-		return ingest.Outcome{}, last, nil
+		return ingest.Outcome{}, nil
 	}
 	res, err := r.pub.Publish(ctx, ingest.Messages(ns, r.o.SubjectPrefix, ingest.SourceReconcile))
 	if err != nil {
-		return ingest.Outcome{}, time.Time{}, err
+		return ingest.Outcome{}, err
 	}
-	return ingest.Count(res), last, nil
+	return ingest.Count(res), nil
 }
 
 type metrics struct {
-	passes, published, errors prometheus.Counter
-	watermark                 prometheus.Gauge
+	passes, errors prometheus.Counter
+	stored         *prometheus.CounterVec
+	watermark      *prometheus.GaugeVec
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	m := &metrics{
-		passes:    prometheus.NewCounter(prometheus.CounterOpts{Name: "cdse_receiver_reconcile_passes_total", Help: "Completed reconcile passes."}),
-		published: prometheus.NewCounter(prometheus.CounterOpts{Name: "cdse_receiver_reconcile_stored_total", Help: "Products the reconciler stored (missed by PUSH/PULL)."}),
-		errors:    prometheus.NewCounter(prometheus.CounterOpts{Name: "cdse_receiver_reconcile_errors_total", Help: "Reconcile passes that failed."}),
-		watermark: prometheus.NewGauge(prometheus.GaugeOpts{Name: "cdse_receiver_reconcile_watermark_seconds", Help: "The reconcile watermark (Unix time)."}),
+		passes: prometheus.NewCounter(prometheus.CounterOpts{Name: "cdse_receiver_reconcile_passes_total", Help: "Completed reconcile passes."}),
+		stored: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "cdse_receiver_reconcile_stored_total", Help: "Events the reconciler stored (missed by PUSH/PULL), by event."}, []string{"event"}),
+		errors: prometheus.NewCounter(prometheus.CounterOpts{Name: "cdse_receiver_reconcile_errors_total", Help: "Reconcile passes that failed."}),
+		watermark: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "cdse_receiver_reconcile_watermark_seconds",
+			Help: "The reconcile watermark of each event (Unix time)."}, []string{"event"}),
 	}
-	for _, c := range []prometheus.Collector{m.passes, m.published, m.errors, m.watermark} {
+	for _, c := range []prometheus.Collector{m.passes, m.stored, m.errors, m.watermark} {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("register reconcile metrics: %w", err)
 		}
+	}
+	for _, ev := range notification.Events {
+		m.stored.WithLabelValues(string(ev))
 	}
 	return m, nil
 }

@@ -3,7 +3,9 @@ package reconcile
 import (
 	"context"
 	"encoding/json"
+	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -16,6 +18,7 @@ import (
 	"github.com/cdse-jetstream/receiver/internal/catalogclient"
 	"github.com/cdse-jetstream/receiver/internal/cdsesim"
 	"github.com/cdse-jetstream/receiver/internal/ingest"
+	"github.com/cdse-jetstream/receiver/internal/natstest"
 	"github.com/cdse-jetstream/receiver/internal/notification"
 	"github.com/cdse-jetstream/receiver/internal/publish/publishtest"
 )
@@ -97,14 +100,14 @@ func TestReconcileRecoversLostPushes(t *testing.T) {
 	if distinct != 100 || bySource["push"] != 20 || bySource["reconcile"] != 80 {
 		t.Fatalf("after the pass: %d distinct products, by source %v; want 100 = 20 push + 80 reconcile", distinct, bySource)
 	}
-	wm, err := r.Watermark(context.Background())
+	wm, err := r.Watermark(context.Background(), notification.Created)
 	if err != nil || !wm.Equal(products[99].PublicationDate.Truncate(time.Microsecond)) {
 		t.Errorf("watermark %v (%v), want the last product's PublicationDate %v", wm, err, products[99].PublicationDate)
 	}
 
 	// A restarted receiver keeps the watermark and publishes nothing twice.
 	r2 := w.reconciler(t, "Collection/Name eq 'SENTINEL-2'")
-	if wm2, _ := r2.Watermark(context.Background()); !wm2.Equal(wm) {
+	if wm2, _ := r2.Watermark(context.Background(), notification.Created); !wm2.Equal(wm) {
 		t.Errorf("watermark after restart %v, want %v", wm2, wm)
 	}
 	w.sim.Generate(cdsesim.Sentinel2, 5)
@@ -152,5 +155,205 @@ func TestOneReplicaAtATime(t *testing.T) {
 	msgs := w.env.Messages(t)
 	if _, distinct := count(msgs); len(msgs) != 60 || distinct != 60 {
 		t.Fatalf("%d messages, %d distinct; want 60", len(msgs), distinct)
+	}
+}
+
+// deadPushSubscription registers a PUSH subscription for every event to an
+// endpoint nobody listens on: the simulator retries three times and drops
+// each notification, as the catalogue does with a receiver that is down.
+func (w *world) deadPushSubscription(t *testing.T) {
+	t.Helper()
+	dead := httptest.NewServer(nil)
+	deadURL := dead.URL
+	dead.Close()
+	// The catalogue takes created and modified together, deleted apart.
+	for _, events := range [][]string{{"created", "modified"}, {"deleted"}} {
+		if _, err := w.api.CreateSubscription(context.Background(), catalogclient.SubscriptionRequest{SubscriptionType: "push",
+			SubscriptionEvent: events, NotificationEndpoint: deadURL + "/notifications"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// pushedEvent stores the notification of an event as the webhook would
+// have: value is the product as the catalogue shows it now (nil for a
+// deletion pushed without value).
+func (w *world) pushedEvent(t *testing.T, ev string, p *cdsesim.Product, value json.RawMessage) {
+	t.Helper()
+	m := map[string]any{"SubscriptionEvent": ev, "ProductId": p.ID, "ProductName": p.Name}
+	if value != nil {
+		m["value"] = value
+	}
+	body, _ := json.Marshal(m)
+	n, err := notification.Decode(body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.env.Publisher.Publish(context.Background(), ingest.Messages([]notification.Notification{n}, "cdse.product", ingest.SourcePush)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestReconcileModifiedAndDeleted(t *testing.T) {
+	w := setup(t)
+	w.deadPushSubscription(t)
+	ctx := context.Background()
+	ps := w.sim.Generate(cdsesim.Sentinel2, 30)
+	for _, p := range ps[:10] {
+		w.pushedEvent(t, "created", p, nil)
+	}
+	for i, p := range ps[10:15] {
+		if err := w.sim.ModifyProduct(p.ID); err != nil {
+			t.Fatal(err)
+		}
+		if i < 2 { // these two modifications did reach the stream
+			raw, err := w.api.GetProduct(ctx, p.ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			w.pushedEvent(t, "modified", p, raw)
+		}
+	}
+	for i, p := range ps[:4] {
+		if err := w.sim.DeleteProduct(p.ID, "Duplicated product"); err != nil {
+			t.Fatal(err)
+		}
+		if i == 0 {
+			w.pushedEvent(t, "deleted", p, nil)
+		}
+	}
+	w.sim.WaitPushes()
+	if st := w.sim.Stats(); st.PushDropped != 39 {
+		t.Fatalf("simulator dropped %d pushes, want 39 (30 created, 5 modified, 4 deleted)", st.PushDropped)
+	}
+	r := w.reconciler(t, "Collection/Name eq 'SENTINEL-2'")
+	if err := r.Pass(ctx); err != nil {
+		t.Fatal(err)
+	}
+	check := func(when string) {
+		t.Helper()
+		msgs := natstest.StreamMessages(t, w.env.JS, publishtest.Stream)
+		got := map[string]int{} // "event source" -> count
+		ids := map[string]int{}
+		for _, m := range msgs {
+			got[m.Header.Get("Cdse-Event")+" "+m.Header.Get("Cdse-Source")]++
+			ids[m.Header.Get("Nats-Msg-Id")]++
+			if want := "cdse.product." + m.Header.Get("Cdse-Event") + ".SENTINEL-2"; m.Subject != want {
+				t.Errorf("%s: subject %s, want %s", when, m.Subject, want)
+			}
+		}
+		want := map[string]int{"created push": 10, "created reconcile": 20, "modified push": 2, "modified reconcile": 3, "deleted push": 1, "deleted reconcile": 3}
+		for k, v := range want {
+			if got[k] != v {
+				t.Errorf("%s: %d %q messages, want %d (all: %v)", when, got[k], k, v, got)
+			}
+		}
+		for id, n := range ids {
+			if n != 1 {
+				t.Errorf("%s: %s stored %d times", when, id, n)
+			}
+		}
+		if len(msgs) != 39 {
+			t.Errorf("%s: %d messages, want 39", when, len(msgs))
+		}
+	}
+	check("after the pass")
+	// Modified ones are keyed by product and ModificationDate, as pushed.
+	raw, _ := w.api.GetProduct(ctx, ps[12].ID)
+	var p catalogclient.Product
+	json.Unmarshal(raw, &p)
+	key := "modified:" + ps[12].ID + ":" + p.ModificationDate.UTC().Format(time.RFC3339Nano)
+	s, _ := w.env.JS.Stream(ctx, publishtest.Stream)
+	if _, err := s.GetLastMsgForSubject(ctx, "cdse.product.modified.SENTINEL-2"); err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, m := range natstest.StreamMessages(t, w.env.JS, publishtest.Stream) {
+		found = found || m.Header.Get("Nats-Msg-Id") == key
+	}
+	if !found {
+		t.Errorf("no message with the key %s", key)
+	}
+	for _, ev := range notification.Events {
+		if wm, err := r.Watermark(ctx, ev); err != nil || wm.IsZero() {
+			t.Errorf("%s watermark %v %v", ev, wm, err)
+		}
+	}
+	// Another pass, from the watermarks: nothing new.
+	if err := w.reconciler(t, "Collection/Name eq 'SENTINEL-2'").Pass(ctx); err != nil {
+		t.Fatal(err)
+	}
+	check("after a second pass")
+}
+
+// skipWatcher records the largest $skip asked for and the 422 answers.
+type skipWatcher struct {
+	h        http.Handler
+	mu       sync.Mutex
+	maxSkip  int
+	requests int
+	refused  int
+}
+
+func (s *skipWatcher) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	rec := httptest.NewRecorder()
+	s.h.ServeHTTP(rec, r)
+	s.mu.Lock()
+	if strings.HasSuffix(r.URL.Path, "Products") {
+		s.requests++
+		if n, _ := strconv.Atoi(r.URL.Query().Get("$skip")); n > s.maxSkip {
+			s.maxSkip = n
+		}
+		if rec.Code == http.StatusUnprocessableEntity {
+			s.refused++
+		}
+	}
+	s.mu.Unlock()
+	for k, v := range rec.Header() {
+		w.Header()[k] = v
+	}
+	w.WriteHeader(rec.Code)
+	w.Write(rec.Body.Bytes())
+}
+
+// TestReconcilePastTheSkipLimit: one pass over 12 000 products (in groups
+// of 100 with the same PublicationDate) with pages of 1000 completes
+// without a $skip and without a 422, exactly once.
+func TestReconcilePastTheSkipLimit(t *testing.T) {
+	if testing.Short() {
+		t.Skip("12 000 products")
+	}
+	clock := cdsesim.NewClock(time.Now().Add(-time.Hour).UTC())
+	sim := cdsesim.New(cdsesim.Options{Users: map[string]cdsesim.User{"u": {Password: "pw"}}, Now: clock.Now})
+	watch := &skipWatcher{h: sim.Handler()}
+	srv := httptest.NewServer(watch)
+	t.Cleanup(func() { srv.Close(); sim.Close() })
+	ts := auth.PasswordTokenSource(auth.PasswordConfig{TokenURL: srv.URL + "/auth/realms/CDSE/protocol/openid-connect/token", Username: "u", Password: "pw"})
+	w := &world{sim: sim, api: catalogclient.New(srv.URL+"/odata/v1", ts, nil), env: publishtest.New(t, nil)}
+	const n = 12000
+	for range n / 100 {
+		sim.Generate(cdsesim.Sentinel2, 100)
+		clock.Add(time.Second)
+	}
+	log, _ := test.NewNullLogger()
+	r, err := New(Options{Filter: "Collection/Name eq 'SENTINEL-2'", Events: []notification.Event{notification.Created}, Interval: time.Hour, SubjectPrefix: "cdse.product",
+		PageSize: 1000, RequestsPerSec: 1000}, w.api, w.env.Publisher, w.env.Quarantine, w.env.JS, prometheus.NewRegistry(), log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Pass(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if got := natstest.StreamCount(t, w.env.JS, publishtest.Stream); got != n {
+		t.Fatalf("%d messages, want %d", got, n)
+	}
+	msgs := natstest.StreamMessages(t, w.env.JS, publishtest.Stream)
+	for id, c := range natstest.CountBy(msgs, "Cdse-Product-Id") {
+		if c != 1 {
+			t.Fatalf("product %s stored %d times", id, c)
+		}
+	}
+	if watch.maxSkip != 0 || watch.refused != 0 || watch.requests != n/1000+1 {
+		t.Errorf("listing: largest $skip %d, %d answered 422, %d requests (want 0, 0, %d)", watch.maxSkip, watch.refused, watch.requests, n/1000+1)
 	}
 }
