@@ -227,20 +227,52 @@ func TestPullOnlyReceiver(t *testing.T) {
 
 func TestReconcileAfterOutage(t *testing.T) {
 	w := newSim(t)
-	// The receiver is down while the catalogue publishes: PUSH gives up.
-	w.register(t, "create", "--endpoint", "http://127.0.0.1:1/notifications", "--insecure-endpoint", "--filter", "Collection/Name eq 'SENTINEL-1'")
+	// The receiver is down while the catalogue creates, modifies and
+	// deletes products: PUSH gives up on every one of them.
+	w.register(t, "create", "--endpoint", "http://127.0.0.1:1/notifications", "--insecure-endpoint", "--filter", "Collection/Name eq 'SENTINEL-1'", "--events", "created,modified")
+	w.register(t, "create", "--endpoint", "http://127.0.0.1:1/notifications", "--insecure-endpoint", "--filter", "Collection/Name eq 'SENTINEL-1'", "--events", "deleted")
 	lost := w.sim.Generate(cdsesim.Sentinel1, 30)
+	for _, p := range lost[20:25] {
+		if err := w.sim.ModifyProduct(p.ID); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, p := range lost[:3] {
+		if err := w.sim.DeleteProduct(p.ID, "Corrupted product"); err != nil {
+			t.Fatal(err)
+		}
+	}
 	w.sim.WaitPushes()
-	if st := w.sim.Stats(); st.PushDropped != 30 {
-		t.Fatalf("simulator %+v: want 30 dropped", st)
+	if st := w.sim.Stats(); st.PushDropped != 38 {
+		t.Fatalf("simulator %+v: want 38 dropped (30 created, 5 modified, 3 deleted)", st)
 	}
 	// It comes back with the reconciler on: the first pass runs at start.
+	// A product deleted meanwhile is no longer listed as created: its
+	// deletion is what the stream learns.
 	w.startReceiver(t, func(c *receiver.Config) {
 		c.ReconcileInterval = time.Hour
 		c.ReconcileFilter = "Collection/Name eq 'SENTINEL-1'"
 	})
-	got := w.waitMessages(t, 30)
-	if len(got) != 30 || !strings.HasSuffix(got[0], " reconcile") || !strings.Contains(strings.Join(got, "\n"), lost[29].ID) {
-		t.Fatalf("%d messages: %v", len(got), got)
+	got := w.waitMessages(t, 35)
+	counts := map[string]int{}
+	for _, m := range got {
+		counts[m]++
+	}
+	for _, p := range lost {
+		want := map[string]int{"created": 1, "modified": 0, "deleted": 0}
+		if p == lost[20] || p == lost[21] || p == lost[22] || p == lost[23] || p == lost[24] {
+			want["modified"] = 1
+		}
+		if p == lost[0] || p == lost[1] || p == lost[2] {
+			want["created"], want["deleted"] = 0, 1
+		}
+		for ev, n := range want {
+			if c := counts["cdse.product."+ev+".SENTINEL-1 "+p.ID+" reconcile"]; c != n {
+				t.Errorf("%s %s: %d messages, want %d", ev, p.ID, c, n)
+			}
+		}
+	}
+	if len(got) != 35 {
+		t.Fatalf("%d messages, want 35: %v", len(got), got)
 	}
 }
