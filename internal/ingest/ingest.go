@@ -1,7 +1,8 @@
 // Package ingest turns validated notifications into the messages every
 // source publishes — the webhook (push), the PULL queue (pull) and the
 // reconciler (reconcile) — so that all of them route and deduplicate
-// exactly alike: same subject, same headers, same Nats-Msg-Id.
+// exactly alike: same subject, same headers, same Nats-Msg-Id. The backfill
+// command publishes through it too.
 package ingest
 
 import (
@@ -14,6 +15,7 @@ const (
 	SourcePush      = "push"
 	SourcePull      = "pull"
 	SourceReconcile = "reconcile"
+	SourceBackfill  = "backfill"
 )
 
 // Messages builds one message per notification, its data the notification's

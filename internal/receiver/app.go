@@ -42,6 +42,8 @@ func Run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		switch args[1] {
 		case "quarantine":
 			return runQuarantine(ctx, args[2:], getenv, stdout, stderr)
+		case "backfill":
+			return runBackfill(ctx, args[2:], getenv, stdout, stderr)
 		}
 	}
 	cfg, err := Load(args, getenv, stdout)
@@ -331,7 +333,7 @@ func (a *App) ensureStream(ctx context.Context) bool {
 	wait := 200 * time.Millisecond
 	for {
 		cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-		info, err := publish.EnsureStream(cctx, a.pub.JetStream(), a.streamOptions())
+		info, err := publish.EnsureStream(cctx, a.pub.JetStream(), a.cfg.streamOptions())
 		if err == nil {
 			err = a.quarantine.Ensure(cctx)
 		}
@@ -396,7 +398,7 @@ func (a *App) Ready(ctx context.Context) error {
 		// Deleted while we ran (an operator, a NATS cluster rebuilt): create
 		// it again, as at start, rather than stay unready until a restart.
 		a.log.WithField("stream", a.cfg.Stream).Warn("stream missing; creating it again")
-		_, err = publish.EnsureStream(ctx, a.pub.JetStream(), a.streamOptions())
+		_, err = publish.EnsureStream(ctx, a.pub.JetStream(), a.cfg.streamOptions())
 	}
 	if err != nil {
 		return fmt.Errorf("stream %s: %w", a.cfg.Stream, err)
@@ -404,14 +406,15 @@ func (a *App) Ready(ctx context.Context) error {
 	return nil
 }
 
-func (a *App) streamOptions() publish.StreamOptions {
+// streamOptions are the product stream's settings.
+func (c Config) streamOptions() publish.StreamOptions {
 	return publish.StreamOptions{
-		Name:       a.cfg.Stream,
-		Subjects:   []string{a.cfg.SubjectPrefix + ".>"},
-		Replicas:   a.cfg.StreamReplicas,
-		Duplicates: a.cfg.DedupeWindow,
-		MaxAge:     a.cfg.StreamMaxAge,
-		MaxBytes:   a.cfg.StreamMaxBytes,
+		Name:       c.Stream,
+		Subjects:   []string{c.SubjectPrefix + ".>"},
+		Replicas:   c.StreamReplicas,
+		Duplicates: c.DedupeWindow,
+		MaxAge:     c.StreamMaxAge,
+		MaxBytes:   c.StreamMaxBytes,
 	}
 }
 

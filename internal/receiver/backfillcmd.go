@@ -1,0 +1,187 @@
+package receiver
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/cdse-jetstream/receiver/internal/auth"
+	"github.com/cdse-jetstream/receiver/internal/backfill"
+	"github.com/cdse-jetstream/receiver/internal/catalogclient"
+	"github.com/cdse-jetstream/receiver/internal/publish"
+	"github.com/cdse-jetstream/receiver/internal/quarantine"
+	"github.com/cdse-jetstream/receiver/internal/reconcile"
+)
+
+const backfillUsage = `receiver backfill --filter FILTER --since TIME [--until TIME] [--events created,modified,deleted]
+                         [--dry-run] [--page-size N] [--rate R] [-o table|json] [--config FILE]`
+
+func runBackfill(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) int {
+	return runCommand(stderr, "backfill", backfillCmd(ctx, args, getenv, stdout, stderr))
+}
+
+func backfillCmd(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	fs, configFile, output := newCommandFlags("backfill", stderr, backfillUsage+`
+
+Publishes a synthesized notification for every product the catalogue
+created, modified or deleted in [--since, --until) that matches --filter,
+exactly once: what the stream already holds is not published again, even
+beyond its duplicate window. Killed and started again with the same
+arguments, it continues where it stopped. Needs the catalogue login
+(CDSE_USERNAME, CDSE_PASSWORD or CDSE_PASSWORD_FILE) and the receiver's NATS
+settings.`)
+	filter := fs.String("filter", "", "OData filter of the products (required), e.g. \"Collection/Name eq 'SENTINEL-2'\"")
+	since := fs.String("since", "", "start of the range, RFC 3339 (required), e.g. 2026-11-01T00:00:00Z")
+	until := fs.String("until", "", "end of the range, RFC 3339, exclusive (default: now)")
+	events := fs.String("events", "created,modified,deleted", "events to backfill")
+	dryRun := fs.Bool("dry-run", false, "count what would be published; publish nothing")
+	pageSize := fs.Int("page-size", 0, "products per catalogue request, at most 1000 (default RECONCILE_PAGE_SIZE)")
+	rate := fs.Float64("rate", 2, "catalogue requests per second, at most")
+	rest, err := parseInterspersed(fs, args)
+	if errors.Is(err, flag.ErrHelp) {
+		return err
+	}
+	if err != nil {
+		return fmt.Errorf("%w: %v", errUsage, err)
+	}
+	var problems []string
+	if len(rest) > 0 {
+		problems = append(problems, fmt.Sprintf("unexpected argument %q", rest[0]))
+	}
+	if strings.TrimSpace(*filter) == "" {
+		problems = append(problems, "--filter is required (an empty filter would list the whole catalogue)")
+	}
+	from, err := time.Parse(time.RFC3339Nano, *since)
+	if err != nil {
+		problems = append(problems, fmt.Sprintf("--since %q is not an RFC 3339 time", *since))
+	}
+	var to time.Time
+	if *until != "" {
+		if to, err = time.Parse(time.RFC3339Nano, *until); err != nil {
+			problems = append(problems, fmt.Sprintf("--until %q is not an RFC 3339 time", *until))
+		} else if !to.After(from) {
+			problems = append(problems, "--until must be after --since")
+		}
+	}
+	evs, err := reconcile.ParseEvents(*events)
+	if err != nil {
+		problems = append(problems, "--events: "+err.Error())
+	}
+	if *output != "table" && *output != "json" {
+		problems = append(problems, fmt.Sprintf("-o %q: must be table or json", *output))
+	}
+	if *pageSize < 0 || *pageSize > 1000 || *rate <= 0 {
+		problems = append(problems, "--page-size must be between 1 and 1000 and --rate positive")
+	}
+	cfg, err := commandConfig(*configFile, getenv)
+	if err != nil {
+		problems = append(problems, err.Error())
+	}
+	if cfg.CDSEUsername == "" || cfg.CDSEPassword == "" {
+		problems = append(problems, "the catalogue login is needed: CDSE_USERNAME and CDSE_PASSWORD (or CDSE_PASSWORD_FILE)")
+	}
+	if len(problems) > 0 {
+		return fmt.Errorf("%w: %s", errUsage, strings.Join(problems, "; "))
+	}
+	if *pageSize == 0 {
+		*pageSize = cfg.ReconcilePageSize
+	}
+
+	log := NewLogger(cfg, stderr)
+	nc, js, err := connectCommand(cfg, "cdse-receiver-backfill")
+	if err != nil {
+		return err
+	}
+	defer nc.Close()
+	if _, err := publish.EnsureStream(ctx, js, cfg.streamOptions()); err != nil {
+		return ctxDone(ctx, err)
+	}
+	reg := prometheus.NewRegistry()
+	qu, err := quarantine.New(js, cfg.quarantineOptions(), reg, log)
+	if err != nil {
+		return err
+	}
+	if !*dryRun {
+		if err := qu.Ensure(ctx); err != nil {
+			return ctxDone(ctx, err)
+		}
+	}
+	pub, err := publish.NewPublisher(nc, publish.PublisherOptions{Stream: cfg.Stream, Timeout: cfg.PublishTimeout}, reg)
+	if err != nil {
+		return err
+	}
+	tokens := auth.PasswordTokenSource(auth.PasswordConfig{TokenURL: cfg.CDSETokenURL, ClientID: cfg.CDSEClientID,
+		Username: cfg.CDSEUsername, Password: cfg.CDSEPassword, TOTP: cfg.CDSETOTP})
+	api := catalogclient.New(cfg.CDSECatalogueURL, tokens, nil)
+	bf := backfill.New(backfill.Options{Filter: *filter, Since: from, Until: to, Events: evs, SubjectPrefix: cfg.SubjectPrefix,
+		Stream: cfg.Stream, Bucket: cfg.Stream + "_STATE", Replicas: cfg.StreamReplicas, DryRun: *dryRun},
+		reconcile.NewLister(api, *pageSize, *rate), pub, qu, js, log)
+
+	tty := *output != "json" && isTerminal(stderr)
+	began := map[string]time.Time{}
+	bf.OnPage = func(p backfill.Progress) {
+		if !tty {
+			log.WithField("event", p.Event).WithField("listed", p.Listed).WithField("total", p.Total).
+				WithField("published", p.Published).WithField("on_stream", p.OnStream).Info("backfill page stored")
+			return
+		}
+		fmt.Fprintf(stderr, "\r%s", progressLine(p, began))
+	}
+	log.WithField("since", from.Format(time.RFC3339)).WithField("until", *until).WithField("dry_run", *dryRun).Info("backfill started")
+	sum, err := bf.Run(ctx)
+	if tty {
+		fmt.Fprintln(stderr)
+	}
+	if err != nil {
+		return ctxDone(ctx, fmt.Errorf("%w (run the same command again to continue)", err))
+	}
+	if *output == "json" {
+		return writeJSON(stdout, sum)
+	}
+	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+	verb := "PUBLISHED"
+	if sum.DryRun {
+		verb = "WOULD-PUBLISH"
+	}
+	fmt.Fprintf(tw, "EVENT\tLISTED\t%s\tON-STREAM\tQUARANTINED\tUNCHANGED\n", verb)
+	for _, p := range sum.Events {
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\n", p.Event, p.Listed, p.Published, p.OnStream, p.Quarantined, p.Unchanged)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "%d ids read from the stream; resumed: %v; took %s\n", sum.Scanned, sum.Resumed, sum.Took)
+	return nil
+}
+
+// progressLine is "created  1200/3000  40%  520/s  ETA 3s".
+func progressLine(p backfill.Progress, began map[string]time.Time) string {
+	ev := string(p.Event)
+	if _, ok := began[ev]; !ok {
+		began[ev] = time.Now()
+	}
+	elapsed := time.Since(began[ev]).Seconds()
+	rate := float64(p.Listed) / max(elapsed, 0.001)
+	if p.Total <= 0 {
+		return fmt.Sprintf("%-9s %d listed  %.0f/s   ", ev, p.Listed, rate)
+	}
+	eta := time.Duration(float64(p.Total-p.Listed)/max(rate, 0.001)) * time.Second
+	return fmt.Sprintf("%-9s %d/%d  %3.0f%%  %.0f/s  ETA %s   ", ev, p.Listed, p.Total, 100*float64(p.Listed)/float64(p.Total), rate, eta.Round(time.Second))
+}
+
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	fi, err := f.Stat()
+	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+}
