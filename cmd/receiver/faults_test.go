@@ -135,60 +135,52 @@ func (g *loadGen) run(t *testing.T, addr string, workers int, stop <-chan struct
 	return nSent.Load(), nOK.Load()
 }
 
-// verify checks the stream against the ledger: every acknowledged product
-// exactly once, no product twice.
+// verify checks the streams against the ledgers: every acknowledged
+// product exactly once on the product stream, none twice; every refused body
+// answered "quarantined" exactly once in the quarantine, none twice, and
+// none of them on the product stream.
 func (g *loadGen) verify(t *testing.T, natsURL string) {
 	t.Helper()
 	js, closeNC := natstest.JetStream(t, natsURL)
 	defer closeNC()
-	msgs := natstest.StreamMessages(t, js, "CDSE_PRODUCTS")
-	seen := natstest.CountBy(msgs, "Cdse-Product-Id")
-	total := len(msgs)
-	acked := 0
-	for key, ok := range g.ledger.acked {
-		switch {
-		case seen[key] > 1:
-			t.Errorf("product %s stored %d times", key, seen[key])
-		case ok && seen[key] != 1:
-			t.Errorf("product %s got a 2xx but is not in the stream", key)
-		}
-		if ok {
-			acked++
-		}
-	}
-	for key := range seen {
-		if _, ok := g.ledger.acked[key]; !ok {
-			t.Errorf("stream holds %s, which was never sent", key)
-		}
-	}
-	t.Logf("%d products sent, %d acknowledged, %d stored", len(g.ledger.acked), acked, total)
-
-	// Every body answered "quarantined" is in the quarantine, once.
+	seen := natstest.CountBy(natstest.StreamMessages(t, js, "CDSE_PRODUCTS"), "Cdse-Product-Id")
+	acked := g.ledger.check(t, seen, "product stream")
+	t.Logf("%d products sent, %d acknowledged", len(g.ledger.acked), acked)
 	kept := natstest.CountBy(natstest.StreamMessages(t, js, "CDSE_QUARANTINE"), "Cdse-Product-Id")
-	quarantined := 0
-	for key, ok := range g.refused.acked {
-		switch {
-		case kept[key] > 1:
-			t.Errorf("refused body %s quarantined %d times", key, kept[key])
-		case ok && kept[key] != 1:
-			t.Errorf("refused body %s was answered quarantined but is not in the quarantine", key)
-		}
-		if ok {
-			quarantined++
-		}
+	quarantined := g.refused.check(t, kept, "quarantine")
+	for key := range g.refused.acked {
 		if seen[key] != 0 {
 			t.Errorf("refused body %s reached the product stream", key)
-		}
-	}
-	for key := range kept {
-		if _, ok := g.refused.acked[key]; !ok {
-			t.Errorf("quarantine holds %s, which was never sent invalid", key)
 		}
 	}
 	t.Logf("%d invalid bodies sent, %d answered quarantined", len(g.refused.acked), quarantined)
 	if quarantined == 0 {
 		t.Error("no invalid body was answered quarantined; the test proves nothing about the quarantine")
 	}
+}
+
+// check compares what a stream holds (count by product id) with the
+// ledger: each acknowledged key once, no key twice, nothing never sent. It
+// returns how many keys were acknowledged.
+func (l *ledger) check(t *testing.T, stored map[string]int, where string) (acked int) {
+	t.Helper()
+	for key, ok := range l.acked {
+		switch {
+		case stored[key] > 1:
+			t.Errorf("%s: %s stored %d times", where, key, stored[key])
+		case ok && stored[key] != 1:
+			t.Errorf("%s: %s was acknowledged but is not stored", where, key)
+		}
+		if ok {
+			acked++
+		}
+	}
+	for key := range stored {
+		if _, ok := l.acked[key]; !ok {
+			t.Errorf("%s holds %s, which was never sent", where, key)
+		}
+	}
+	return acked
 }
 
 // TestCrashUnderLoad kills the receiver (SIGKILL) mid-load at several
