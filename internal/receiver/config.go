@@ -576,6 +576,10 @@ Every setting is read from, in rising precedence: a YAML file (--config or
 RECEIVER_CONFIG; keys are the environment names), the environment, flags.
 Secrets have no flag (it would show in ps): use the variable or <NAME>_FILE.
 
+Commands (each with --help):
+  %[1]s quarantine list | show SEQ | replay [--dry-run]   refused bodies kept for inspection and replay
+  %[1]s backfill --filter F --since T [--until T]       publish a past range of the catalogue, exactly once
+
 `, name)
 	defaults := DefaultConfig()
 	defSettings := defaults.settings()
