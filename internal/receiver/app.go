@@ -335,7 +335,12 @@ func (a *App) ensureStream(ctx context.Context) bool {
 		cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 		info, err := publish.EnsureStream(cctx, a.pub.JetStream(), a.cfg.streamOptions())
 		if err == nil {
-			err = a.quarantine.Ensure(cctx)
+			// The quarantine does not gate readiness: valid notifications
+			// must flow even if it cannot be created. Each refused body
+			// tries again, and is answered 503 (retried) until it works.
+			if qerr := a.quarantine.Ensure(cctx); qerr != nil {
+				a.log.WithError(qerr).Error("quarantine stream not ready: refused bodies get 503 until it can be created")
+			}
 		}
 		cancel()
 		if err == nil {

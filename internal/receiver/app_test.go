@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/sirupsen/logrus"
 	"github.com/sirupsen/logrus/hooks/test"
@@ -297,5 +298,33 @@ func TestStreamDeletedWhileRunning(t *testing.T) {
 	}
 	if got := natstest.StreamCount(t, js, c.Stream); got != 1 {
 		t.Errorf("stream holds %d, want 1", got)
+	}
+}
+
+// TestQuarantineDoesNotGateReadiness: a quarantine stream that cannot be
+// created (its subjects taken) does not keep valid notifications out; the
+// refused ones get 503 until it can be, and the cause is logged.
+func TestQuarantineDoesNotGateReadiness(t *testing.T) {
+	srv := natstest.RunJetStream(t)
+	js, closeNC := natstest.JetStream(t, srv.ClientURL())
+	defer closeNC()
+	if _, err := js.CreateStream(context.Background(), jetstream.StreamConfig{Name: "SQUATTER", Subjects: []string{"cdse.quarantine.>"}}); err != nil {
+		t.Fatal(err)
+	}
+	c := testConfig(t, t.TempDir())
+	c.NATSURL = srv.ClientURL()
+	a, logs := startApp(t, c)
+	if code := post(t, a, c, fixtures.Notification(t, "created-s2.json")); code != http.StatusOK {
+		t.Fatalf("valid notification: %d", code)
+	}
+	if code := post(t, a, c, []byte(`{"SubscriptionEvent":"created"}`)); code != http.StatusServiceUnavailable {
+		t.Errorf("refused body without a quarantine: %d, want 503", code)
+	}
+	logged := false
+	for _, e := range logs.AllEntries() {
+		logged = logged || strings.Contains(e.Message, "quarantine stream not ready")
+	}
+	if !logged {
+		t.Error("the quarantine's failure was not logged")
 	}
 }
