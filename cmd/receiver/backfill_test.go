@@ -153,9 +153,11 @@ func TestBinaryBackfill(t *testing.T) {
 		}
 	}
 	check("after the resumed run")
-	// The summary of a resumed run counts the whole backfill, both runs.
-	if got := pub(resumed, "created") + pub(resumed, "modified") + pub(resumed, "deleted"); got != 3020 {
-		t.Errorf("the backfill published %d in all (%d before the kill), want 3020", got, before)
+	// The summary of a resumed run counts the whole backfill, both runs;
+	// a page stored just before the kill, whose checkpoint was not saved
+	// yet, is found on the stream by the resumed run (counted "on stream").
+	if got := pub(resumed, "created") + pub(resumed, "modified") + pub(resumed, "deleted"); got > 3020 || got < 3020-250 {
+		t.Errorf("the backfill published %d in all (%d before the kill), want 3020 less at most one page", got, before)
 	}
 
 	again := run()
