@@ -123,6 +123,15 @@ func NewPublisher(nc *nats.Conn, o PublisherOptions, reg prometheus.Registerer) 
 	return p, nil
 }
 
+// ForgetRecent drops the memory of recently stored ids. It must be called
+// when the stream is new (deleted and created again): the ids remembered
+// are not in it, and answering "duplicate" for them would lose them.
+func (p *Publisher) ForgetRecent() {
+	if p.recent != nil {
+		p.recent.clear()
+	}
+}
+
 // JetStream returns the JetStream context (for stream setup and readiness).
 func (p *Publisher) JetStream() jetstream.JetStream { return p.js }
 
@@ -204,6 +213,8 @@ func (p *Publisher) fail(subject string, err error) error {
 		reason = "timeout"
 	case errors.Is(err, jetstream.ErrNoStreamResponse), errors.Is(err, nats.ErrNoResponders), errors.Is(err, jetstream.ErrStreamNotFound):
 		reason = "no_stream"
+		// Whatever stream comes next does not hold what we remember.
+		p.ForgetRecent()
 	case errors.Is(err, nats.ErrConnectionClosed), errors.Is(err, nats.ErrConnectionReconnecting), errors.Is(err, nats.ErrReconnectBufExceeded), errors.Is(err, nats.ErrDisconnected):
 		reason = "disconnected"
 	}

@@ -418,3 +418,37 @@ func TestNewPublisherRefusesNoTimeout(t *testing.T) {
 		}
 	}
 }
+
+// TestKeeperForgetsIdsOfAReplacedStream: a stream deleted and created again
+// by someone else between two checks is noticed by its creation time, and
+// the ids remembered as stored are forgotten, so a retry is stored in the
+// new stream instead of being answered "duplicate" from memory.
+func TestKeeperForgetsIdsOfAReplacedStream(t *testing.T) {
+	so := StreamOptions{Name: testStream, Subjects: []string{"cdse.product.>"}, Duplicates: time.Hour}
+	f := setup(t, natstest.RunJetStream(t), PublisherOptions{RecentIDs: 100, RecentTTL: time.Hour}, so)
+	k := NewKeeper(f.js, so, f.pub, quietLog())
+	ctx := context.Background()
+	if err := k.Check(ctx); err != nil || !k.Ready() {
+		t.Fatalf("check: %v, ready %v", err, k.Ready())
+	}
+	if _, err := f.pub.Publish(ctx, []Message{msg("x")}); err != nil {
+		t.Fatal(err)
+	}
+	// Replaced behind the receiver's back.
+	if err := f.js.DeleteStream(ctx, testStream); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := EnsureStream(ctx, f.js, so); err != nil {
+		t.Fatal(err)
+	}
+	if err := k.Check(ctx); err != nil {
+		t.Fatal(err)
+	}
+	res, err := f.pub.Publish(ctx, []Message{msg("x")})
+	if err != nil || res[0].Duplicate {
+		t.Fatalf("after the replacement: %+v, %v (answered from the old stream's memory)", res, err)
+	}
+	if got := streamMsgs(t, f.js); got != 1 {
+		t.Errorf("new stream holds %d, want 1", got)
+	}
+}

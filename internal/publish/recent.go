@@ -51,6 +51,15 @@ func (r *recentIDs) has(id string, now time.Time) bool {
 	return ok && now.UnixNano()-t < int64(r.ttl)
 }
 
+// clear forgets every id: the stream they were stored in is gone.
+func (r *recentIDs) clear() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	clear(r.at)
+	clear(r.filled)
+	r.next = 0
+}
+
 // add remembers id as stored at t, where t is no later than the moment
 // JetStream stored it, so the entry never outlives the server's window.
 func (r *recentIDs) add(id string, t time.Time) {

@@ -127,7 +127,8 @@ type App struct {
 	web, admin         *http.Server
 	webLn, adminLn     net.Listener
 	errs               chan error
-	streamOK, stopping atomic.Bool
+	keeper             *publish.Keeper
+	stopping           atomic.Bool
 	stopBackground     context.CancelFunc
 	background         sync.WaitGroup
 }
@@ -194,6 +195,7 @@ func (a *App) Start(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	a.keeper = publish.NewKeeper(a.pub.JetStream(), cfg.streamOptions(), a.pub, a.log)
 	if a.quarantine, err = quarantine.New(a.pub.JetStream(), cfg.quarantineOptions(), a.reg, a.log); err != nil {
 		return err
 	}
@@ -211,6 +213,8 @@ func (a *App) Start(ctx context.Context) error {
 	go func() {
 		defer a.background.Done()
 		if a.ensureStream(bctx) {
+			a.background.Add(1) // within a counted goroutine: never from zero
+			go func() { defer a.background.Done(); a.keeper.Run(bctx, streamCheckInterval) }()
 			a.runSources(bctx, sources)
 		}
 	}()
@@ -327,13 +331,17 @@ func (a *App) serve(s *http.Server, ln net.Listener) {
 	}
 }
 
+// streamCheckInterval is how often the keeper looks for a deleted or
+// replaced stream.
+const streamCheckInterval = time.Second
+
 // ensureStream creates or updates the stream, retrying until it succeeds:
 // an external NATS may come up after the receiver.
 func (a *App) ensureStream(ctx context.Context) bool {
 	wait := 200 * time.Millisecond
 	for {
 		cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-		info, err := publish.EnsureStream(cctx, a.pub.JetStream(), a.cfg.streamOptions())
+		info, err := a.keeper.Ensure(cctx)
 		if err == nil {
 			// The quarantine does not gate readiness: valid notifications
 			// must flow even if it cannot be created. Each refused body
@@ -344,7 +352,6 @@ func (a *App) ensureStream(ctx context.Context) bool {
 		}
 		cancel()
 		if err == nil {
-			a.streamOK.Store(true)
 			a.log.WithFields(logrus.Fields{"stream": info.Config.Name, "subjects": info.Config.Subjects,
 				"replicas": info.Config.Replicas, "duplicate_window": info.Config.Duplicates.String()}).Info("stream ready")
 			return true
@@ -391,19 +398,18 @@ func (a *App) Ready(ctx context.Context) error {
 		return errors.New("shutting down")
 	case a.nc == nil || !a.nc.IsConnected():
 		return errors.New("not connected to NATS")
-	case !a.streamOK.Load():
-		return errors.New("stream not created yet")
+	case a.keeper == nil || !a.keeper.Ready():
+		return errors.New("stream not ready (being created)")
 	case a.pull != nil && a.pull.Err() != nil:
 		return fmt.Errorf("pull source stopped: %w", a.pull.Err())
 	}
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
+	// Readiness only reads: the keeper owns the stream and creates it
+	// again when it is missing (within streamCheckInterval).
 	_, err := a.pub.JetStream().Stream(ctx, a.cfg.Stream)
 	if errors.Is(err, jetstream.ErrStreamNotFound) {
-		// Deleted while we ran (an operator, a NATS cluster rebuilt): create
-		// it again, as at start, rather than stay unready until a restart.
-		a.log.WithField("stream", a.cfg.Stream).Warn("stream missing; creating it again")
-		_, err = publish.EnsureStream(ctx, a.pub.JetStream(), a.cfg.streamOptions())
+		return fmt.Errorf("stream %s missing; the receiver creates it again", a.cfg.Stream)
 	}
 	if err != nil {
 		return fmt.Errorf("stream %s: %w", a.cfg.Stream, err)

@@ -291,13 +291,27 @@ func TestStreamDeletedWhileRunning(t *testing.T) {
 	if err := js.DeleteStream(context.Background(), c.Stream); err != nil {
 		t.Fatal(err)
 	}
-	// The readiness probe notices and creates it again; notifications flow.
+	// Readiness reads: it says the stream is missing, it does not create it.
+	if resp, err := http.Get("http://" + a.AdminAddr() + "/readyz"); err == nil {
+		resp.Body.Close()
+		if resp.StatusCode == 200 {
+			if _, err := js.Stream(context.Background(), c.Stream); err != nil {
+				t.Error("/readyz answered 200 while the stream was missing")
+			}
+		}
+	}
+	// The receiver notices and creates it again; notifications flow. The
+	// one stored before is not in the new stream: sent again, it must be
+	// stored, not answered from the memory of the old stream.
 	waitReady(t, "http://"+a.AdminAddr()+"/readyz", 10*time.Second)
 	if code := post(t, a, c, fixtures.Notification(t, "created-s2.json")); code != 200 {
 		t.Fatalf("post after the stream was recreated: %d", code)
 	}
-	if got := natstest.StreamCount(t, js, c.Stream); got != 1 {
-		t.Errorf("stream holds %d, want 1", got)
+	if code := post(t, a, c, fixtures.Notification(t, "created-s1.json")); code != 200 {
+		t.Fatalf("post of the earlier notification: %d", code)
+	}
+	if got := natstest.StreamCount(t, js, c.Stream); got != 2 {
+		t.Errorf("stream holds %d, want 2 (the earlier notification was answered from memory, not stored)", got)
 	}
 }
 
