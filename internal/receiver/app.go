@@ -124,13 +124,13 @@ type App struct {
 	pub        *publish.Publisher
 	quarantine *quarantine.Store
 
-	web, admin         *http.Server
-	webLn, adminLn     net.Listener
-	errs               chan error
-	keeper             *publish.Keeper
-	stopping           atomic.Bool
-	stopBackground     context.CancelFunc
-	background         sync.WaitGroup
+	web, admin     *http.Server
+	webLn, adminLn net.Listener
+	errs           chan error
+	keeper         *publish.Keeper
+	stopping       atomic.Bool
+	stopBackground context.CancelFunc
+	background     sync.WaitGroup
 }
 
 // New checks what can be checked before listening: credentials and metrics.
