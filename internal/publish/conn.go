@@ -1,6 +1,7 @@
 package publish
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net"
@@ -64,7 +65,7 @@ func consumerPermissions(prefixes ...string) *server.Permissions {
 // StartEmbedded starts a nats-server with JetStream in this process and
 // waits until it accepts connections. Shut it down with Shutdown and
 // WaitForShutdown after the clients have drained.
-func StartEmbedded(o EmbeddedOptions, log logrus.FieldLogger) (*Embedded, error) {
+func StartEmbedded(ctx context.Context, o EmbeddedOptions, log logrus.FieldLogger) (*Embedded, error) {
 	host, portStr, err := net.SplitHostPort(o.Addr)
 	if err != nil {
 		return nil, fmt.Errorf("embedded nats address %q: %w", o.Addr, err)
@@ -101,9 +102,19 @@ func StartEmbedded(o EmbeddedOptions, log logrus.FieldLogger) (*Embedded, error)
 	emb.Server = srv
 	srv.SetLoggerV2(&serverLog{log: log}, false, false, false)
 	go srv.Start()
-	if !srv.ReadyForConnections(30 * time.Second) {
-		srv.Shutdown()
-		return nil, errors.New("embedded nats: not ready for connections within 30s (is the port free, the data directory writable?)")
+	// Wait in short steps, so that a cancelled start stops waiting (a large
+	// JetStream store can take long to recover).
+	deadline := time.Now().Add(30 * time.Second)
+	for !srv.ReadyForConnections(100 * time.Millisecond) {
+		if err := ctx.Err(); err != nil {
+			srv.Shutdown()
+			srv.WaitForShutdown()
+			return nil, fmt.Errorf("embedded nats: start cancelled: %w", err)
+		}
+		if time.Now().After(deadline) {
+			srv.Shutdown()
+			return nil, errors.New("embedded nats: not ready for connections within 30s (is the port free, the data directory writable?)")
+		}
 	}
 	return emb, nil
 }

@@ -290,7 +290,7 @@ func TestEnsureStream(t *testing.T) {
 // connection to it, both stopped when the test ends.
 func startEmbedded(t *testing.T, o EmbeddedOptions) (*Embedded, *nats.Conn) {
 	t.Helper()
-	srv, err := StartEmbedded(o, quietLog())
+	srv, err := StartEmbedded(context.Background(), o, quietLog())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -156,10 +156,17 @@ func New(cfg Config, log logrus.FieldLogger, reg *prometheus.Registry) (*App, er
 // Start connects NATS, ensures the stream (retrying in the background while
 // NATS is unreachable: the process stays up and not ready) and starts both
 // listeners. It returns once they accept connections.
+//
+// ctx bounds the start only (a cancelled start returns its error; call
+// Shutdown to release what was started); the running receiver lives until
+// Shutdown.
 func (a *App) Start(ctx context.Context) error {
 	cfg := a.cfg
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("start: %w", err)
+	}
 	if cfg.NATSURL == "" {
-		srv, err := publish.StartEmbedded(publish.EmbeddedOptions{
+		srv, err := publish.StartEmbedded(ctx, publish.EmbeddedOptions{
 			Addr:    cfg.NATSEmbeddedAddr,
 			DataDir: cfg.DataDir,
 			// Room for the largest body plus headers.
@@ -186,6 +193,9 @@ func (a *App) Start(ctx context.Context) error {
 		return err
 	}
 	a.nc = nc
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("start: %w", err)
+	}
 	a.pub, err = publish.NewPublisher(nc, publish.PublisherOptions{
 		Stream:    cfg.Stream,
 		Timeout:   cfg.PublishTimeout,
@@ -225,6 +235,9 @@ func (a *App) Start(ctx context.Context) error {
 		return fmt.Errorf("admin listener: %w", err)
 	}
 	go a.serve(a.admin, a.adminLn)
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("start: %w", err)
+	}
 	if cfg.Webhook {
 		if err := a.startWebhook(); err != nil {
 			return err

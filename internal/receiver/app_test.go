@@ -3,6 +3,7 @@ package receiver
 import (
 	"bytes"
 	"context"
+	"errors"
 	"net"
 	"net/http"
 	"runtime"
@@ -340,5 +341,26 @@ func TestQuarantineDoesNotGateReadiness(t *testing.T) {
 	}
 	if !logged {
 		t.Error("the quarantine's failure was not logged")
+	}
+}
+
+// TestStartHonoursItsContext: a start whose context is done stops and says
+// why, instead of starting anyway.
+func TestStartHonoursItsContext(t *testing.T) {
+	c := testConfig(t, t.TempDir())
+	log, _ := test.NewNullLogger()
+	a, err := New(c, log, prometheus.NewRegistry())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	err = a.Start(ctx)
+	defer a.Shutdown(context.Background())
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("Start with a cancelled context = %v, want context.Canceled", err)
+	}
+	if a.WebhookAddr() != "" {
+		t.Error("the webhook listens after a cancelled start")
 	}
 }
