@@ -268,6 +268,12 @@ func (o createOptions) request(getenv func(string) string) (catalogclient.Subscr
 		return req, fmt.Errorf("%w: --endpoint must be https://", errUsage)
 	case u.User != nil:
 		return req, fmt.Errorf("%w: --endpoint must not carry credentials; set RECEIVER_USERNAME and RECEIVER_PASSWORD", errUsage)
+	case len(u.Path) > 1 && strings.HasSuffix(u.Path, "/"):
+		// The receiver takes both, but an Ingress with an Exact path (as
+		// the chart's) would answer 404 to every notification.
+		return req, fmt.Errorf("%w: --endpoint %q ends in '/': give the webhook path exactly as the receiver serves it (%s)", errUsage, o.endpoint, strings.TrimRight(o.endpoint, "/"))
+	case u.RawQuery != "" || u.Fragment != "":
+		return req, fmt.Errorf("%w: --endpoint must not carry a query or fragment", errUsage)
 	}
 	user := getenv("RECEIVER_USERNAME")
 	pass, err := auth.SecretFromEnv(getenv, "RECEIVER_PASSWORD")

@@ -145,6 +145,8 @@ func TestCommands(t *testing.T) {
 		{[]string{}, 2, "a command is required"},
 		{[]string{"-o", "yaml", "list"}, 2, "-o must be"},
 		{[]string{"create", "--endpoint", "http://plain.example/n"}, 2, "must be https://"},
+		{[]string{"create", "--endpoint", "https://hooks.example.org/notifications/"}, 2, "ends in '/'"},
+		{[]string{"create", "--endpoint", "https://hooks.example.org/notifications?x=1"}, 2, "query"},
 		{[]string{"create", "--endpoint", "http://127.0.0.1:8080/n", "--insecure-endpoint"}, 0, "http://127.0.0.1:8080/n"},
 		{[]string{"create", "--endpoint", "https://u:p@x.example/n"}, 2, "must not carry credentials"},
 		{[]string{"create", "--events", "created,deleted", "--endpoint", "https://x.example/n"}, 2, "--events"},

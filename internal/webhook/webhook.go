@@ -138,7 +138,19 @@ func New(o Options, pub Publisher, v Verifier, reg prometheus.Registerer, log lo
 	if h.parse == nil {
 		h.parse = notification.Parse
 	}
-	e.POST(o.Path, h.receive, basicAuth(v, o.Limiter, o.Realm, m, log))
+	// The path with and without a trailing slash: an operator who registered
+	// the other spelling must not lose every notification to a 404.
+	paths := []string{o.Path}
+	if alt := strings.TrimSuffix(o.Path, "/"); alt != o.Path && alt != "" {
+		paths = append(paths, alt)
+	} else if !strings.HasSuffix(o.Path, "/") {
+		paths = append(paths, o.Path+"/")
+	}
+	for _, p := range paths {
+		e.POST(p, h.receive, basicAuth(v, o.Limiter, o.Realm, m, log))
+		// Echo answers OPTIONS itself (204); every method but POST gets 405.
+		e.OPTIONS(p, func(echo.Context) error { return echo.ErrMethodNotAllowed })
+	}
 	// Other methods on the path get 405 (Echo's router), other paths 404.
 	return e, nil
 }

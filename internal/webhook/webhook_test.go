@@ -187,6 +187,8 @@ func TestResponses(t *testing.T) {
 		{"bearer auth", req{body: s2, noAuth: true, headers: map[string]string{"Authorization": "Bearer abc"}}, 401, "unauthorized", "", false},
 
 		{"GET", req{method: http.MethodGet}, 405, "method_not_allowed", "", false},
+		{"OPTIONS", req{method: http.MethodOptions}, 405, "method_not_allowed", "", false},
+		{"trailing slash", req{path: "/notifications/", body: fixtures.Notification(t, "created-short.json")}, 200, "", `"accepted":1`, false},
 		{"PUT", req{method: http.MethodPut, body: s2}, 405, "method_not_allowed", "", false},
 		{"other path", req{path: "/other", body: s2}, 404, "not_found", "", false},
 		{"path traversal", req{path: "/notifications/../../etc/passwd", body: s2}, 404, "not_found", "", false},
