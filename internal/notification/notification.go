@@ -121,11 +121,15 @@ func Parse(body []byte, max int) ([]Notification, error) {
 	if !utf8.Valid(body) {
 		return nil, &ValidationError{Index: -1, Reason: "body is not valid UTF-8", Syntax: true}
 	}
-	if !validJSON(body) {
+	ok, dup := checkJSON(body)
+	if !ok {
 		return nil, &ValidationError{Index: -1, Reason: "malformed JSON" + syntaxDetail(body), Syntax: true}
 	}
 	switch body[skipSpace(body, 0)] {
 	case '{':
+		if dup >= 0 {
+			return nil, duplicateError(body, dup, -1)
+		}
 		n, err := decode(body, -1)
 		if err != nil {
 			return nil, err
@@ -142,6 +146,15 @@ func Parse(body []byte, max int) ([]Notification, error) {
 		if len(elems) == 0 {
 			return nil, &ValidationError{Index: -1, Reason: "empty array: no notification"}
 		}
+		if dup >= 0 {
+			idx := -1
+			for i, e := range elems {
+				if start := cap(body) - cap(e); dup >= start && dup < start+len(e) {
+					idx = i
+				}
+			}
+			return nil, duplicateError(body, dup, idx)
+		}
 		out := make([]Notification, len(elems))
 		for i, e := range elems {
 			if out[i], err = decode(e, i); err != nil {
@@ -157,10 +170,28 @@ func Parse(body []byte, max int) ([]Notification, error) {
 // Decode validates a single notification object (the PULL queue's Read
 // returns them one by one).
 func Decode(raw []byte) (Notification, error) {
-	if !utf8.Valid(raw) || !validJSON(raw) {
+	if !utf8.Valid(raw) {
 		return Notification{}, &ValidationError{Index: -1, Reason: "malformed JSON", Syntax: true}
 	}
+	ok, dup := checkJSON(raw)
+	if !ok {
+		return Notification{}, &ValidationError{Index: -1, Reason: "malformed JSON", Syntax: true}
+	}
+	if dup >= 0 {
+		return Notification{}, duplicateError(raw, dup, -1)
+	}
 	return decode(raw, -1)
+}
+
+// duplicateError says which member name repeats (the name literal starts
+// at b[at]); idx is the array element, or -1.
+func duplicateError(b []byte, at, idx int) error {
+	name, err := unquote(b[at:stringEnd(b, at)])
+	if err != nil {
+		name = "?"
+	}
+	return &ValidationError{Index: idx, Field: name,
+		Reason: fmt.Sprintf("duplicate member (the name repeats, exactly or in another case, in one object at offset %d): a reader could take either", at)}
 }
 
 func decode(raw []byte, idx int) (Notification, error) {
@@ -189,9 +220,6 @@ func decode(raw []byte, idx int) (Notification, error) {
 	}
 	if err != nil {
 		return bad("", "malformed JSON: "+err.Error())
-	}
-	if name, dup := duplicateName(members); dup {
-		return bad(name, "duplicate member")
 	}
 	var (
 		value    []byte
@@ -284,29 +312,6 @@ func decode(raw []byte, idx int) (Notification, error) {
 }
 
 type fieldError struct{ field, reason string }
-
-// duplicateName finds a member name that occurs twice: by pairs for the
-// usual handful of members, with a map for larger (hostile) objects.
-func duplicateName(members []member) (string, bool) {
-	if len(members) <= 16 {
-		for i := range members {
-			for j := i + 1; j < len(members); j++ {
-				if members[i].name == members[j].name {
-					return members[i].name, true
-				}
-			}
-		}
-		return "", false
-	}
-	seen := make(map[string]bool, len(members))
-	for _, m := range members {
-		if seen[m.name] {
-			return m.name, true
-		}
-		seen[m.name] = true
-	}
-	return "", false
-}
 
 // readProduct takes from the product entity that starts at raw[i] the
 // little the receiver needs: Name, ModificationDate and the

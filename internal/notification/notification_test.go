@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -93,7 +94,19 @@ func TestParseRejects(t *testing.T) {
 		{"product huge", `{"SubscriptionEvent":"created","ProductId":"` + strings.Repeat("a", 1<<20) + `"}`, false, "ProductId: not a UUID"},
 		{"duplicate key", `{"SubscriptionEvent":"created","SubscriptionEvent":"deleted",` + pid + `}`, false, "SubscriptionEvent: duplicate member"},
 		{"duplicate key escaped", `{"SubscriptionEvent":"created","Subscription\u0045vent":"deleted",` + pid + `}`, false, "duplicate member"},
-		{"value and Value", `{"SubscriptionEvent":"created",` + pid + `,"value":{},"Value":{}}`, false, "both value and Value"},
+		{"value and Value", `{"SubscriptionEvent":"created",` + pid + `,"value":{},"Value":{}}`, false, "Value: duplicate member"},
+		// Duplicates and case variants at every depth: a reader of the
+		// forwarded bytes could take the other one.
+		{"nested duplicate Name", `{"SubscriptionEvent":"created",` + pid + `,"value":{"Name":"S2A_first","Name":"S1B_second"}}`, false, "Name: duplicate member"},
+		{"duplicate attribute Value", `{"SubscriptionEvent":"created",` + pid + `,"value":{"Attributes":[{"Name":"platformShortName","Value":"SENTINEL-2","Value":"SENTINEL-1"}]}}`, false, "Value: duplicate member"},
+		{"duplicate ModificationDate", `{"SubscriptionEvent":"modified",` + pid + `,"value":{"ModificationDate":"2026-11-21T12:00:00Z","ModificationDate":"2026-11-22T12:00:00Z"}}`, false, "ModificationDate: duplicate member"},
+		{"nested case variant", `{"SubscriptionEvent":"created",` + pid + `,"value":{"Name":"S2A_x","name":"S1B_y"}}`, false, "name: duplicate member"},
+		{"top-level case variant", `{"SubscriptionEvent":"created","subscriptionEvent":"deleted",` + pid + `}`, false, "subscriptionEvent: duplicate member"},
+		{"deep duplicate", `{"SubscriptionEvent":"created",` + pid + `,"value":{"GeoFootprint":{"type":"Polygon","type":"Point"}}}`, false, "type: duplicate member"},
+		{"escaped case variant", `{"SubscriptionEvent":"created",` + pid + `,"value":{"Name":"a","\u006eame":"b"}}`, false, "duplicate member"},
+		{"Kelvin sign folds to k", `{"SubscriptionEvent":"created",` + pid + `,"value":{"kind":"a","Kind":"b"}}`, false, "duplicate member"},
+		{"many members, duplicate late", `{"SubscriptionEvent":"created",` + pid + `,"value":{` + manyMembers(40) + `,"M7":1}}`, false, "M7: duplicate member"},
+		{"array element index", `[{"SubscriptionEvent":"created",` + pid + `},{"SubscriptionEvent":"created",` + pid + `,"value":{"Id":"a","ID":"b"}}]`, false, "[1].ID: duplicate member"},
 		{"value not object", `{"SubscriptionEvent":"created",` + pid + `,"value":[1]}`, false, "value: must be the product entity object"},
 		{"value name number", `{"SubscriptionEvent":"created",` + pid + `,"value":{"Name":5}}`, false, "value.Name: must be a string"},
 		{"subscription not uuid", `{"SubscriptionEvent":"created",` + pid + `,"SubscriptionId":"x"}`, false, "SubscriptionId: not a UUID"},
@@ -247,5 +260,31 @@ func TestEndsRun(t *testing.T) {
 				t.Fatalf("%q: endsRun %v, want %v", w, got, want)
 			}
 		}
+	}
+}
+
+// manyMembers is "m0":0,...,"m<n-1>":n-1.
+func manyMembers(n int) string {
+	parts := make([]string, n)
+	for i := range parts {
+		parts[i] = `"m` + strconv.Itoa(i) + `":` + strconv.Itoa(i)
+	}
+	return strings.Join(parts, ",")
+}
+
+// TestDuplicateCheckStaysLinear: an object of 100 000 distinct members (a
+// hostile body within the size limit) is checked through a map, not by
+// pairs; a case variant among them is still found.
+func TestDuplicateCheckStaysLinear(t *testing.T) {
+	pid := `"ProductId":"0f6b4c1e-8d2a-4f3b-9c5e-7a1d2b3c4e5f"`
+	body := []byte(`{"SubscriptionEvent":"created",` + pid + `,"value":{` + manyMembers(100000) + `}}`)
+	// Pairwise, this would be 5e9 comparisons: the test would not end
+	// within the suite's timeout.
+	if _, err := Parse(body, 100); err != nil {
+		t.Fatalf("distinct members refused: %v", err)
+	}
+	body = []byte(`{"SubscriptionEvent":"created",` + pid + `,"value":{` + manyMembers(100000) + `,"M99999":0}}`)
+	if _, err := Parse(body, 100); err == nil || !strings.Contains(err.Error(), "M99999: duplicate member") {
+		t.Errorf("case variant among 100 000 members: %v", err)
 	}
 }

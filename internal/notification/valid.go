@@ -1,6 +1,9 @@
 package notification
 
-import "encoding/binary"
+import (
+	"encoding/binary"
+	"strings"
+)
 
 // validJSON reports whether b is exactly one valid JSON value (RFC 8259),
 // surrounded by optional whitespace, nested at most maxDepth deep. It is
@@ -9,22 +12,54 @@ import "encoding/binary"
 // byte-at-a-time state machine of encoding/json was a tenth of the
 // receiver's CPU time under load. UTF-8 is checked separately.
 func validJSON(b []byte) bool {
-	v := validator{b: b}
+	ok, _ := checkJSON(b)
+	return ok
+}
+
+// checkJSON is validJSON that also returns the offset of the first member
+// name that repeats an earlier one of the same object — exactly, or in
+// another case (-1 if none), at any depth. encoding/json lets the last
+// duplicate win and matches names case-insensitively; a consumer of the
+// forwarded bytes could then read another product, date or platform than
+// the one we routed and deduplicated on, so such a body is refused. The
+// check rides on the syntax pass: no second walk over the body.
+func checkJSON(b []byte) (ok bool, dup int) {
+	v := validator{b: b, dup: -1}
 	v.space()
 	if !v.value(0) {
-		return false
+		return false, -1
 	}
 	v.space()
-	return v.i == len(b)
+	return v.i == len(b), v.dup
 }
 
 // maxDepth matches encoding/json's nesting limit.
 const maxDepth = 10000
 
 type validator struct {
-	b []byte
-	i int
+	b   []byte
+	i   int
+	dup int // offset of the first repeated member name, or -1
+	// names[:n] are the names of the objects being read, outermost first:
+	// each object compares its names with its own part and drops it when
+	// it ends, so one array serves every depth (a notification has some
+	// thirty names open at most). A fixed array, not a slice, so that the
+	// validator holds no pointer into itself and stays on the stack.
+	names [48]name
+	n     int
 }
+
+// name is a member name's literal, quotes included; plain when it has no
+// escape and no byte beyond ASCII, so that comparing it needs no decoding.
+type name struct {
+	start, end int
+	plain      bool
+}
+
+// smallObject is how many names of one object are compared pairwise (a
+// product entity has about twenty); beyond it (hostile objects of thousands
+// of members) a map keeps the check linear.
+const smallObject = 32
 
 func (v *validator) space() {
 	for v.i < len(v.b) {
@@ -78,9 +113,46 @@ func (v *validator) object(depth int) bool {
 		v.i++
 		return true
 	}
+	base := v.n
+	ok := v.members(depth, base)
+	v.n = base
+	return ok
+}
+
+// members reads an object's members, from its first name on; the object's
+// names are v.names[base:v.n] until it has too many for pairs (or the array
+// is full), then a map.
+func (v *validator) members(depth, base int) bool {
+	var many map[string]bool
 	for {
-		if v.i >= len(v.b) || v.b[v.i] != '"' || !v.str() {
+		start := v.i
+		if v.i >= len(v.b) || v.b[v.i] != '"' {
 			return false
+		}
+		ok, plain := v.nameStr()
+		if !ok {
+			return false
+		}
+		if v.dup < 0 {
+			n := name{start: start, end: v.i, plain: plain}
+			if many != nil {
+				if k := foldKey(v.b, n); many[k] {
+					v.dup = start
+				} else {
+					many[k] = true
+				}
+			} else if v.repeats(v.names[base:v.n], n) {
+				v.dup = start
+			} else if v.n-base == smallObject || v.n == len(v.names) {
+				many = make(map[string]bool, 2*smallObject)
+				for _, o := range v.names[base:v.n] {
+					many[foldKey(v.b, o)] = true
+				}
+				many[foldKey(v.b, n)] = true
+			} else {
+				v.names[v.n] = n
+				v.n++
+			}
 		}
 		v.space()
 		if v.i >= len(v.b) || v.b[v.i] != ':' {
@@ -106,6 +178,78 @@ func (v *validator) object(depth int) bool {
 			return false
 		}
 	}
+}
+
+// repeats says whether n names the same member as one of names, exactly
+// or in another case.
+func (v *validator) repeats(names []name, n name) bool {
+	nb := v.b[n.start+1 : n.end-1]
+	for _, o := range names {
+		ob := v.b[o.start+1 : o.end-1]
+		if n.plain && o.plain {
+			if len(ob) == len(nb) && asciiEqualFold(ob, nb) {
+				return true
+			}
+			continue
+		}
+		if foldKey(v.b, n) == foldKey(v.b, o) {
+			return true
+		}
+	}
+	return false
+}
+
+// nameStr is str for a member name (v.i at its opening quote). It also
+// says whether the name is plain — no escape, nothing beyond ASCII — found
+// on the same pass, so that comparing names needs no second look at their
+// bytes (a separate pass cost the parser a fifth of its time).
+func (v *validator) nameStr() (ok, plain bool) {
+	b := v.b
+	i := v.i + 1
+	for i+8 <= len(b) && !endsName(binary.LittleEndian.Uint64(b[i:])) {
+		i += 8
+	}
+	for i < len(b) && b[i] >= 0x20 && b[i] < 0x80 && b[i] != '"' && b[i] != '\\' {
+		i++
+	}
+	if i < len(b) && b[i] == '"' {
+		v.i = i + 1
+		return true, true
+	}
+	return v.str(), false // an escape, a byte beyond ASCII, or an error
+}
+
+// endsName is endsRun that also stops at a byte beyond ASCII.
+func endsName(x uint64) bool {
+	return x&0x8080808080808080 != 0 || endsRun(x)
+}
+
+func asciiEqualFold(a, b []byte) bool {
+	for i := range a {
+		x, y := a[i], b[i]
+		if x != y {
+			if 'A' <= x && x <= 'Z' {
+				x += 'a' - 'A'
+			}
+			if 'A' <= y && y <= 'Z' {
+				y += 'a' - 'A'
+			}
+			if x != y {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// foldKey is the name decoded and case-folded: two names with the same key
+// are the same member to a case-insensitive reader (encoding/json's).
+func foldKey(b []byte, n name) string {
+	s, err := unquote(b[n.start:n.end])
+	if err != nil {
+		s = string(b[n.start:n.end])
+	}
+	return strings.ToLower(strings.ToUpper(s))
 }
 
 func (v *validator) array(depth int) bool {

@@ -206,6 +206,8 @@ func TestResponses(t *testing.T) {
 		{"empty array", req{body: []byte("[]")}, 400, "invalid_notification", "empty array", true},
 		{"malformed", req{body: []byte("{")}, 400, "invalid_notification", "malformed JSON", true},
 		{"Created", req{body: bytes.Replace(s2, []byte(`"created"`), []byte(`"Created"`), 1)}, 400, "invalid_notification", `"field":"SubscriptionEvent"`, true},
+		{"nested duplicate", req{body: bytes.Replace(s2, []byte(`"Name": "S2B_MSIL2A`), []byte(`"Name": "S1A_other", "Name": "S2B_MSIL2A`), 1)}, 400, "invalid_notification", `"field":"Name"`, true},
+		{"nested case variant", req{body: bytes.Replace(s2, []byte(`"Online": true`), []byte(`"Online": true, "online": false`), 1)}, 400, "invalid_notification", `"field":"online"`, true},
 		{"ProductId not uuid", req{body: bytes.Replace(s2, []byte(`"ProductId": "0f6b4c1e`), []byte(`"ProductId": "xx`), 1)}, 400, "invalid_notification", `"field":"ProductId"`, true},
 		{"array all or nothing", req{body: []byte(`[` + string(fixtures.Notification(t, "deleted-s1.json")[1:len(fixtures.Notification(t, "deleted-s1.json"))-1]) + `,{"SubscriptionEvent":"deleted"}]`)}, 400, "invalid_notification", `"index":1`, true},
 		{"too many", req{body: []byte("[" + strings.TrimSuffix(strings.Repeat(`{"SubscriptionEvent":"created","ProductId":"0f6b4c1e-8d2a-4f3b-9c5e-7a1d2b3c4e5f"},`, 101), ",") + "]")}, 413, "too_many_notifications", "", true},
