@@ -107,10 +107,7 @@ func Restart(t testing.TB, srv *server.Server, storeDir string) *server.Server {
 // it has a JetStream meta leader. The servers shut down when the test ends.
 func RunCluster(t testing.TB, n int) []*server.Server {
 	t.Helper()
-	ports := make([]int, n)
-	for i := range ports {
-		ports[i] = FreePort(t)
-	}
+	ports := FreePorts(t, n)
 	var routes []*url.URL
 	for _, p := range ports {
 		u, _ := url.Parse("nats-route://127.0.0.1:" + strconv.Itoa(p))
@@ -151,12 +148,30 @@ func ClusterURL(servers []*server.Server) string {
 // FreePort returns a free TCP port on loopback.
 func FreePort(t testing.TB) int {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+	return FreePorts(t, 1)[0]
+}
+
+// FreePorts returns n distinct free TCP ports on loopback. Every listener
+// is held until all are chosen, so the system cannot hand the same port
+// out twice (as nats.go's test helpers do).
+func FreePorts(t testing.TB, n int) []int {
+	t.Helper()
+	lns := make([]net.Listener, 0, n)
+	defer func() {
+		for _, ln := range lns {
+			ln.Close()
+		}
+	}()
+	ports := make([]int, n)
+	for i := range ports {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		lns = append(lns, ln)
+		ports[i] = ln.Addr().(*net.TCPAddr).Port
 	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
+	return ports
 }
 
 // Msg is a stored message as the tests look at it.

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/google/uuid"
@@ -206,5 +207,60 @@ func TestUndecodableBodyKeptAsItCame(t *testing.T) {
 	list := e.quarantined(t)
 	if len(list) != 1 || !bytes.Equal(list[0].Body, body) || list[0].BodyEncoding != "br" || list[0].Reason != quarantine.ReasonUnsupportedEncoding {
 		t.Fatalf("quarantine: %+v", list)
+	}
+}
+
+// lineRecorder keeps the request lines.
+type lineRecorder struct {
+	mu    sync.Mutex
+	lines []RequestLine
+}
+
+func (r *lineRecorder) LogRequest(l RequestLine) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.lines = append(r.lines, l)
+}
+
+// TestLogLinesOutliveRecycledBuffers: request buffers are reused as soon as
+// a request is answered; under concurrent load (and -race) every log line
+// still names the product its request carried.
+func TestLogLinesOutliveRecycledBuffers(t *testing.T) {
+	rec := &lineRecorder{}
+	e := startWith(t, natstest.RunJetStream(t), func(o *Options) { o.RequestLog = rec })
+	var wg sync.WaitGroup
+	sent := make(chan string, 200)
+	for range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range 25 {
+				body, id := withProduct(t, "created-s2.json")
+				if resp, b := e.post(t, body); resp.StatusCode != http.StatusOK {
+					t.Errorf("%d %s", resp.StatusCode, b)
+				}
+				sent <- id
+			}
+		}()
+	}
+	wg.Wait()
+	close(sent)
+	want := map[string]bool{}
+	for id := range sent {
+		want[id] = true
+	}
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	got := map[string]bool{}
+	for _, l := range rec.lines {
+		got[l.ProductID] = true
+	}
+	if len(got) != len(want) {
+		t.Fatalf("%d distinct product ids logged, %d sent", len(got), len(want))
+	}
+	for id := range want {
+		if !got[id] {
+			t.Errorf("product %s sent but not logged (a line read a reused buffer?)", id)
+		}
 	}
 }

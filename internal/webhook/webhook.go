@@ -212,7 +212,9 @@ func (h *handler) receive(c echo.Context) error {
 		recycle = false
 		return h.quarantine(c, err, quarantine.ReasonOf(err), body, "")
 	}
-	c.Set(ctxNotes, ns)
+	// The log line gets copies, not the notifications: their Raw points
+	// into the pooled buffer, which is reused once the request is answered.
+	c.Set(ctxNotes, summarize(ns))
 	results, err := h.pub.Publish(req.Context(), ingest.Messages(ns, h.o.SubjectPrefix, ingest.SourcePush))
 	if err != nil {
 		// The NATS client may still hold the messages (acks not received):
@@ -329,6 +331,23 @@ func logSafe(s string) string {
 		}
 		return r
 	}, s)
+}
+
+// noteSummary is what the request's log line says of its notifications:
+// values that do not point into the request buffer.
+type noteSummary struct {
+	event, productID string
+	count            int
+}
+
+// summarize keeps what the log needs: the event is a constant and the
+// product id the decoder's canonical form (a new string, never a slice of
+// the body); Raw is left behind.
+func summarize(ns []notification.Notification) noteSummary {
+	if len(ns) == 0 {
+		return noteSummary{}
+	}
+	return noteSummary{event: string(ns[0].Event), productID: ns[0].ProductID, count: len(ns)}
 }
 
 // bodies recycles request buffers. A buffer goes back to the pool only when
@@ -584,8 +603,8 @@ func requestLog(log RequestLogger, m *metrics) echo.MiddlewareFunc {
 				Remote:    c.RealIP(),
 				Outcome:   "ok",
 			}
-			if ns, ok := c.Get(ctxNotes).([]notification.Notification); ok && len(ns) > 0 {
-				line.Event, line.ProductID, line.Notifications = string(ns[0].Event), ns[0].ProductID, len(ns)
+			if s, ok := c.Get(ctxNotes).(noteSummary); ok {
+				line.Event, line.ProductID, line.Notifications = s.event, s.productID, s.count
 			}
 			if r, ok := c.Get(ctxResponse).(Response); ok {
 				line.HasResult, line.Accepted, line.Duplicates = true, r.Accepted, r.Duplicates
