@@ -2,6 +2,8 @@
 SHELL := bash
 GO ?= go
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+# staticcheck, pinned, fetched through the Go module proxy.
+STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 LDFLAGS := -s -w -X github.com/cdse-jetstream/receiver/internal/receiver.Version=$(VERSION)
 
 .PHONY: help
@@ -21,9 +23,10 @@ demo: ## the whole chain locally: simulator, receiver, subscriber, register, a f
 	./scripts/demo.sh
 
 .PHONY: test
-test: ## run the whole test suite (gofmt, vet, race detector, seed corpora of the fuzz targets)
+test: ## run the whole test suite (gofmt, vet, staticcheck, race detector, seed corpora of the fuzz targets)
 	@out=$$("$$($(GO) env GOROOT)/bin/gofmt" -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
+	$(GO) run $(STATICCHECK) ./...
 	$(GO) test -race -count=1 -timeout 15m ./...
 	cd charts/test && $(GO) test -count=1 ./...
 
@@ -45,10 +48,10 @@ fuzz: ## fuzz the notification decoder for FUZZTIME (default 2m)
 	$(GO) test ./internal/notification -run '^$$' -fuzz FuzzParse -fuzztime $(or $(FUZZTIME),2m) -fuzzminimizetime 1s
 
 .PHONY: lint
-lint: ## go vet, gofmt, staticcheck and govulncheck (the last two are fetched, so they need the network)
+lint: ## go vet, gofmt, staticcheck and govulncheck (fetched through the Go module proxy)
 	$(GO) vet ./...
 	@out=$$("$$($(GO) env GOROOT)/bin/gofmt" -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt:"; echo "$$out"; exit 1; fi
-	$(GO) run honnef.co/go/tools/cmd/staticcheck@latest ./...
+	$(GO) run $(STATICCHECK) ./...
 	$(GO) run golang.org/x/vuln/cmd/govulncheck@latest ./...
 
 .PHONY: chart-lint

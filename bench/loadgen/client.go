@@ -21,7 +21,6 @@ import (
 // per connection, channels between them, a header map per answer) cost
 // about as much CPU per request as the bare reference server itself.
 type conn struct {
-	addr    string
 	timeout time.Duration
 	nc      net.Conn
 	br      *bufio.Reader

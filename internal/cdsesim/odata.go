@@ -442,9 +442,9 @@ func (s *Sim) listEntities(w http.ResponseWriter, r *http.Request, deleted bool)
 			return
 		}
 	}
-	order, err := parseOrderBy(q.Get("$orderby"), deleted)
-	if err != nil {
-		badRequest(w, err.Error())
+	order, ok := parseOrderBy(q.Get("$orderby"), deleted)
+	if !ok {
+		badRequest(w, "Unsupported $orderby: "+q.Get("$orderby"))
 		return
 	}
 	s.mu.Lock()
@@ -484,7 +484,7 @@ func (s *Sim) listEntities(w http.ResponseWriter, r *http.Request, deleted bool)
 }
 
 // parseOrderBy reads "<Date> [asc|desc][,Id [asc]]".
-func parseOrderBy(ob string, deleted bool) (func(a, b *Product) int, error) {
+func parseOrderBy(ob string, deleted bool) (func(a, b *Product) int, bool) {
 	field, rest, _ := strings.Cut(strings.TrimSpace(ob), ",")
 	name, dir, _ := strings.Cut(strings.TrimSpace(field), " ")
 	if name == "" {
@@ -499,7 +499,7 @@ func parseOrderBy(ob string, deleted bool) (func(a, b *Product) int, error) {
 	case "desc":
 		desc = true
 	default:
-		return nil, fmt.Errorf("Unsupported $orderby: %s", ob)
+		return nil, false
 	}
 	var date func(*Product) time.Time
 	switch {
@@ -510,7 +510,7 @@ func parseOrderBy(ob string, deleted bool) (func(a, b *Product) int, error) {
 	case name == "DeletionDate" && deleted:
 		date = func(p *Product) time.Time { return p.DeletionDate }
 	default:
-		return nil, fmt.Errorf("Unsupported $orderby: %s", ob)
+		return nil, false
 	}
 	byID := false
 	switch r := strings.Join(strings.Fields(rest), " "); r {
@@ -518,7 +518,7 @@ func parseOrderBy(ob string, deleted bool) (func(a, b *Product) int, error) {
 	case "Id", "Id asc":
 		byID = true
 	default:
-		return nil, fmt.Errorf("Unsupported $orderby: %s", ob)
+		return nil, false
 	}
 	return func(a, b *Product) int {
 		c := date(a).Compare(date(b))
@@ -529,5 +529,5 @@ func parseOrderBy(ob string, deleted bool) (func(a, b *Product) int, error) {
 			c = strings.Compare(a.ID, b.ID)
 		}
 		return c
-	}, nil
+	}, true
 }
