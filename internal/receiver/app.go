@@ -21,7 +21,9 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
+	versioncollector "github.com/prometheus/client_golang/prometheus/collectors/version"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	promversion "github.com/prometheus/common/version"
 	"github.com/sirupsen/logrus"
 
 	"github.com/cdse-jetstream/receiver/internal/auth"
@@ -144,9 +146,13 @@ func New(cfg Config, log logrus.FieldLogger, reg *prometheus.Registry) (*App, er
 		}
 		verifier = v
 	}
+	// cdse_receiver_build_info{version,revision,goversion,...} 1, as
+	// Prometheus-ecosystem services export it.
+	promversion.Version = Version
 	if err := errors.Join(
 		reg.Register(collectors.NewGoCollector()),
 		reg.Register(collectors.NewProcessCollector(collectors.ProcessCollectorOpts{})),
+		reg.Register(versioncollector.NewCollector("cdse_receiver")),
 	); err != nil {
 		return nil, fmt.Errorf("register process metrics: %w", err)
 	}

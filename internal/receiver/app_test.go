@@ -212,6 +212,8 @@ func TestMetricsEndpoint(t *testing.T) {
 		`cdse_receiver_publish_duration_seconds_count 1`,
 		`cdse_receiver_auth_failures_total{reason="invalid"} 0`,
 		`go_goroutines`,
+		`cdse_receiver_build_info{branch=`,
+		`version="` + Version + `"} 1`,
 	} {
 		if !strings.Contains(buf.String(), want) {
 			t.Errorf("/metrics lacks %s", want)
