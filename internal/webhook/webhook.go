@@ -8,7 +8,6 @@ import (
 	"bytes"
 	"compress/gzip"
 	"context"
-	"encoding/base64"
 	"errors"
 	"io"
 	stdlog "log"
@@ -441,7 +440,7 @@ func basicAuth(v Verifier, lim FailureLimiter, realm string, m *metrics, log log
 	challenge := `Basic realm="` + realm + `", charset="UTF-8"`
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(c echo.Context) error {
-			user, pass, reason := parseBasic(c.Request().Header.Get(echo.HeaderAuthorization))
+			user, pass, reason := basicCredentials(c.Request())
 			if reason == "" && !v.Verify(user, pass) {
 				reason = "invalid"
 			}
@@ -463,21 +462,18 @@ func basicAuth(v Verifier, lim FailureLimiter, realm string, m *metrics, log log
 	}
 }
 
-// parseBasic returns the credentials of a Basic Authorization header, or a
-// reason ("missing", "malformed") why there are none.
-func parseBasic(h string) (user, pass, reason string) {
+// basicCredentials returns the request's Basic credentials (parsed by
+// net/http), or a reason ("missing", "malformed") why there are none, for
+// the metric.
+func basicCredentials(r *http.Request) (user, pass, reason string) {
+	h := r.Header.Get(echo.HeaderAuthorization)
 	if h == "" {
 		return "", "", "missing"
 	}
-	const prefix = "basic "
-	if len(h) <= len(prefix) || !strings.EqualFold(h[:len(prefix)], prefix) || len(h) > 4096 {
+	if len(h) > 4096 {
 		return "", "", "malformed"
 	}
-	raw, err := base64.StdEncoding.DecodeString(strings.TrimSpace(h[len(prefix):]))
-	if err != nil {
-		return "", "", "malformed"
-	}
-	user, pass, ok := strings.Cut(string(raw), ":")
+	user, pass, ok := r.BasicAuth()
 	if !ok {
 		return "", "", "malformed"
 	}
