@@ -1,7 +1,6 @@
 package auth
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -13,7 +12,6 @@ import (
 	"time"
 
 	"golang.org/x/oauth2"
-	"golang.org/x/oauth2/clientcredentials"
 )
 
 // Defaults of the real identity provider.
@@ -65,12 +63,6 @@ func PasswordTokenSource(c PasswordConfig) oauth2.TokenSource {
 		c.Now = time.Now
 	}
 	return &passwordSource{c: c}
-}
-
-// ClientCredentialsTokenSource is the client-credentials grant used by the
-// imagery services.
-func ClientCredentialsTokenSource(ctx context.Context, tokenURL, clientID, clientSecret string) oauth2.TokenSource {
-	return (&clientcredentials.Config{ClientID: clientID, ClientSecret: clientSecret, TokenURL: tokenURL}).TokenSource(ctx)
 }
 
 type passwordSource struct {

@@ -1,7 +1,6 @@
 package auth
 
 import (
-	"context"
 	"errors"
 	"net/http/httptest"
 	"strings"
@@ -100,16 +99,3 @@ func TestPasswordTokenSourceErrors(t *testing.T) {
 	}
 }
 
-func TestClientCredentials(t *testing.T) {
-	c := newClock()
-	sim := cdsesim.New(cdsesim.Options{Clients: map[string]string{"sh-client": "sh-secret"}, Now: c.Now})
-	srv := httptest.NewServer(sim.Handler())
-	defer func() { srv.Close(); sim.Close() }()
-	tok, err := ClientCredentialsTokenSource(context.Background(), tokenURL(srv), "sh-client", "sh-secret").Token()
-	if err != nil || tok.AccessToken == "" {
-		t.Fatalf("client credentials: %v", err)
-	}
-	if _, err := ClientCredentialsTokenSource(context.Background(), tokenURL(srv), "sh-client", "wrong").Token(); err == nil {
-		t.Fatal("wrong secret accepted")
-	}
-}
