@@ -98,4 +98,3 @@ func TestPasswordTokenSourceErrors(t *testing.T) {
 		t.Errorf("unreachable: %v", err)
 	}
 }
-
