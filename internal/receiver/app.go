@@ -12,11 +12,11 @@ import (
 	"net"
 	"net/http"
 	"net/http/pprof"
-	"os"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/KimMachineGun/automemlimit/memlimit"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
@@ -64,7 +64,7 @@ func Run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	lw := newLogWriter(stdout, logFlushAfter, 64<<10)
 	defer lw.Flush()
 	log := NewLogger(cfg, lw)
-	if soft := setMemoryLimit(os.ReadFile); soft > 0 {
+	if soft := setMemoryLimit(memlimit.FromCgroup); soft > 0 {
 		log.WithField("gomemlimit_mib", soft>>20).Info("Go memory limit set to 90 % of the container's memory limit")
 	}
 	app, err := New(cfg, log, prometheus.NewRegistry())
