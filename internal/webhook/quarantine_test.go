@@ -4,17 +4,24 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
+	"io"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
 
 	"github.com/google/uuid"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	logtest "github.com/sirupsen/logrus/hooks/test"
 
+	"github.com/cdse-jetstream/receiver/internal/auth"
 	"github.com/cdse-jetstream/receiver/internal/fixtures"
 	"github.com/cdse-jetstream/receiver/internal/natstest"
+	"github.com/cdse-jetstream/receiver/internal/publish"
 	"github.com/cdse-jetstream/receiver/internal/quarantine"
 )
 
@@ -262,5 +269,52 @@ func TestLogLinesOutliveRecycledBuffers(t *testing.T) {
 		if !got[id] {
 			t.Errorf("product %s sent but not logged (a line read a reused buffer?)", id)
 		}
+	}
+}
+
+// panicking is a Publisher that panics.
+type panicking struct{}
+
+func (panicking) Publish(context.Context, []publish.Message) ([]publish.Result, error) {
+	panic("boom: a secret-looking detail")
+}
+
+// TestPanicAnswers500WithoutDetail: a panic in the handler is a 500 with the
+// usual JSON body (no stack, no panic text) and the private-answer headers;
+// the stack goes to the log; the server keeps serving.
+func TestPanicAnswers500WithoutDetail(t *testing.T) {
+	logger, hook := logtest.NewNullLogger()
+	v, _ := auth.NewBasic([]auth.Credential{{User: user, Password: password}}, "")
+	e, err := New(Options{Path: "/notifications", MaxBody: 1 << 20, MaxNotifications: 100, SubjectPrefix: "cdse.product"}, panicking{}, v, prometheus.NewRegistry(), logger)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(e)
+	defer srv.Close()
+	for range 2 {
+		req, _ := http.NewRequest(http.MethodPost, srv.URL+"/notifications", bytes.NewReader(fixtures.Notification(t, "created-s2.json")))
+		req.SetBasicAuth(user, password)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusInternalServerError || !strings.Contains(string(b), `"error":"internal"`) || strings.Contains(string(b), "boom") {
+			t.Fatalf("%d %s", resp.StatusCode, b)
+		}
+		for k, want := range map[string]string{"X-Content-Type-Options": "nosniff", "Cache-Control": "no-store", "X-Frame-Options": "DENY",
+			"Content-Security-Policy": "default-src 'none'; frame-ancestors 'none'", "Referrer-Policy": "no-referrer"} {
+			if got := resp.Header.Get(k); got != want {
+				t.Errorf("%s = %q, want %q", k, got, want)
+			}
+		}
+	}
+	logged := false
+	for _, en := range hook.AllEntries() {
+		logged = logged || en.Message == "handler panicked" && strings.Contains(fmt.Sprint(en.Data["stack"]), "goroutine")
+	}
+	if !logged {
+		t.Error("the panic's stack was not logged")
 	}
 }

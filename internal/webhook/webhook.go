@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/labstack/echo/v4"
+	"github.com/labstack/echo/v4/middleware"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/sirupsen/logrus"
 
@@ -131,7 +132,25 @@ func New(o Options, pub Publisher, v Verifier, reg prometheus.Registerer, log lo
 	if o.RequestLog != nil {
 		rl = o.RequestLog
 	}
-	e.Use(requestLog(rl, m), securityHeaders, recoverPanics(log))
+	e.Use(requestLog(rl, m),
+		// Private JSON answers, in case someone points a browser at the
+		// endpoint.
+		middleware.SecureWithConfig(middleware.SecureConfig{
+			ContentTypeNosniff:    "nosniff",
+			XFrameOptions:         "DENY",
+			ContentSecurityPolicy: "default-src 'none'; frame-ancestors 'none'",
+			ReferrerPolicy:        "no-referrer",
+		}),
+		noStore,
+		// A panic becomes a 500 without a stack trace in the body; the stack
+		// goes to the log; http.ErrAbortHandler is passed on.
+		middleware.RecoverWithConfig(middleware.RecoverConfig{
+			DisableErrorHandler: true, // requestLog answers, with the true status in its line
+			LogErrorFunc: func(_ echo.Context, err error, stack []byte) error {
+				log.WithError(err).WithField("stack", string(stack)).Error("handler panicked")
+				return errors.New("handler panicked")
+			},
+		}))
 	h := &handler{o: o, pub: pub, m: m, log: log, parse: o.Parse,
 		tooLarge: newError(http.StatusRequestEntityTooLarge, "body_too_large", "request body larger than "+strconv.FormatInt(o.MaxBody, 10)+" bytes")}
 	if h.parse == nil {
@@ -480,35 +499,12 @@ func basicCredentials(r *http.Request) (user, pass, reason string) {
 	return user, pass, ""
 }
 
-// securityHeaders tells browsers and proxies that these are private JSON
-// answers, in case someone points one at the endpoint.
-func securityHeaders(next echo.HandlerFunc) echo.HandlerFunc {
+// noStore tells caches to keep nothing (Echo's Secure middleware does not
+// set Cache-Control).
+func noStore(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
-		h := c.Response().Header()
-		h.Set("X-Content-Type-Options", "nosniff")
-		h.Set("Cache-Control", "no-store")
-		h.Set("Content-Security-Policy", "default-src 'none'; frame-ancestors 'none'")
-		h.Set("Referrer-Policy", "no-referrer")
+		c.Response().Header().Set(echo.HeaderCacheControl, "no-store")
 		return next(c)
-	}
-}
-
-// recoverPanics turns a panic into a 500 without a stack trace in the body;
-// the stack goes to the log.
-func recoverPanics(log logrus.FieldLogger) echo.MiddlewareFunc {
-	return func(next echo.HandlerFunc) echo.HandlerFunc {
-		return func(c echo.Context) (err error) {
-			defer func() {
-				if r := recover(); r != nil {
-					if r == http.ErrAbortHandler {
-						panic(r)
-					}
-					log.WithField("panic", r).Error("handler panicked")
-					err = errors.New("handler panicked")
-				}
-			}()
-			return next(c)
-		}
 	}
 }
 
