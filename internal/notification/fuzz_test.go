@@ -1,13 +1,18 @@
 package notification
 
 import (
+	"bytes"
 	"encoding/json"
+	"errors"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 	"unicode/utf8"
+
+	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/cdse-jetstream/receiver/internal/fixtures"
 )
@@ -127,6 +132,44 @@ func FuzzValidJSON(f *testing.F) {
 	f.Fuzz(func(t *testing.T, b []byte) {
 		if got, want := validJSON(b), json.Valid(b); got != want {
 			t.Fatalf("validJSON(%q) = %v, encoding/json says %v", b, got, want)
+		}
+	})
+}
+
+// FuzzDuplicateNames holds the validator's check of repeated member names
+// to jsontext (the code becoming the standard library's
+// encoding/json/jsontext), which refuses exact duplicates at every depth:
+// a duplicate jsontext finds, we find; a body we accept without one,
+// jsontext accepts. We refuse case variants too, which jsontext allows, so
+// the converse is not asked. jsontext was weighed as the parser itself and
+// not taken for that reason (bench/RESULTS.md); it stays the reference here.
+func FuzzDuplicateNames(f *testing.F) {
+	files, _ := filepath.Glob(filepath.Join(fixtures.Dir(), "*.json"))
+	for _, p := range files {
+		b, _ := os.ReadFile(p)
+		f.Add(b)
+	}
+	for _, s := range []string{`{"a":1,"a":2}`, `{"a":{"b":1,"b":2}}`, `[{"x":1},{"x":2,"x":3}]`, `{"a":1,"A":2}`, `{"a\u0062":1,"ab":2}`,
+		`{"Name":"S2A","name":"S1B"}`, `{"k":{"K":{"\u212a":1}}}`, `{"a":[{"b":[{"c":1,"c":1}]}]}`, `{"":1,"":2}`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		if !utf8.Valid(b) {
+			return
+		}
+		ok, dup := checkJSON(b)
+		d := jsontext.NewDecoder(bytes.NewReader(b))
+		_, err := d.ReadValue()
+		if err == nil {
+			if _, terr := d.ReadToken(); !errors.Is(terr, io.EOF) {
+				err = terr // more than one value
+			}
+		}
+		switch {
+		case errors.Is(err, jsontext.ErrDuplicateName) && ok && dup < 0:
+			t.Fatalf("jsontext finds a duplicate name in %q, the validator does not", b)
+		case ok && dup < 0 && err != nil:
+			t.Fatalf("the validator accepts %q, jsontext refuses it: %v", b, err)
 		}
 	})
 }
