@@ -146,7 +146,7 @@ func TestBinaryBackfill(t *testing.T) {
 			t.Errorf("%s: %d messages, by event %v, want %v", when, len(msgs), events, want)
 		}
 		for _, m := range msgs {
-			if m.Header.Get("Cdse-Source") != "backfill" || !strings.HasPrefix(m.Subject, "cdse.product.") || !strings.HasSuffix(m.Subject, ".SENTINEL-2") {
+			if m.Header.Get("Cdse-Source") != "backfill" || !strings.HasPrefix(m.Subject, "cdse.product.") || !strings.Contains(m.Subject, ".SENTINEL-2.S2MSI") {
 				t.Errorf("%s: message %s from %q", when, m.Subject, m.Header.Get("Cdse-Source"))
 				break
 			}

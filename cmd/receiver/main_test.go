@@ -211,12 +211,12 @@ func TestBinaryEndToEnd(t *testing.T) {
 		}
 	}
 	want := []string{
-		"cdse.product.created.SENTINEL-1",
-		"cdse.product.created.SENTINEL-2",
-		"cdse.product.created.SENTINEL-3",
-		"cdse.product.created.SENTINEL-5P",
-		"cdse.product.modified.SENTINEL-2",
-		"cdse.product.deleted.SENTINEL-1",
+		"cdse.product.created.SENTINEL-1.IW_GRDH_1S-COG",
+		"cdse.product.created.SENTINEL-2.S2MSI2A",
+		"cdse.product.created.SENTINEL-3.OL_1_EFR___",
+		"cdse.product.created.SENTINEL-5P.L2__NO2___",
+		"cdse.product.modified.SENTINEL-2.S2MSI2A",
+		"cdse.product.deleted.SENTINEL-1.IW_GRDH_1S-COG",
 	}
 	batch, err := cons.Fetch(len(want)+1, jetstream.FetchMaxWait(2*time.Second))
 	if err != nil {
@@ -225,8 +225,25 @@ func TestBinaryEndToEnd(t *testing.T) {
 	var got []string
 	for m := range batch.Messages() {
 		got = append(got, m.Subject())
-		if m.Headers().Get("Cdse-Source") != "push" || m.Headers().Get("Nats-Msg-Id") == "" {
-			t.Errorf("headers of %s: %v", m.Subject(), m.Headers())
+		h := m.Headers()
+		if h.Get("Cdse-Source") != "push" || h.Get("Nats-Msg-Id") == "" {
+			t.Errorf("headers of %s: %v", m.Subject(), h)
+		}
+		// CloudEvents (binary content mode of the NATS binding), on by default.
+		event := strings.Split(m.Subject(), ".")[2]
+		for k, ok := range map[string]bool{
+			"ce-specversion": h.Get("ce-specversion") == "1.0",
+			"ce-id":          h.Get("ce-id") == h.Get("Nats-Msg-Id"),
+			"ce-type":        h.Get("ce-type") == "eu.copernicus.dataspace.product."+event,
+			"ce-source":      strings.HasPrefix(h.Get("ce-source"), "https://catalogue.dataspace.copernicus.eu/odata/v1/Subscriptions("),
+			"ce-time":        h.Get("ce-time") != "",
+			"content-type":   h.Get("content-type") == "application/json",
+			"download url":   h.Get("Cdse-Download-Url") == "https://catalogue.dataspace.copernicus.eu/odata/v1/Products("+h.Get("Cdse-Product-Id")+")/$value",
+			"product type":   h.Get("Cdse-Product-Type") == strings.Split(m.Subject(), ".")[4],
+		} {
+			if !ok {
+				t.Errorf("%s of %s: %v", k, m.Subject(), h)
+			}
 		}
 	}
 	if strings.Join(got, " ") != strings.Join(want, " ") {

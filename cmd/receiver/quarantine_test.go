@@ -181,7 +181,7 @@ func TestBinaryQuarantineReplay(t *testing.T) {
 		t.Fatalf("product stream: %d messages, by product %v", len(msgs), byProduct)
 	}
 	last := msgs[len(msgs)-1]
-	if last.Subject != "cdse.product.created.SENTINEL-2" || last.Header.Get("Cdse-Source") != "push" || last.Header.Get("Cdse-Replayed") == "" ||
+	if last.Subject != "cdse.product.created.SENTINEL-2.S2MSI2A" || last.Header.Get("Cdse-Source") != "push" || last.Header.Get("Cdse-Replayed") == "" ||
 		last.Header.Get("Nats-Msg-Id") != "created:0f6b4c1e-8d2a-4f3b-9c5e-7a1d2b3c4e5f" || !bytes.Equal(last.Data, read("created-s2.json")) {
 		t.Errorf("replayed message: %s %v", last.Subject, last.Header)
 	}

@@ -2,7 +2,7 @@
 // per product event stored by the receiver. Run it beside `make run`:
 //
 //	go run ./examples/subscribe                  # everything
-//	go run ./examples/subscribe 'cdse.product.created.SENTINEL-2'
+//	go run ./examples/subscribe 'cdse.product.created.SENTINEL-2.>'
 //
 // A real consumer would use a durable consumer (jetstream.ConsumerConfig with
 // a Durable name) and acknowledge each message after processing it.

@@ -50,10 +50,10 @@ type Quarantine interface {
 
 // Options say what to backfill.
 type Options struct {
-	Filter        string
-	Since, Until  time.Time // Until zero: up to now
-	Events        []notification.Event
-	SubjectPrefix string
+	Filter       string
+	Since, Until time.Time // Until zero: up to now
+	Events       []notification.Event
+	Route        ingest.Route // how messages are shaped
 	// Stream is the product stream, read for the ids it holds.
 	Stream string
 	// Bucket holds the checkpoint (the receiver's state bucket).
@@ -224,7 +224,7 @@ func (b *Backfill) event(ctx context.Context, k reconcile.Kind, at *cursorAt, se
 			}
 		}
 		var msgs []publish.Message
-		for _, m := range ingest.Messages(ns, b.o.SubjectPrefix, ingest.SourceBackfill) {
+		for _, m := range ingest.Messages(ns, b.o.Route, ingest.SourceBackfill) {
 			if seen[m.MsgID] {
 				p.OnStream++
 				continue

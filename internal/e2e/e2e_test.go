@@ -159,12 +159,12 @@ func TestRegisterAndDeliver(t *testing.T) {
 	w.sim.WaitPushes()
 
 	want := []string{
-		"cdse.product.created.SENTINEL-2 " + s2[0].ID + " push",
-		"cdse.product.created.SENTINEL-2 " + s2[1].ID + " push",
-		"cdse.product.created.SENTINEL-2 " + s2[2].ID + " push",
-		"cdse.product.created.SENTINEL-1 " + s1[0].ID + " push",
-		"cdse.product.modified.SENTINEL-2 " + s2[0].ID + " push",
-		"cdse.product.deleted.SENTINEL-1 " + s1[0].ID + " push",
+		"cdse.product.created.SENTINEL-2." + productType(s2[0]) + " " + s2[0].ID + " push",
+		"cdse.product.created.SENTINEL-2." + productType(s2[1]) + " " + s2[1].ID + " push",
+		"cdse.product.created.SENTINEL-2." + productType(s2[2]) + " " + s2[2].ID + " push",
+		"cdse.product.created.SENTINEL-1." + productType(s1[0]) + " " + s1[0].ID + " push",
+		"cdse.product.modified.SENTINEL-2." + productType(s2[0]) + " " + s2[0].ID + " push",
+		"cdse.product.deleted.SENTINEL-1." + productType(s1[0]) + " " + s1[0].ID + " push",
 	}
 	got := w.messages(t)
 	if len(got) != len(want) {
@@ -267,7 +267,7 @@ func TestReconcileAfterOutage(t *testing.T) {
 			want["created"], want["deleted"] = 0, 1
 		}
 		for ev, n := range want {
-			if c := counts["cdse.product."+ev+".SENTINEL-1 "+p.ID+" reconcile"]; c != n {
+			if c := counts["cdse.product."+ev+".SENTINEL-1."+productType(p)+" "+p.ID+" reconcile"]; c != n {
 				t.Errorf("%s %s: %d messages, want %d", ev, p.ID, c, n)
 			}
 		}
@@ -275,4 +275,15 @@ func TestReconcileAfterOutage(t *testing.T) {
 	if len(got) != 35 {
 		t.Fatalf("%d messages, want 35: %v", len(got), got)
 	}
+}
+
+// productType is the product's productType attribute, the subject's last
+// token.
+func productType(p *cdsesim.Product) string {
+	for _, a := range p.Attributes {
+		if a.Name == "productType" {
+			return a.Value.(string)
+		}
+	}
+	return "UNKNOWN"
 }

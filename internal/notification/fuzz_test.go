@@ -76,7 +76,7 @@ func checkNotification(t *testing.T, n Notification) {
 func checkSubject(t *testing.T, subject string) {
 	t.Helper()
 	tokens := strings.Split(subject, ".")
-	if len(tokens) != 4 {
+	if len(tokens) != 5 {
 		t.Fatalf("subject %q has %d tokens", subject, len(tokens))
 	}
 	for _, tok := range tokens {
@@ -91,7 +91,7 @@ func FuzzSubject(f *testing.F) {
 		f.Add(s, s)
 	}
 	f.Fuzz(func(t *testing.T, platform, name string) {
-		n := Notification{Event: Created, Collection: collectionOf(platform, name)}
+		n := Notification{Event: Created, Collection: collectionOf(platform, name), ProductType: SanitizeToken(name)}
 		checkSubject(t, n.Subject("cdse.product"))
 	})
 }

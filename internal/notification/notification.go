@@ -97,11 +97,26 @@ type Notification struct {
 	ModificationDate time.Time
 	// Collection is the sanitised mission token used in the subject.
 	Collection string
+	// Routing tokens, from the product's attributes (and, for Platform,
+	// its name: "S2B" of "S2B_MSIL2A_..."), sanitised; "" when absent.
+	ProductType, Platform, ProcessingLevel, TileID, RelativeOrbit string
+	// Entity fields a consumer acts on, header-safe; "" when absent.
+	PublicationDate, ContentLength, S3Path, Online string
 	// Raw is the notification exactly as received: it becomes the message data.
 	Raw []byte
 
 	platform string // platformShortName, only while decoding
 }
+
+// The product attributes the receiver reads; every other one is the
+// catalogue's business and stays unread in Raw.
+const (
+	attrPlatform        = "platformShortName"
+	attrProductType     = "productType"
+	attrProcessingLevel = "processingLevel"
+	attrTileID          = "tileId"
+	attrRelativeOrbit   = "relativeOrbitNumber"
+)
 
 // Limits on what a notification field may hold. Real values are far shorter;
 // the caps keep hostile input out of headers and logs.
@@ -308,6 +323,7 @@ func decode(raw []byte, idx int) (Notification, error) {
 	}
 	n.Collection = collectionOf(n.platform, n.ProductName)
 	n.platform = ""
+	n.Platform = platformOf(n.ProductName)
 	return n, nil
 }
 
@@ -363,12 +379,54 @@ func (n *Notification) readProduct(raw []byte, i int) (int, *fieldError) {
 				if raw[a] != '{' {
 					return -1
 				}
-				ae, p, ok := platformAttribute(raw, a)
-				if ok && n.platform == "" {
-					n.platform = p
+				ae, name, value := attribute(raw, a)
+				if value == nil {
+					return ae
+				}
+				switch name {
+				case attrPlatform:
+					if s, ok := stringValue(value); ok && n.platform == "" {
+						n.platform = s
+					}
+				case attrProductType:
+					setToken(&n.ProductType, value)
+				case attrProcessingLevel:
+					setToken(&n.ProcessingLevel, value)
+				case attrTileID:
+					setToken(&n.TileID, value)
+				case attrRelativeOrbit:
+					setToken(&n.RelativeOrbit, value)
 				}
 				return ae
 			})
+			return e
+		// Fields that only become headers: a value that cannot be one is
+		// left out, never a reason to refuse the notification.
+		case "PublicationDate":
+			e := valueEnd(raw, v)
+			if s, ok := stringValue(raw[v:e]); ok {
+				if t, ok := ParseTime(s); ok {
+					n.PublicationDate = t.UTC().Format(time.RFC3339Nano)
+				}
+			}
+			return e
+		case "ContentLength":
+			e := valueEnd(raw, v)
+			if lit := raw[v:e]; isDigits(lit) && len(lit) <= 20 {
+				n.ContentLength = string(lit)
+			}
+			return e
+		case "S3Path":
+			e := valueEnd(raw, v)
+			if s, ok := stringValue(raw[v:e]); ok && headerSafe(s, maxNameLen) == "" {
+				n.S3Path = s
+			}
+			return e
+		case "Online":
+			e := valueEnd(raw, v)
+			if lit := string(raw[v:e]); lit == "true" || lit == "false" {
+				n.Online = lit
+			}
 			return e
 		}
 		return -1
@@ -379,12 +437,13 @@ func (n *Notification) readProduct(raw []byte, i int) (int, *fieldError) {
 	return end, ferr
 }
 
-// platformAttribute reads the attribute object at raw[i]: it returns the
-// offset past it and, if it is platformShortName, its Value. Attributes of
-// other shapes are ignored: they are the catalogue's business. Name and
-// Value are kept as raw bytes and only the platform's Value is decoded, so
-// the usual twenty-odd attributes cost no allocation.
-func platformAttribute(raw []byte, i int) (end int, value string, ok bool) {
+// attribute reads the attribute object at raw[i]: it returns the offset
+// past it and, if it is one the receiver reads (its Name is one of the
+// attr* constants), that name and the raw bytes of its Value. Attributes
+// of other shapes are ignored: they are the catalogue's business. Nothing
+// is decoded but the name (and only when it has escapes), so the usual
+// twenty-odd attributes cost no allocation.
+func attribute(raw []byte, i int) (end int, name string, value []byte) {
 	var nameRaw, valueRaw []byte
 	end, err := walkObject(raw, i, func(member string, v int) int {
 		switch member {
@@ -399,22 +458,77 @@ func platformAttribute(raw []byte, i int) (end int, value string, ok bool) {
 		}
 		return -1
 	})
-	if err != nil || !isPlatformName(nameRaw) {
-		return end, "", false
+	if err != nil || valueRaw == nil {
+		return end, "", nil
 	}
-	value, ok = stringValue(valueRaw)
-	return end, value, ok
+	if name = readAttributeName(nameRaw); name == "" {
+		return end, "", nil
+	}
+	return end, name, valueRaw
 }
 
-func isPlatformName(lit []byte) bool {
-	if string(lit) == `"platformShortName"` {
-		return true
+// readAttributeName is the attribute's name if it is one the receiver
+// reads, else "".
+func readAttributeName(lit []byte) string {
+	switch string(lit) {
+	case `"` + attrPlatform + `"`:
+		return attrPlatform
+	case `"` + attrProductType + `"`:
+		return attrProductType
+	case `"` + attrProcessingLevel + `"`:
+		return attrProcessingLevel
+	case `"` + attrTileID + `"`:
+		return attrTileID
+	case `"` + attrRelativeOrbit + `"`:
+		return attrRelativeOrbit
 	}
 	if bytes.IndexByte(lit, '\\') < 0 {
+		return ""
+	}
+	s, ok := stringValue(lit) // a name spelt with escapes
+	if !ok {
+		return ""
+	}
+	switch s {
+	case attrPlatform, attrProductType, attrProcessingLevel, attrTileID, attrRelativeOrbit:
+		return s
+	}
+	return ""
+}
+
+// setToken sets *dst, once, to a string or integer attribute value made a
+// subject token.
+func setToken(dst *string, value []byte) {
+	if *dst != "" {
+		return
+	}
+	if s, ok := stringValue(value); ok {
+		*dst = SanitizeToken(s)
+	} else if isDigits(value) {
+		*dst = SanitizeToken(string(value))
+	}
+}
+
+func isDigits(b []byte) bool {
+	if len(b) == 0 {
 		return false
 	}
-	s, ok := stringValue(lit) // the name spelt with escapes
-	return ok && s == "platformShortName"
+	for _, c := range b {
+		if c < '0' || c > '9' {
+			return false
+		}
+	}
+	return true
+}
+
+// platformOf is the platform of a product from its name's first part:
+// "S2B" of "S2B_MSIL2A_...", "S5P" of "S5P_NRTI_...".
+func platformOf(name string) string {
+	p, _, found := strings.Cut(name, "_")
+	if !found || len(p) < 2 || len(p) > 8 {
+		return ""
+	}
+	return SanitizeToken(p)
 }
 
 // DedupeKey identifies the fact a notification announces: the same product
@@ -435,10 +549,10 @@ func DedupeKey(ev Event, productID string, modified time.Time) string {
 	return string(ev) + ":" + productID
 }
 
-// Subject returns "<prefix>.<event>.<collection>"; prefix must already be a
-// valid subject (the receiver's configuration checks it).
+// Subject is the notification's subject under prefix with the default
+// template: "<prefix>.<event>.<collection>.<productType>".
 func (n *Notification) Subject(prefix string) string {
-	return prefix + "." + string(n.Event) + "." + n.Collection
+	return DefaultTemplate.Subject(prefix, n)
 }
 
 // Header names set on every published message.
@@ -450,27 +564,54 @@ const (
 	HeaderSubscriptionID = "Cdse-Subscription-Id"
 	HeaderCollection     = "Cdse-Collection"
 	HeaderSource         = "Cdse-Source"
+	// From the product entity, when the notification carries it.
+	HeaderProductType      = "Cdse-Product-Type"
+	HeaderPublicationDate  = "Cdse-Publication-Date"
+	HeaderModificationDate = "Cdse-Modification-Date"
+	HeaderContentLength    = "Cdse-Content-Length"
+	HeaderS3Path           = "Cdse-S3-Path"
+	HeaderOnline           = "Cdse-Online"
 )
 
 // Headers returns the NATS headers of the message (empty values omitted).
 // source says where the notification came from: "push", "pull", "reconcile".
 // Every value was checked free of control characters during decoding.
 func (n *Notification) Headers(source string) map[string][]string {
-	h := make(map[string][]string, 7)
-	h[HeaderMsgID] = []string{n.DedupeKey()}
-	h[HeaderEvent] = []string{string(n.Event)}
-	h[HeaderProductID] = []string{n.ProductID}
-	h[HeaderCollection] = []string{n.Collection}
-	if n.ProductName != "" {
-		h[HeaderProductName] = []string{n.ProductName}
-	}
-	if n.SubscriptionID != "" {
-		h[HeaderSubscriptionID] = []string{n.SubscriptionID}
-	}
-	if source != "" {
-		h[HeaderSource] = []string{source}
-	}
+	h := make(map[string][]string, 16)
+	n.AppendHeaders(h, make([]string, 0, 16), source)
 	return h
+}
+
+// AppendHeaders adds the headers to h, their values appended to vals (one
+// slice for all values instead of one each: on the request path every
+// allocation counts), and returns vals for more.
+func (n *Notification) AppendHeaders(h map[string][]string, vals []string, source string) []string {
+	set := func(k, v string) {
+		if v == "" {
+			return
+		}
+		if len(vals) == cap(vals) {
+			vals = make([]string, 0, 8)
+		}
+		vals = append(vals, v)
+		h[k] = vals[len(vals)-1 : len(vals) : len(vals)]
+	}
+	set(HeaderMsgID, n.DedupeKey())
+	set(HeaderEvent, string(n.Event))
+	set(HeaderProductID, n.ProductID)
+	set(HeaderCollection, n.Collection)
+	set(HeaderProductName, n.ProductName)
+	set(HeaderSubscriptionID, n.SubscriptionID)
+	set(HeaderSource, source)
+	set(HeaderProductType, n.ProductType)
+	set(HeaderPublicationDate, n.PublicationDate)
+	if !n.ModificationDate.IsZero() {
+		set(HeaderModificationDate, n.ModificationDate.UTC().Format(time.RFC3339Nano))
+	}
+	set(HeaderContentLength, n.ContentLength)
+	set(HeaderS3Path, n.S3Path)
+	set(HeaderOnline, n.Online)
+	return vals
 }
 
 // collectionOf derives the collection token: the platformShortName attribute

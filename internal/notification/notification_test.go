@@ -20,14 +20,15 @@ func TestParseFixtures(t *testing.T) {
 		collection string
 		nameSuffix string
 		modified   string
+		product    string // the productType token
 	}{
-		{"created-s2.json", Created, "0f6b4c1e-8d2a-4f3b-9c5e-7a1d2b3c4e5f", "SENTINEL-2", "T132945.SAFE", ""},
-		{"created-s1.json", Created, "b1e2c3d4-a5b6-4c7d-8e9f-0a1b2c3d4e5f", "SENTINEL-1", "C3D4_COG.SAFE", ""},
-		{"created-s3.json", Created, "c3d4e5f6-0718-4293-a4b5-c6d7e8f90a1b", "SENTINEL-3", "004.SEN3", ""},
-		{"created-s5p.json", Created, "d5e6f708-1a2b-4c3d-8e4f-5a6b7c8d9e0f", "SENTINEL-5P", ".nc", ""},
-		{"modified-s2.json", Modified, "0f6b4c1e-8d2a-4f3b-9c5e-7a1d2b3c4e5f", "SENTINEL-2", ".SAFE", "2026-11-22T08:01:02.654321Z"},
-		{"deleted-s1.json", Deleted, "b1e2c3d4-a5b6-4c7d-8e9f-0a1b2c3d4e5f", "SENTINEL-1", ".SAFE", ""},
-		{"created-short.json", Created, "e7f8091a-2b3c-4d5e-8f6a-7b8c9d0e1f2a", UnknownCollection, "", ""},
+		{"created-s2.json", Created, "0f6b4c1e-8d2a-4f3b-9c5e-7a1d2b3c4e5f", "SENTINEL-2", "T132945.SAFE", "", "S2MSI2A"},
+		{"created-s1.json", Created, "b1e2c3d4-a5b6-4c7d-8e9f-0a1b2c3d4e5f", "SENTINEL-1", "C3D4_COG.SAFE", "", "IW_GRDH_1S-COG"},
+		{"created-s3.json", Created, "c3d4e5f6-0718-4293-a4b5-c6d7e8f90a1b", "SENTINEL-3", "004.SEN3", "", "OL_1_EFR___"},
+		{"created-s5p.json", Created, "d5e6f708-1a2b-4c3d-8e4f-5a6b7c8d9e0f", "SENTINEL-5P", ".nc", "", "L2__NO2___"},
+		{"modified-s2.json", Modified, "0f6b4c1e-8d2a-4f3b-9c5e-7a1d2b3c4e5f", "SENTINEL-2", ".SAFE", "2026-11-22T08:01:02.654321Z", "S2MSI2A"},
+		{"deleted-s1.json", Deleted, "b1e2c3d4-a5b6-4c7d-8e9f-0a1b2c3d4e5f", "SENTINEL-1", ".SAFE", "", "IW_GRDH_1S-COG"},
+		{"created-short.json", Created, "e7f8091a-2b3c-4d5e-8f6a-7b8c9d0e1f2a", UnknownCollection, "", "", UnknownToken},
 	}
 	for _, tt := range tests {
 		t.Run(tt.file, func(t *testing.T) {
@@ -57,7 +58,7 @@ func TestParseFixtures(t *testing.T) {
 			if !bytes.Contains(body, n.Raw) || len(n.Raw) < 100 {
 				t.Errorf("Raw is not a slice of the body (len %d)", len(n.Raw))
 			}
-			if got := n.Subject("cdse.product"); got != "cdse.product."+string(tt.event)+"."+tt.collection {
+			if got := n.Subject("cdse.product"); got != "cdse.product."+string(tt.event)+"."+tt.collection+"."+tt.product {
 				t.Errorf("Subject = %q", got)
 			}
 		})
@@ -226,6 +227,13 @@ func TestHeaders(t *testing.T) {
 		HeaderSubscriptionID: "7d3f9c2e-5b1a-4c8d-9e6f-0a1b2c3d4e5f",
 		HeaderCollection:     "SENTINEL-2",
 		HeaderSource:         "push",
+		// From the product entity.
+		HeaderProductType:      "S2MSI2A",
+		HeaderPublicationDate:  "2026-11-21T13:55:12.123456Z",
+		HeaderModificationDate: "2026-11-21T13:55:12.123456Z",
+		HeaderContentLength:    "1132462080",
+		HeaderS3Path:           "/eodata/Sentinel-2/MSI/L2A/2026/11/21/S2B_MSIL2A_20261121T103319_N0511_R108_T32TQM_20261121T132945.SAFE",
+		HeaderOnline:           "true",
 	}
 	for k, v := range want {
 		if got := h[k]; len(got) != 1 || got[0] != v {
@@ -286,5 +294,46 @@ func TestDuplicateCheckStaysLinear(t *testing.T) {
 	body = []byte(`{"SubscriptionEvent":"created",` + pid + `,"value":{` + manyMembers(100000) + `,"M99999":0}}`)
 	if _, err := Parse(body, 100); err == nil || !strings.Contains(err.Error(), "M99999: duplicate member") {
 		t.Errorf("case variant among 100 000 members: %v", err)
+	}
+}
+
+func TestTemplates(t *testing.T) {
+	ns, err := Parse(fixtures.Notification(t, "created-s2.json"), 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := &ns[0]
+	tests := []struct {
+		template, want, err string
+	}{
+		{"event.collection.productType", "cdse.product.created.SENTINEL-2.S2MSI2A", ""},
+		{"collection.platform.tileId.event", "cdse.product.SENTINEL-2.S2B.32TQM.created", ""},
+		{"event.relativeOrbit.processingLevel", "cdse.product.created.108.S2MSI2A", ""},
+		{"productType", "cdse.product.S2MSI2A", ""},
+		{"event.collection.>", "", `unknown token ">"`},
+		{"event..collection", "", `unknown token ""`},
+		{"event.*", "", `unknown token "*"`},
+		{"Event", "", `unknown token "Event"`},
+		{"", "", `unknown token ""`},
+		{strings.Repeat("event.", 14) + "event", "", "at most 16"},
+	}
+	for _, tt := range tests {
+		tmpl, err := ParseTemplate(tt.template, "cdse.product")
+		if tt.err != "" {
+			if err == nil || !strings.Contains(err.Error(), tt.err) {
+				t.Errorf("%q: error %v, want one with %q", tt.template, err, tt.err)
+			}
+			continue
+		}
+		if err != nil {
+			t.Errorf("%q: %v", tt.template, err)
+			continue
+		}
+		if got := tmpl.Subject("cdse.product", n); got != tt.want {
+			t.Errorf("%q: subject %q, want %q", tt.template, got, tt.want)
+		}
+	}
+	if (Template{}).Subject("p", n) != DefaultTemplate.Subject("p", n) {
+		t.Error("the zero Template is not the default")
 	}
 }

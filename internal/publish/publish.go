@@ -31,13 +31,25 @@ var (
 	ErrTooLarge = errors.New("message larger than the NATS server accepts")
 )
 
-// Message is one message to store. Header must hold the Nats-Msg-Id that
-// JetStream deduplicates on; MsgID repeats it for the local fast path.
+// Message is one message to store. Its headers must hold the Nats-Msg-Id
+// that JetStream deduplicates on; MsgID repeats it for the local fast path.
 type Message struct {
 	Subject string
 	MsgID   string
 	Header  map[string][]string
+	// Headers, when Header is nil, builds them: it is called only for a
+	// message that is published, not for one answered from the memory of
+	// recent ids (a retried notification costs no header map).
+	Headers func() map[string][]string
 	Data    []byte
+}
+
+// MessageHeader is m's headers, built if they are built lazily.
+func (m *Message) MessageHeader() map[string][]string {
+	if m.Header == nil && m.Headers != nil {
+		m.Header = m.Headers()
+	}
+	return m.Header
 }
 
 // Result is what JetStream said about one message.
@@ -167,11 +179,12 @@ func (p *Publisher) Publish(ctx context.Context, msgs []Message) ([]Result, erro
 	// flight) waits at most until Timeout after the start to be registered.
 	deadline := start.Add(p.timeout)
 	futures := make([]jetstream.PubAckFuture, len(msgs))
-	for i, m := range msgs {
+	for i := range msgs {
 		if results[i].Duplicate {
 			continue
 		}
-		f, err := p.js.PublishMsgAsync(&nats.Msg{Subject: m.Subject, Header: nats.Header(m.Header), Data: m.Data},
+		m := &msgs[i]
+		f, err := p.js.PublishMsgAsync(&nats.Msg{Subject: m.Subject, Header: nats.Header(m.MessageHeader()), Data: m.Data},
 			jetstream.WithExpectStream(p.stream),
 			jetstream.WithStallWait(max(time.Until(deadline), time.Millisecond)))
 		if err != nil {

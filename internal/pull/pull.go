@@ -50,7 +50,7 @@ var ErrGone = errors.New("pull subscription not found (cancelled?)")
 // Options configure a Source.
 type Options struct {
 	SubscriptionID string
-	SubjectPrefix  string
+	Route          ingest.Route // how messages are shaped
 	// Interval between reads of an empty queue (default 10 s).
 	Interval time.Duration
 	// Hydrate fetches the product of a short-form notification (older than
@@ -184,7 +184,7 @@ func (s *Source) Once(ctx context.Context) (more bool, err error) {
 		}
 	}
 	if len(ns) > 0 {
-		if _, err := s.pub.Publish(ctx, ingest.Messages(ns, s.o.SubjectPrefix, ingest.SourcePull)); err != nil {
+		if _, err := s.pub.Publish(ctx, ingest.Messages(ns, s.o.Route, ingest.SourcePull)); err != nil {
 			return false, fmt.Errorf("publish batch (not acknowledged, will be read again): %w", err)
 		}
 	}

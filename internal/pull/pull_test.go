@@ -17,6 +17,7 @@ import (
 	"github.com/cdse-jetstream/receiver/internal/auth"
 	"github.com/cdse-jetstream/receiver/internal/catalogclient"
 	"github.com/cdse-jetstream/receiver/internal/cdsesim"
+	"github.com/cdse-jetstream/receiver/internal/ingest"
 	"github.com/cdse-jetstream/receiver/internal/publish/publishtest"
 	"github.com/cdse-jetstream/receiver/internal/quarantine"
 )
@@ -51,7 +52,7 @@ func setup(t *testing.T, o cdsesim.Options) *world {
 
 func (w *world) source(t *testing.T, q Queue, hydrate bool) *Source {
 	t.Helper()
-	s, err := New(Options{SubscriptionID: w.subID, SubjectPrefix: "cdse.product", Interval: 10 * time.Millisecond, Hydrate: hydrate}, q, w.env.Publisher, w.env.Quarantine, prometheus.NewRegistry(), w.log)
+	s, err := New(Options{SubscriptionID: w.subID, Route: ingest.Route{Prefix: "cdse.product"}, Interval: 10 * time.Millisecond, Hydrate: hydrate}, q, w.env.Publisher, w.env.Quarantine, prometheus.NewRegistry(), w.log)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -82,7 +83,7 @@ func TestPull250(t *testing.T) {
 	if len(msgs) != 250 {
 		t.Fatalf("%d messages, want 250", len(msgs))
 	}
-	if !strings.HasPrefix(msgs[0], "cdse.product.created.SENTINEL-2 pull ") {
+	if !strings.HasPrefix(msgs[0], "cdse.product.created.SENTINEL-2.S2MSI") || !strings.Contains(msgs[0], " pull ") {
 		t.Errorf("message %q", msgs[0])
 	}
 	if got := testutil.ToFloat64(s.m.acked); got != 250 {
@@ -169,9 +170,9 @@ func TestHydrateShortForm(t *testing.T) {
 			w.clock.Add(73 * time.Hour) // past the 3-day retention
 			drain(t, w.source(t, w.api, hydrate))
 			msgs := w.env.Messages(t)
-			want := "cdse.product.created.UNKNOWN pull " + p.ID
+			want := "cdse.product.created.UNKNOWN.UNKNOWN pull " + p.ID
 			if hydrate {
-				want = "cdse.product.created.SENTINEL-5P pull " + p.ID
+				want = "cdse.product.created.SENTINEL-5P.L2__NO2___ pull " + p.ID
 			}
 			if len(msgs) != 1 || msgs[0] != want {
 				t.Fatalf("got %v, want %q", msgs, want)
@@ -225,7 +226,7 @@ func TestQuarantineDownLeavesBatchUnacked(t *testing.T) {
 	w := setup(t, cdsesim.Options{})
 	badProduct(w)
 	w.sim.Generate(cdsesim.Sentinel2, 2)
-	s, err := New(Options{SubscriptionID: w.subID, SubjectPrefix: "cdse.product"}, w.api, w.env.Publisher, failingQuarantine{}, prometheus.NewRegistry(), w.log)
+	s, err := New(Options{SubscriptionID: w.subID, Route: ingest.Route{Prefix: "cdse.product"}}, w.api, w.env.Publisher, failingQuarantine{}, prometheus.NewRegistry(), w.log)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -265,7 +265,7 @@ func (a *App) startWebhook() error {
 		Path:             cfg.Path,
 		MaxBody:          cfg.MaxBody,
 		MaxNotifications: cfg.MaxNotifications,
-		SubjectPrefix:    cfg.SubjectPrefix,
+		Route:            cfg.route(),
 		TrustedProxies:   proxies,
 		Quarantine:       a.quarantine,
 	}
@@ -316,7 +316,7 @@ func (a *App) sources() ([]func(context.Context), error) {
 	api := catalogclient.New(cfg.CDSECatalogueURL, tokens, nil)
 	var run []func(context.Context)
 	if cfg.PullSubscription != "" {
-		src, err := pull.New(pull.Options{SubscriptionID: cfg.PullSubscription, SubjectPrefix: cfg.SubjectPrefix, Interval: cfg.PullInterval, Hydrate: cfg.PullHydrate}, api, a.pub, a.quarantine, a.reg, a.log)
+		src, err := pull.New(pull.Options{SubscriptionID: cfg.PullSubscription, Route: cfg.route(), Interval: cfg.PullInterval, Hydrate: cfg.PullHydrate}, api, a.pub, a.quarantine, a.reg, a.log)
 		if err != nil {
 			return nil, err
 		}
@@ -326,7 +326,7 @@ func (a *App) sources() ([]func(context.Context), error) {
 	if cfg.ReconcileInterval > 0 {
 		events, _ := reconcile.ParseEvents(cfg.ReconcileEvents) // checked by Validate
 		rec, err := reconcile.New(reconcile.Options{Filter: cfg.ReconcileFilter, Events: events, PageSize: cfg.ReconcilePageSize, Interval: cfg.ReconcileInterval, Lookback: cfg.ReconcileLookback,
-			Overlap: cfg.ReconcileOverlap, SubjectPrefix: cfg.SubjectPrefix, Bucket: cfg.Stream + "_STATE", Replicas: cfg.StreamReplicas}, api, a.pub, a.quarantine, a.pub.JetStream(), a.reg, a.log)
+			Overlap: cfg.ReconcileOverlap, Route: cfg.route(), Bucket: cfg.Stream + "_STATE", Replicas: cfg.StreamReplicas}, api, a.pub, a.quarantine, a.pub.JetStream(), a.reg, a.log)
 		if err != nil {
 			return nil, err
 		}

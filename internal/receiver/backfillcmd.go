@@ -121,7 +121,7 @@ settings.`)
 	tokens := auth.PasswordTokenSource(auth.PasswordConfig{TokenURL: cfg.CDSETokenURL, ClientID: cfg.CDSEClientID,
 		Username: cfg.CDSEUsername, Password: cfg.CDSEPassword, TOTP: cfg.CDSETOTP})
 	api := catalogclient.New(cfg.CDSECatalogueURL, tokens, nil)
-	bf := backfill.New(backfill.Options{Filter: *filter, Since: from, Until: to, Events: evs, SubjectPrefix: cfg.SubjectPrefix,
+	bf := backfill.New(backfill.Options{Filter: *filter, Since: from, Until: to, Events: evs, Route: cfg.route(),
 		Stream: cfg.Stream, Bucket: cfg.Stream + "_STATE", Replicas: cfg.StreamReplicas, DryRun: *dryRun},
 		reconcile.NewLister(api, *pageSize, *rate), pub, qu, js, log)
 

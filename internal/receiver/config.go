@@ -18,6 +18,8 @@ import (
 
 	"github.com/cdse-jetstream/receiver/internal/auth"
 	"github.com/cdse-jetstream/receiver/internal/catalogclient"
+	"github.com/cdse-jetstream/receiver/internal/ingest"
+	"github.com/cdse-jetstream/receiver/internal/notification"
 	"github.com/cdse-jetstream/receiver/internal/publish"
 	"github.com/cdse-jetstream/receiver/internal/quarantine"
 	"github.com/cdse-jetstream/receiver/internal/reconcile"
@@ -53,6 +55,8 @@ type Config struct {
 	NATSEmbeddedUser     string
 	NATSEmbeddedPassword string
 	SubjectPrefix        string
+	SubjectTemplate      string
+	CloudEvents          bool
 	Stream               string
 	StreamReplicas       int
 	StreamMaxAge         time.Duration
@@ -109,6 +113,8 @@ func DefaultConfig() Config {
 		AuthFailureLimit:   20,
 		NATSEmbeddedAddr:   "127.0.0.1:4222",
 		SubjectPrefix:      "cdse.product",
+		SubjectTemplate:    notification.DefaultTemplateText,
+		CloudEvents:        true,
 		Stream:             "CDSE_PRODUCTS",
 		StreamReplicas:     1,
 		QuarantineStream:   "CDSE_QUARANTINE",
@@ -167,6 +173,8 @@ func (c *Config) settings() []setting {
 		{env: "NATS_EMBEDDED_USER", flag: "nats-embedded-user", help: "consumers' user of the embedded server (read-only on the stream); required when it listens beyond loopback", field: &c.NATSEmbeddedUser},
 		{env: "NATS_EMBEDDED_PASSWORD", help: "consumers' password of the embedded server (or NATS_EMBEDDED_PASSWORD_FILE)", secret: true, field: &c.NATSEmbeddedPassword},
 		{env: "NATS_SUBJECT_PREFIX", flag: "subject-prefix", help: "subject prefix: <prefix>.<event>.<collection>", field: &c.SubjectPrefix},
+		{env: "NATS_SUBJECT_TEMPLATE", flag: "subject-template", help: "subject tokens after the prefix, dot-separated, of: " + strings.Join(notification.TemplateTokens, ", "), field: &c.SubjectTemplate},
+		{env: "NATS_CLOUDEVENTS", flag: "cloudevents", help: "add the CloudEvents attributes (ce-* headers, binary content mode of the NATS binding)", field: &c.CloudEvents},
 		{env: "NATS_STREAM", flag: "stream", help: "JetStream stream name", field: &c.Stream},
 		{env: "NATS_STREAM_REPLICAS", flag: "stream-replicas", help: "stream replicas (3 on a 3-node cluster; 1 when embedded)", field: &c.StreamReplicas},
 		{env: "NATS_STREAM_MAX_AGE", flag: "stream-max-age", help: "drop messages older than this (0: keep; must be >= the dedupe window)", field: &c.StreamMaxAge},
@@ -411,6 +419,9 @@ func (c Config) Validate() error {
 	if !streamName.MatchString(c.Stream) {
 		bad("NATS_STREAM %q must be 1-64 characters of [A-Za-z0-9_-]", c.Stream)
 	}
+	if _, err := notification.ParseTemplate(c.SubjectTemplate, c.SubjectPrefix); err != nil {
+		bad("NATS_SUBJECT_TEMPLATE %q: %v", c.SubjectTemplate, strings.ReplaceAll(err.Error(), "\n", "; "))
+	}
 	if !streamName.MatchString(c.QuarantineStream) || c.QuarantineStream == c.Stream {
 		bad("QUARANTINE_STREAM %q must be 1-64 characters of [A-Za-z0-9_-] and differ from NATS_STREAM", c.QuarantineStream)
 	}
@@ -505,6 +516,12 @@ func (c Config) Validate() error {
 		bad("LOG_FORMAT %q must be json or text", c.LogFormat)
 	}
 	return errors.Join(errs...)
+}
+
+// route is how messages are shaped (the template is checked by Validate).
+func (c Config) route() ingest.Route {
+	t, _ := notification.ParseTemplate(c.SubjectTemplate, c.SubjectPrefix)
+	return ingest.Route{Prefix: c.SubjectPrefix, Template: t, CloudEvents: c.CloudEvents, CatalogueURL: c.CDSECatalogueURL}
 }
 
 // quarantineOptions are the quarantine stream's settings.

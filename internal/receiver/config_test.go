@@ -120,6 +120,15 @@ func TestValidate(t *testing.T) {
 		{"bad nats url, password not shown", func(c *Config) { c.NATSURL = "nats://u:topsecret@" }, []string{"NATS_URL"}},
 		{"token and user", func(c *Config) { c.NATSURL = "nats://a:4222"; c.NATSToken = "t"; c.NATSUser = "u" }, []string{"NATS_TOKEN cannot"}},
 		{"same listen addresses", func(c *Config) { c.AdminAddr = c.Addr }, []string{"must differ"}},
+		{"subject template", func(c *Config) { c.SubjectTemplate = "event.>.Tile" }, []string{`NATS_SUBJECT_TEMPLATE "event.>.Tile"`, `unknown token ">"`, `unknown token "Tile"`}},
+		{"template of all tokens", func(c *Config) {
+			c.SubjectTemplate = "collection.productType.platform.processingLevel.tileId.relativeOrbit.event"
+		}, nil},
+		{"quarantine overlaps the product subjects", func(c *Config) { c.QuarantinePrefix = "cdse.product.bad" }, []string{"QUARANTINE_SUBJECT_PREFIX", "overlaps"}},
+		{"reconcile events and page size", func(c *Config) {
+			c.ReconcileInterval, c.ReconcileFilter, c.CDSEUsername, c.CDSEPassword = time.Hour, "x", "u", "p"
+			c.ReconcileEvents, c.ReconcilePageSize = "created,updated", 5000
+		}, []string{"RECONCILE_EVENTS", "updated", "RECONCILE_PAGE_SIZE"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

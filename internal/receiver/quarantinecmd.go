@@ -182,9 +182,9 @@ func replay(ctx context.Context, r *quarantine.Reader, pub *publish.Publisher, c
 		if source == "" {
 			source = ingest.SourcePush
 		}
-		msgs := ingest.Messages(ns, cfg.SubjectPrefix, source)
+		msgs := ingest.Messages(ns, cfg.route(), source)
 		for i := range msgs {
-			msgs[i].Header[HeaderReplayed] = []string{strconv.FormatUint(s.Seq, 10)}
+			msgs[i].MessageHeader()[HeaderReplayed] = []string{strconv.FormatUint(s.Seq, 10)}
 		}
 		res, err := pub.Publish(ctx, msgs)
 		if err != nil {

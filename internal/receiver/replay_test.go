@@ -15,6 +15,7 @@ import (
 	"github.com/cdse-jetstream/receiver/internal/auth"
 	"github.com/cdse-jetstream/receiver/internal/backfill"
 	"github.com/cdse-jetstream/receiver/internal/fixtures"
+	"github.com/cdse-jetstream/receiver/internal/ingest"
 	"github.com/cdse-jetstream/receiver/internal/natstest"
 	"github.com/cdse-jetstream/receiver/internal/notification"
 	"github.com/cdse-jetstream/receiver/internal/publish/publishtest"
@@ -40,7 +41,7 @@ func TestReplayAfterValidatorChange(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e, err := webhook.New(webhook.Options{Path: "/notifications", MaxBody: 1 << 20, MaxNotifications: 100, SubjectPrefix: "cdse.product",
+	e, err := webhook.New(webhook.Options{Path: "/notifications", MaxBody: 1 << 20, MaxNotifications: 100, Route: ingest.Route{Prefix: "cdse.product"},
 		Quarantine: env.Quarantine, Parse: older}, env.Publisher, v, prometheus.NewRegistry(), log)
 	if err != nil {
 		t.Fatal(err)
@@ -72,7 +73,7 @@ func TestReplayAfterValidatorChange(t *testing.T) {
 		t.Fatalf("%d messages, want 2", len(msgs))
 	}
 	m := msgs[1]
-	if m.Subject != "cdse.product.created.SENTINEL-3" || m.Header.Get("Cdse-Source") != "push" || m.Header.Get(HeaderReplayed) == "" ||
+	if m.Subject != "cdse.product.created.SENTINEL-3.OL_1_EFR___" || m.Header.Get("Cdse-Source") != "push" || m.Header.Get(HeaderReplayed) == "" ||
 		!bytes.Equal(m.Data, fixtures.Notification(t, "created-s3.json")) {
 		t.Errorf("replayed message %s %v", m.Subject, m.Header)
 	}

@@ -50,7 +50,7 @@ type Options struct {
 	Overlap        time.Duration // each pass re-lists this much before the watermark (default 10 min)
 	PageSize       int           // default 100, at most 1000
 	RequestsPerSec float64       // catalogue request cap (default 2)
-	SubjectPrefix  string
+	Route          ingest.Route  // how messages are shaped
 	// Bucket is the KV bucket of the watermarks and the lease.
 	Bucket   string
 	Replicas int
@@ -300,7 +300,7 @@ func (r *Reconciler) store(ctx context.Context, k Kind, items []Item) (ingest.Ou
 	if len(ns) == 0 {
 		return ingest.Outcome{}, nil
 	}
-	res, err := r.pub.Publish(ctx, ingest.Messages(ns, r.o.SubjectPrefix, ingest.SourceReconcile))
+	res, err := r.pub.Publish(ctx, ingest.Messages(ns, r.o.Route, ingest.SourceReconcile))
 	if err != nil {
 		return ingest.Outcome{}, err
 	}

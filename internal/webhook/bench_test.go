@@ -15,6 +15,7 @@ import (
 
 	"github.com/cdse-jetstream/receiver/internal/auth"
 	"github.com/cdse-jetstream/receiver/internal/fixtures"
+	"github.com/cdse-jetstream/receiver/internal/ingest"
 	"github.com/cdse-jetstream/receiver/internal/publish"
 	"github.com/cdse-jetstream/receiver/internal/publish/publishtest"
 )
@@ -33,7 +34,7 @@ func BenchmarkHandler(b *testing.B) {
 	log.SetOutput(bytes.NewBuffer(nil))
 	log.Out = discard{}
 	log.SetFormatter(&logrus.JSONFormatter{})
-	e, err := New(Options{Path: "/notifications", MaxBody: 1 << 20, MaxNotifications: 100, SubjectPrefix: "cdse.product"}, pub, v, prometheus.NewRegistry(), log)
+	e, err := New(Options{Path: "/notifications", MaxBody: 1 << 20, MaxNotifications: 100, Route: ingest.Route{Prefix: "cdse.product", CloudEvents: true, CatalogueURL: "https://catalogue.dataspace.copernicus.eu/odata/v1"}}, pub, v, prometheus.NewRegistry(), log)
 	if err != nil {
 		b.Fatal(err)
 	}

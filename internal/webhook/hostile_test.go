@@ -73,7 +73,7 @@ func TestSubjectInjection(t *testing.T) {
 	e := start(t, natstest.RunJetStream(t))
 	for i, platform := range []string{"SENTINEL-2.>", "*", "a b", "ünïcödé", "x.y.z", ">"} {
 		id := fmt.Sprintf("0f6b4c1e-8d2a-4f3b-9c5e-7a1d2b3c4e%02d", i)
-		body := `{"SubscriptionEvent":"created","ProductId":"` + id + `","value":{"Attributes":[{"Name":"platformShortName","Value":` + fmt.Sprintf("%q", platform) + `}]}}`
+		body := `{"SubscriptionEvent":"created","ProductId":"` + id + `","value":{"Attributes":[{"Name":"platformShortName","Value":` + fmt.Sprintf("%q", platform) + `},{"Name":"productType","Value":` + fmt.Sprintf("%q", platform) + `}]}}`
 		if resp, b := e.post(t, []byte(body)); resp.StatusCode != 200 {
 			t.Fatalf("%q: %d %s", platform, resp.StatusCode, b)
 		}
@@ -85,7 +85,7 @@ func TestSubjectInjection(t *testing.T) {
 	}
 	for subj := range info.State.Subjects {
 		tokens := strings.Split(subj, ".")
-		if len(tokens) != 4 || strings.ContainsAny(tokens[3], "*> ") {
+		if len(tokens) != 5 || strings.ContainsAny(tokens[3]+tokens[4], "*> ") {
 			t.Errorf("subject %q escapes the scheme", subj)
 		}
 	}

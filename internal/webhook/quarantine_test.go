@@ -20,6 +20,7 @@ import (
 
 	"github.com/cdse-jetstream/receiver/internal/auth"
 	"github.com/cdse-jetstream/receiver/internal/fixtures"
+	"github.com/cdse-jetstream/receiver/internal/ingest"
 	"github.com/cdse-jetstream/receiver/internal/natstest"
 	"github.com/cdse-jetstream/receiver/internal/publish"
 	"github.com/cdse-jetstream/receiver/internal/quarantine"
@@ -168,7 +169,7 @@ func TestOddContentTypes(t *testing.T) {
 			continue
 		}
 		s, _ := e.js.Stream(context.Background(), stream)
-		m, err := s.GetLastMsgForSubject(context.Background(), "cdse.product.created.SENTINEL-2")
+		m, err := s.GetLastMsgForSubject(context.Background(), "cdse.product.created.SENTINEL-2.S2MSI2A")
 		if err != nil || m.Header.Get("Cdse-Product-Id") != id || !bytes.Equal(m.Data, body) {
 			t.Errorf("Content-Type %q: not stored as sent (%v)", tt.contentType, err)
 		}
@@ -285,7 +286,7 @@ func (panicking) Publish(context.Context, []publish.Message) ([]publish.Result, 
 func TestPanicAnswers500WithoutDetail(t *testing.T) {
 	logger, hook := logtest.NewNullLogger()
 	v, _ := auth.NewBasic([]auth.Credential{{User: user, Password: password}}, "")
-	e, err := New(Options{Path: "/notifications", MaxBody: 1 << 20, MaxNotifications: 100, SubjectPrefix: "cdse.product"}, panicking{}, v, prometheus.NewRegistry(), logger)
+	e, err := New(Options{Path: "/notifications", MaxBody: 1 << 20, MaxNotifications: 100, Route: ingest.Route{Prefix: "cdse.product"}}, panicking{}, v, prometheus.NewRegistry(), logger)
 	if err != nil {
 		t.Fatal(err)
 	}

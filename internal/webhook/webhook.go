@@ -55,8 +55,8 @@ type Options struct {
 	MaxBody int64
 	// MaxNotifications bounds the elements of an array body.
 	MaxNotifications int
-	// SubjectPrefix starts every subject ("cdse.product").
-	SubjectPrefix string
+	// Route shapes the messages (subject prefix and template, CloudEvents).
+	Route ingest.Route
 	// Realm is sent in WWW-Authenticate.
 	Realm string
 	// TrustedProxies are the peers whose X-Forwarded-For names the client;
@@ -233,7 +233,7 @@ func (h *handler) receive(c echo.Context) error {
 	// The log line gets copies, not the notifications: their Raw points
 	// into the pooled buffer, which is reused once the request is answered.
 	c.Set(ctxNotes, summarize(ns))
-	results, err := h.pub.Publish(req.Context(), ingest.Messages(ns, h.o.SubjectPrefix, ingest.SourcePush))
+	results, err := h.pub.Publish(req.Context(), ingest.Messages(ns, h.o.Route, ingest.SourcePush))
 	if err != nil {
 		// The NATS client may still hold the messages (acks not received):
 		// this buffer must not be reused.

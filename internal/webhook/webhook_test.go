@@ -22,6 +22,7 @@ import (
 
 	"github.com/cdse-jetstream/receiver/internal/auth"
 	"github.com/cdse-jetstream/receiver/internal/fixtures"
+	"github.com/cdse-jetstream/receiver/internal/ingest"
 	"github.com/cdse-jetstream/receiver/internal/natstest"
 	"github.com/cdse-jetstream/receiver/internal/publish"
 	"github.com/cdse-jetstream/receiver/internal/quarantine"
@@ -80,7 +81,7 @@ func startWith(t *testing.T, srv *server.Server, opt func(*Options)) *env {
 	if err := q.Ensure(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	o := Options{Path: "/notifications", MaxBody: 1 << 20, MaxNotifications: 100, SubjectPrefix: "cdse.product", Quarantine: q}
+	o := Options{Path: "/notifications", MaxBody: 1 << 20, MaxNotifications: 100, Route: ingest.Route{Prefix: "cdse.product"}, Quarantine: q}
 	opt(&o)
 	e, err := New(o, pub, v, reg, logger)
 	if err != nil {
@@ -303,7 +304,7 @@ func TestPublishedMessage(t *testing.T) {
 		t.Fatalf("%d %s", resp.StatusCode, b)
 	}
 	s, _ := e.js.Stream(context.Background(), stream)
-	m, err := s.GetLastMsgForSubject(context.Background(), "cdse.product.modified.SENTINEL-2")
+	m, err := s.GetLastMsgForSubject(context.Background(), "cdse.product.modified.SENTINEL-2.S2MSI2A")
 	if err != nil {
 		t.Fatal(err)
 	}
