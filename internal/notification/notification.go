@@ -18,21 +18,24 @@ import (
 	"unicode/utf8"
 
 	"github.com/google/uuid"
+
+	"github.com/cdse-jetstream/receiver/event"
 )
 
-// Event is the SubscriptionEvent of a notification.
-type Event string
+// Event is the SubscriptionEvent of a notification (the public event
+// package's Kind, which consumers decode).
+type Event = event.Kind
 
 // The events the catalogue emits. The values are lowercase on the wire;
 // anything else ("Created") is unknown.
 const (
-	Created  Event = "created"
-	Modified Event = "modified"
-	Deleted  Event = "deleted"
+	Created  = event.Created
+	Modified = event.Modified
+	Deleted  = event.Deleted
 )
 
 // Events lists every known event, in a stable order (metrics, docs).
-var Events = []Event{Created, Modified, Deleted}
+var Events = event.Kinds
 
 // UnknownCollection is the collection token used when neither the product's
 // platformShortName attribute nor its name tells the mission.
@@ -555,22 +558,22 @@ func (n *Notification) Subject(prefix string) string {
 	return DefaultTemplate.Subject(prefix, n)
 }
 
-// Header names set on every published message.
+// Header names set on every published message (the public event package
+// names them for consumers).
 const (
-	HeaderMsgID          = "Nats-Msg-Id"
-	HeaderEvent          = "Cdse-Event"
-	HeaderProductID      = "Cdse-Product-Id"
-	HeaderProductName    = "Cdse-Product-Name"
-	HeaderSubscriptionID = "Cdse-Subscription-Id"
-	HeaderCollection     = "Cdse-Collection"
-	HeaderSource         = "Cdse-Source"
-	// From the product entity, when the notification carries it.
-	HeaderProductType      = "Cdse-Product-Type"
-	HeaderPublicationDate  = "Cdse-Publication-Date"
-	HeaderModificationDate = "Cdse-Modification-Date"
-	HeaderContentLength    = "Cdse-Content-Length"
-	HeaderS3Path           = "Cdse-S3-Path"
-	HeaderOnline           = "Cdse-Online"
+	HeaderMsgID            = event.HeaderMsgID
+	HeaderEvent            = event.HeaderEvent
+	HeaderProductID        = event.HeaderProductID
+	HeaderProductName      = event.HeaderProductName
+	HeaderSubscriptionID   = event.HeaderSubscriptionID
+	HeaderCollection       = event.HeaderCollection
+	HeaderSource           = event.HeaderSource
+	HeaderProductType      = event.HeaderProductType
+	HeaderPublicationDate  = event.HeaderPublicationDate
+	HeaderModificationDate = event.HeaderModificationDate
+	HeaderContentLength    = event.HeaderContentLength
+	HeaderS3Path           = event.HeaderS3Path
+	HeaderOnline           = event.HeaderOnline
 )
 
 // Headers returns the NATS headers of the message (empty values omitted).
@@ -635,24 +638,9 @@ func collectionOf(platform, name string) string {
 
 // SanitizeToken makes s usable as one NATS subject token: every byte outside
 // [A-Za-z0-9_-] becomes '_' (so "." ">" "*" and spaces can never add tokens
-// or wildcards), and the result is at most 64 bytes. Empty or blank input
-// gives "".
-func SanitizeToken(s string) string {
-	s = strings.TrimSpace(s)
-	if s == "" {
-		return ""
-	}
-	if len(s) > maxCollectionLen {
-		s = s[:maxCollectionLen]
-	}
-	b := []byte(s)
-	for i, c := range b {
-		if !(c >= 'A' && c <= 'Z' || c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '_' || c == '-') {
-			b[i] = '_'
-		}
-	}
-	return string(b)
-}
+// or wildcards), and the result is at most 64 bytes. It is the event
+// package's, so consumers' filters sanitise alike.
+func SanitizeToken(s string) string { return event.SanitizeToken(s) }
 
 // ParseTime accepts the date-time spellings the catalogue uses: RFC 3339 with
 // 0 to 9 fractional digits and "Z" or a numeric offset, and the same without

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/cdse-jetstream/receiver/event"
 	"github.com/cdse-jetstream/receiver/internal/fixtures"
 	"github.com/cdse-jetstream/receiver/internal/natstest"
 )
@@ -77,6 +78,20 @@ func TestEveryFixtureStoredAsSent(t *testing.T) {
 			}
 			if w.name != "" && m.Header.Get("Cdse-Product-Name") != w.name {
 				t.Errorf("Cdse-Product-Name = %q, want %q", m.Header.Get("Cdse-Product-Name"), w.name)
+			}
+			// What consumers read through the public package agrees with
+			// the subject and headers.
+			n, err := event.DecodeData(m.Data, m.Header)
+			if err != nil {
+				t.Fatalf("event.DecodeData: %v", err)
+			}
+			if n.ID != w.msgID || n.ProductID != w.product || n.Source != "push" {
+				t.Errorf("decoded id %q, product %q, source %q", n.ID, n.ProductID, n.Source)
+			}
+			if n.ProductType != "" {
+				if got := "cdse.product." + string(n.Event) + "." + n.Collection + "." + n.ProductType; got != w.subject {
+					t.Errorf("decoded event, collection and product type make %q, not the subject", got)
+				}
 			}
 		})
 	}

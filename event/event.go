@@ -1,0 +1,345 @@
+// Package event is for the services that consume the receiver's stream: it
+// decodes a stored message into a typed product event, and builds the filter
+// subjects a consumer selects events with.
+//
+// A message on the stream holds the catalogue's notification exactly as the
+// catalogue sent it, and headers the receiver derived from it (Cdse-*, and
+// the CloudEvents attributes as ce-*). Decode reads both, so a consumer needs
+// neither the catalogue's JSON layout nor the header names. The receiver
+// itself takes its event kinds, header names, subject tokens and template
+// from this package, so the two cannot drift apart.
+//
+// It depends on the standard library and nats.go only.
+package event
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats.go"
+)
+
+// Kind is the catalogue's SubscriptionEvent.
+type Kind string
+
+// The events the catalogue announces.
+const (
+	Created  Kind = "created"
+	Modified Kind = "modified"
+	Deleted  Kind = "deleted"
+)
+
+// Kinds lists every event, in a stable order.
+var Kinds = []Kind{Created, Modified, Deleted}
+
+// Header names on every stored message (a header is left out when its
+// value is unknown).
+const (
+	// HeaderMsgID is JetStream's deduplication id; the receiver sets it to
+	// the event's identity: "<event>:<product id>", and for a modification
+	// ":<ModificationDate>" after it.
+	HeaderMsgID          = "Nats-Msg-Id"
+	HeaderEvent          = "Cdse-Event"
+	HeaderProductID      = "Cdse-Product-Id"
+	HeaderProductName    = "Cdse-Product-Name"
+	HeaderSubscriptionID = "Cdse-Subscription-Id"
+	HeaderCollection     = "Cdse-Collection"
+	// HeaderSource says how the event reached the stream: push, pull,
+	// reconcile, backfill.
+	HeaderSource = "Cdse-Source"
+
+	HeaderProductType      = "Cdse-Product-Type"
+	HeaderPublicationDate  = "Cdse-Publication-Date"
+	HeaderModificationDate = "Cdse-Modification-Date"
+	HeaderContentLength    = "Cdse-Content-Length"
+	HeaderS3Path           = "Cdse-S3-Path"
+	HeaderOnline           = "Cdse-Online"
+	// HeaderDownloadURL is the catalogue's Products(<id>)/$value.
+	HeaderDownloadURL = "Cdse-Download-Url"
+	// HeaderStacURL is the product's item in the STAC catalogue, set for
+	// the product types whose STAC collection the receiver knows.
+	HeaderStacURL = "Cdse-Stac-Url"
+	// HeaderReplayed is set on a body replayed from the quarantine: the
+	// quarantine's sequence number.
+	HeaderReplayed = "Cdse-Replayed"
+)
+
+// CloudEventsTypePrefix starts the CloudEvents type of every event:
+// eu.copernicus.dataspace.product.created.
+const CloudEventsTypePrefix = "eu.copernicus.dataspace.product."
+
+// ErrNotNotification marks data that is not a catalogue notification.
+var ErrNotNotification = errors.New("event: not a catalogue notification")
+
+// Msg is what Decode reads: jetstream.Msg is one. For a core *nats.Msg,
+// call DecodeData(m.Data, m.Header).
+type Msg interface {
+	Data() []byte
+	Headers() nats.Header
+}
+
+// Notification is one product event as stored on the stream.
+type Notification struct {
+	Event Kind
+	// ID identifies the event (the Nats-Msg-Id, also the CloudEvents id):
+	// a consumer can use it to make its own processing idempotent.
+	ID string
+	// Source is how it reached the stream: push, pull, reconcile, backfill.
+	Source string
+
+	ProductID, ProductName, SubscriptionID string
+	// Collection and ProductType are the subject's tokens ("SENTINEL-2",
+	// "S2MSI2A"); "" when the notification does not tell.
+	Collection, ProductType string
+
+	NotificationDate, OriginDate, PublicationDate, ModificationDate time.Time
+	// ContentStart and ContentEnd are the sensing period (ContentDate).
+	ContentStart, ContentEnd time.Time
+
+	ContentLength int64
+	// Online is nil when the notification does not say.
+	Online *bool
+	// S3Path is the product's /eodata/... path.
+	S3Path string
+	// DownloadURL is the catalogue's download address; StacURL the STAC
+	// item's. "" when unknown.
+	DownloadURL, StacURL string
+	// Footprint is the product's GeoFootprint: a GeoJSON geometry, as the
+	// catalogue wrote it; nil when absent.
+	Footprint json.RawMessage
+	// Attributes are the product's attributes by name.
+	Attributes map[string]Attribute
+
+	// Data is the notification exactly as the catalogue sent it.
+	Data []byte
+}
+
+// Attribute is one product attribute; Value is a string, int64, float64,
+// bool or time.Time as its ValueType says (the raw JSON for a type this
+// package does not know).
+type Attribute struct {
+	Name      string
+	ValueType string
+	Value     any
+}
+
+// String is the attribute's value as a string, whatever its type.
+func (a Attribute) String() string {
+	switch v := a.Value.(type) {
+	case string:
+		return v
+	case time.Time:
+		return v.Format(time.RFC3339Nano)
+	case json.RawMessage:
+		return string(v)
+	default:
+		return fmt.Sprint(v)
+	}
+}
+
+// Attr returns the named attribute.
+func (n *Notification) Attr(name string) (Attribute, bool) {
+	a, ok := n.Attributes[name]
+	return a, ok
+}
+
+// Float returns a numeric attribute (cloudCover, for one) as a float64.
+func (n *Notification) Float(name string) (float64, bool) {
+	switch v := n.Attributes[name].Value.(type) {
+	case float64:
+		return v, true
+	case int64:
+		return float64(v), true
+	}
+	return 0, false
+}
+
+// Decode reads a message of the receiver's stream.
+func Decode(m Msg) (*Notification, error) {
+	return DecodeData(m.Data(), m.Headers())
+}
+
+// wire is the notification's layout, read with encoding/json: a consumer
+// decodes each event once, so the receiver's hand-written fast path is not
+// worth its weight here.
+type wire struct {
+	SubscriptionEvent Kind
+	ProductID         string `json:"ProductId"`
+	ProductName       string
+	SubscriptionID    string `json:"SubscriptionId"`
+	NotificationDate  string
+	Value             *struct {
+		ID                                            string `json:"Id"`
+		Name                                          string
+		ContentLength                                 *int64
+		OriginDate, PublicationDate, ModificationDate string
+		Online                                        *bool
+		S3Path                                        string
+		ContentDate                                   *struct{ Start, End string }
+		GeoFootprint                                  json.RawMessage
+		Attributes                                    []struct {
+			Name      string
+			ValueType string
+			Value     json.RawMessage
+		}
+		Locations []struct {
+			FormatType, DownloadLink string
+		}
+	} `json:"value"`
+}
+
+// DecodeData reads a notification and its message headers (h may be nil).
+// What the body says wins; the headers fill in what a short notification
+// leaves out (the receiver may have read the product name from elsewhere)
+// and what only the receiver knows (ID, Source, DownloadURL, StacURL).
+func DecodeData(data []byte, h nats.Header) (*Notification, error) {
+	var w wire
+	if !bytes.HasPrefix(bytes.TrimLeft(data, " \t\r\n"), []byte("{")) {
+		return nil, ErrNotNotification
+	}
+	if err := json.Unmarshal(data, &w); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrNotNotification, err)
+	}
+	n := &Notification{
+		Event: w.SubscriptionEvent, ProductID: w.ProductID, ProductName: w.ProductName,
+		SubscriptionID: w.SubscriptionID, NotificationDate: parseTime(w.NotificationDate),
+		Data: data, Attributes: map[string]Attribute{},
+	}
+	if v := w.Value; v != nil {
+		or(&n.ProductID, v.ID)
+		or(&n.ProductName, v.Name)
+		if v.ContentLength != nil {
+			n.ContentLength = *v.ContentLength
+		}
+		n.OriginDate, n.PublicationDate, n.ModificationDate = parseTime(v.OriginDate), parseTime(v.PublicationDate), parseTime(v.ModificationDate)
+		n.Online, n.S3Path = v.Online, v.S3Path
+		if v.ContentDate != nil {
+			n.ContentStart, n.ContentEnd = parseTime(v.ContentDate.Start), parseTime(v.ContentDate.End)
+		}
+		if len(v.GeoFootprint) > 0 && string(v.GeoFootprint) != "null" {
+			n.Footprint = v.GeoFootprint
+		}
+		for _, a := range v.Attributes {
+			n.Attributes[a.Name] = Attribute{Name: a.Name, ValueType: a.ValueType, Value: attrValue(a.ValueType, a.Value)}
+		}
+		for _, l := range v.Locations {
+			if l.FormatType == "Extracted" && n.DownloadURL == "" {
+				n.DownloadURL = l.DownloadLink
+			}
+		}
+	}
+	if a, ok := n.Attributes["productType"]; ok {
+		n.ProductType = SanitizeToken(a.String())
+	}
+	if a, ok := n.Attributes["platformShortName"]; ok {
+		n.Collection = SanitizeToken(a.String())
+	}
+	get := func(k string) string {
+		if h == nil {
+			return ""
+		}
+		return h.Get(k)
+	}
+	or(&n.ProductID, get(HeaderProductID))
+	or(&n.ProductName, get(HeaderProductName))
+	or(&n.SubscriptionID, get(HeaderSubscriptionID))
+	or(&n.ProductType, get(HeaderProductType))
+	or(&n.S3Path, get(HeaderS3Path))
+	if n.Event == "" {
+		n.Event = Kind(get(HeaderEvent))
+	}
+	if n.ContentLength == 0 {
+		n.ContentLength, _ = strconv.ParseInt(get(HeaderContentLength), 10, 64)
+	}
+	if n.Online == nil {
+		if b, err := strconv.ParseBool(get(HeaderOnline)); err == nil {
+			n.Online = &b
+		}
+	}
+	if n.PublicationDate.IsZero() {
+		n.PublicationDate = parseTime(get(HeaderPublicationDate))
+	}
+	if n.ModificationDate.IsZero() {
+		n.ModificationDate = parseTime(get(HeaderModificationDate))
+	}
+	if c := get(HeaderCollection); c != "" {
+		n.Collection = c // also derived from the name when the attribute is absent
+	}
+	n.ID, n.Source = get(HeaderMsgID), get(HeaderSource)
+	if u := get(HeaderDownloadURL); u != "" {
+		n.DownloadURL = u // the configured catalogue's, not a mirror's
+	}
+	n.StacURL = get(HeaderStacURL)
+	switch n.Event {
+	case Created, Modified, Deleted:
+	default:
+		return nil, fmt.Errorf("%w: unknown SubscriptionEvent %q", ErrNotNotification, n.Event)
+	}
+	if n.ProductID == "" {
+		return nil, fmt.Errorf("%w: no ProductId", ErrNotNotification)
+	}
+	return n, nil
+}
+
+func or(dst *string, v string) {
+	if *dst == "" {
+		*dst = v
+	}
+}
+
+// parseTime reads the catalogue's date-times: RFC 3339 with 0 to 9
+// fractional digits, or the same without a zone (UTC). Zero when absent or
+// unreadable.
+func parseTime(s string) time.Time {
+	if s == "" {
+		return time.Time{}
+	}
+	if t, err := time.Parse(time.RFC3339Nano, s); err == nil {
+		return t
+	}
+	if t, err := time.Parse("2006-01-02T15:04:05.999999999", s); err == nil {
+		return t
+	}
+	return time.Time{}
+}
+
+// attrValue types an attribute's value by its ValueType (the catalogue's
+// names: String, Integer, Double, Boolean, DateTimeOffset).
+func attrValue(typ string, raw json.RawMessage) any {
+	switch strings.ToLower(typ) {
+	case "string":
+		var s string
+		if json.Unmarshal(raw, &s) == nil {
+			return s
+		}
+	case "integer", "int64", "int32":
+		var i int64
+		if json.Unmarshal(raw, &i) == nil {
+			return i
+		}
+	case "double", "single", "decimal":
+		var f float64
+		if json.Unmarshal(raw, &f) == nil {
+			return f
+		}
+	case "boolean":
+		var b bool
+		if json.Unmarshal(raw, &b) == nil {
+			return b
+		}
+	case "datetimeoffset", "datetime":
+		var s string
+		if json.Unmarshal(raw, &s) == nil {
+			if t := parseTime(s); !t.IsZero() {
+				return t
+			}
+			return s
+		}
+	}
+	return raw
+}
