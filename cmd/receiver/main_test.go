@@ -240,6 +240,10 @@ func TestBinaryEndToEnd(t *testing.T) {
 			"content-type":   h.Get("content-type") == "application/json",
 			"download url":   h.Get("Cdse-Download-Url") == "https://catalogue.dataspace.copernicus.eu/odata/v1/Products("+h.Get("Cdse-Product-Id")+")/$value",
 			"product type":   h.Get("Cdse-Product-Type") == strings.Split(m.Subject(), ".")[4],
+			// Only the product types whose STAC collection is documented.
+			"stac url": h.Get("Cdse-Stac-Url") == map[string]string{
+				"S2MSI2A": "https://stac.dataspace.copernicus.eu/v1/collections/sentinel-2-l2a/items/" + strings.TrimSuffix(h.Get("Cdse-Product-Name"), ".SAFE"),
+			}[h.Get("Cdse-Product-Type")],
 		} {
 			if !ok {
 				t.Errorf("%s of %s: %v", k, m.Subject(), h)

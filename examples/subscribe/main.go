@@ -1,21 +1,28 @@
 // Command subscribe is the smallest downstream consumer: it prints one line
-// per product event stored by the receiver. Run it beside `make run`:
+// per product event stored by the receiver, decoded with the public event
+// package. Run it beside `make run`:
 //
-//	go run ./examples/subscribe                  # everything
-//	go run ./examples/subscribe 'cdse.product.created.SENTINEL-2.>'
+//	go run ./examples/subscribe                                   # everything
+//	go run ./examples/subscribe -collection SENTINEL-2 -product-type S2MSI2A
+//	go run ./examples/subscribe -subject 'cdse.product.deleted.>'
 //
-// A real consumer would use a durable consumer (jetstream.ConsumerConfig with
-// a Durable name) and acknowledge each message after processing it.
+// It reads with an ordered consumer, which keeps no state on the server. A
+// service that must not miss an event uses a durable consumer
+// (jetstream.ConsumerConfig with a Durable name) and acknowledges each
+// message after processing it; see the README's "Consume it".
 package main
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"os"
 	"os/signal"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/cdse-jetstream/receiver/event"
 )
 
 func main() {
@@ -28,13 +35,24 @@ func main() {
 }
 
 func run(ctx context.Context) error {
+	var f event.Filter
+	var subject, stream string
+	flag.StringVar((*string)(&f.Event), "event", "", "created, modified or deleted (default any)")
+	flag.StringVar(&f.Collection, "collection", "", "e.g. SENTINEL-2 (default any)")
+	flag.StringVar(&f.ProductType, "product-type", "", "e.g. S2MSI2A (default any)")
+	flag.StringVar(&f.Prefix, "prefix", os.Getenv("NATS_SUBJECT_PREFIX"), "the receiver's NATS_SUBJECT_PREFIX")
+	flag.StringVar(&subject, "subject", "", "a filter subject of your own instead of the three above")
+	flag.StringVar(&stream, "stream", event.DefaultStream, "the receiver's NATS_STREAM")
+	flag.Parse()
+	if subject == "" {
+		var err error
+		if subject, err = f.Subject(); err != nil {
+			return err
+		}
+	}
 	url := os.Getenv("NATS_URL")
 	if url == "" {
 		url = nats.DefaultURL // the receiver's embedded server
-	}
-	subject := "cdse.product.>"
-	if len(os.Args) > 1 {
-		subject = os.Args[1]
 	}
 	nc, err := nats.Connect(url)
 	if err != nil {
@@ -45,13 +63,17 @@ func run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	cons, err := js.OrderedConsumer(ctx, "CDSE_PRODUCTS", jetstream.OrderedConsumerConfig{FilterSubjects: []string{subject}})
+	cons, err := js.OrderedConsumer(ctx, stream, jetstream.OrderedConsumerConfig{FilterSubjects: []string{subject}})
 	if err != nil {
 		return err
 	}
 	cc, err := cons.Consume(func(m jetstream.Msg) {
-		h := m.Headers()
-		fmt.Printf("%s %s %s\n", m.Subject(), h.Get("Cdse-Product-Id"), h.Get("Cdse-Product-Name"))
+		n, err := event.Decode(m)
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "subscribe: %s: %v\n", m.Subject(), err)
+			return
+		}
+		fmt.Printf("%s %s %s %s %s %s\n", n.Event, n.ProductType, n.ProductID, n.ProductName, n.S3Path, n.DownloadURL)
 	})
 	if err != nil {
 		return err

@@ -6,10 +6,13 @@
 package ingest
 
 import (
+	"errors"
+	"fmt"
 	"net/url"
 	"strings"
 	"time"
 
+	"github.com/cdse-jetstream/receiver/event"
 	"github.com/cdse-jetstream/receiver/internal/notification"
 	"github.com/cdse-jetstream/receiver/internal/publish"
 )
@@ -35,31 +38,74 @@ type Route struct {
 	// CatalogueURL is the catalogue's OData base, for Cdse-Download-Url and
 	// ce-source; "" leaves both out.
 	CatalogueURL string
+	// StacURL is the STAC API's base, for Cdse-Stac-Url; StacCollections
+	// maps a product type to its STAC collection. A product whose type is
+	// not in the map gets no Cdse-Stac-Url: the receiver never guesses.
+	StacURL         string
+	StacCollections map[string]string
+}
+
+// DefaultStacCollections are the product types whose STAC collection and
+// item id the CDSE documentation gives: the STAC item id is the product
+// name without ".SAFE".
+const DefaultStacCollections = "S2MSI1C=sentinel-2-l1c,S2MSI2A=sentinel-2-l2a"
+
+// ParseStacCollections reads "S2MSI2A=sentinel-2-l2a,..." and says
+// everything wrong with it at once.
+func ParseStacCollections(s string) (map[string]string, error) {
+	m := map[string]string{}
+	var errs []error
+	for _, pair := range strings.Split(s, ",") {
+		if pair = strings.TrimSpace(pair); pair == "" {
+			continue
+		}
+		typ, coll, ok := strings.Cut(pair, "=")
+		typ, coll = strings.TrimSpace(typ), strings.TrimSpace(coll)
+		if !ok || typ == "" || coll == "" || notification.SanitizeToken(typ) != typ || url.PathEscape(coll) != coll {
+			errs = append(errs, fmt.Errorf("%q is not productType=collection (a product type as in subjects, a collection id that needs no escaping)", pair))
+			continue
+		}
+		m[typ] = coll
+	}
+	return m, errors.Join(errs...)
 }
 
 // Headers set from the route.
 const (
-	HeaderDownloadURL = "Cdse-Download-Url"
+	HeaderDownloadURL = event.HeaderDownloadURL
+	HeaderStacURL     = event.HeaderStacURL
 	// CloudEventsType prefixes ce-type: eu.copernicus.dataspace.product.created.
-	CloudEventsType = "eu.copernicus.dataspace.product."
+	CloudEventsType = event.CloudEventsTypePrefix
 )
 
 // Messages builds one message per notification, its data the notification's
 // own bytes.
 func Messages(ns []notification.Notification, r Route, source string) []publish.Message {
 	msgs := make([]publish.Message, len(ns))
-	base := strings.TrimRight(r.CatalogueURL, "/")
+	r.CatalogueURL = strings.TrimRight(r.CatalogueURL, "/")
+	r.StacURL = strings.TrimRight(r.StacURL, "/")
 	for i := range ns {
 		n := &ns[i]
 		msgs[i] = publish.Message{Subject: r.Template.Subject(r.Prefix, n), MsgID: n.DedupeKey(), Data: n.Raw,
-			Headers: func() map[string][]string { return headers(n, source, base, r.CloudEvents) }}
+			Headers: func() map[string][]string { return headers(n, source, &r) }}
 	}
 	return msgs
 }
 
+// StacItemURL is the product's STAC item: <base>/collections/<collection>/
+// items/<name less .SAFE>, "" when its product type has no known collection.
+func (r *Route) StacItemURL(n *notification.Notification) string {
+	coll, ok := r.StacCollections[n.ProductType]
+	if !ok || r.StacURL == "" || n.ProductName == "" {
+		return ""
+	}
+	return r.StacURL + "/collections/" + coll + "/items/" + url.PathEscape(strings.TrimSuffix(n.ProductName, ".SAFE"))
+}
+
 // headers are the message's headers (Nats-Msg-Id, the dedupe key, among
 // them), all values in one slice: one allocation, not one each.
-func headers(n *notification.Notification, source, base string, cloudEvents bool) map[string][]string {
+func headers(n *notification.Notification, source string, r *Route) map[string][]string {
+	base := r.CatalogueURL
 	h := make(map[string][]string, 24)
 	vals := n.AppendHeaders(h, make([]string, 0, 24), source)
 	set := func(k, v string) {
@@ -74,7 +120,10 @@ func headers(n *notification.Notification, source, base string, cloudEvents bool
 		// id is a canonical UUID, safe in a URL and a header.
 		set(HeaderDownloadURL, base+"/Products("+n.ProductID+")/$value")
 	}
-	if cloudEvents {
+	if u := r.StacItemURL(n); u != "" {
+		set(HeaderStacURL, u)
+	}
+	if r.CloudEvents {
 		cloudEvent(set, n, h[notification.HeaderMsgID][0], base)
 	}
 	return h

@@ -57,6 +57,8 @@ type Config struct {
 	SubjectPrefix        string
 	SubjectTemplate      string
 	CloudEvents          bool
+	StacURL              string
+	StacCollections      string
 	Stream               string
 	StreamReplicas       int
 	StreamMaxAge         time.Duration
@@ -115,6 +117,8 @@ func DefaultConfig() Config {
 		SubjectPrefix:      "cdse.product",
 		SubjectTemplate:    notification.DefaultTemplateText,
 		CloudEvents:        true,
+		StacURL:            "https://stac.dataspace.copernicus.eu/v1",
+		StacCollections:    ingest.DefaultStacCollections,
 		Stream:             "CDSE_PRODUCTS",
 		StreamReplicas:     1,
 		QuarantineStream:   "CDSE_QUARANTINE",
@@ -175,6 +179,8 @@ func (c *Config) settings() []setting {
 		{env: "NATS_SUBJECT_PREFIX", flag: "subject-prefix", help: "subject prefix: <prefix>.<event>.<collection>", field: &c.SubjectPrefix},
 		{env: "NATS_SUBJECT_TEMPLATE", flag: "subject-template", help: "subject tokens after the prefix, dot-separated, of: " + strings.Join(notification.TemplateTokens, ", "), field: &c.SubjectTemplate},
 		{env: "NATS_CLOUDEVENTS", flag: "cloudevents", help: "add the CloudEvents attributes (ce-* headers, binary content mode of the NATS binding)", field: &c.CloudEvents},
+		{env: "STAC_URL", flag: "stac-url", help: "STAC API base for the Cdse-Stac-Url header (empty: no header)", field: &c.StacURL},
+		{env: "STAC_COLLECTIONS", flag: "stac-collections", help: "productType=STAC collection pairs, comma-separated: the product types that get Cdse-Stac-Url", field: &c.StacCollections},
 		{env: "NATS_STREAM", flag: "stream", help: "JetStream stream name", field: &c.Stream},
 		{env: "NATS_STREAM_REPLICAS", flag: "stream-replicas", help: "stream replicas (3 on a 3-node cluster; 1 when embedded)", field: &c.StreamReplicas},
 		{env: "NATS_STREAM_MAX_AGE", flag: "stream-max-age", help: "drop messages older than this (0: keep; must be >= the dedupe window)", field: &c.StreamMaxAge},
@@ -422,6 +428,14 @@ func (c Config) Validate() error {
 	if _, err := notification.ParseTemplate(c.SubjectTemplate, c.SubjectPrefix); err != nil {
 		bad("NATS_SUBJECT_TEMPLATE %q: %v", c.SubjectTemplate, strings.ReplaceAll(err.Error(), "\n", "; "))
 	}
+	if _, err := ingest.ParseStacCollections(c.StacCollections); err != nil {
+		bad("STAC_COLLECTIONS: %v", strings.ReplaceAll(err.Error(), "\n", "; "))
+	}
+	if c.StacURL != "" {
+		if pu, err := url.Parse(c.StacURL); err != nil || pu.Host == "" || (pu.Scheme != "https" && pu.Scheme != "http") {
+			bad("STAC_URL %q is not an http(s) URL", c.StacURL)
+		}
+	}
 	if !streamName.MatchString(c.QuarantineStream) || c.QuarantineStream == c.Stream {
 		bad("QUARANTINE_STREAM %q must be 1-64 characters of [A-Za-z0-9_-] and differ from NATS_STREAM", c.QuarantineStream)
 	}
@@ -521,7 +535,9 @@ func (c Config) Validate() error {
 // route is how messages are shaped (the template is checked by Validate).
 func (c Config) route() ingest.Route {
 	t, _ := notification.ParseTemplate(c.SubjectTemplate, c.SubjectPrefix)
-	return ingest.Route{Prefix: c.SubjectPrefix, Template: t, CloudEvents: c.CloudEvents, CatalogueURL: c.CDSECatalogueURL}
+	stac, _ := ingest.ParseStacCollections(c.StacCollections)
+	return ingest.Route{Prefix: c.SubjectPrefix, Template: t, CloudEvents: c.CloudEvents, CatalogueURL: c.CDSECatalogueURL,
+		StacURL: c.StacURL, StacCollections: stac}
 }
 
 // quarantineOptions are the quarantine stream's settings.
