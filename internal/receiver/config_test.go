@@ -121,7 +121,10 @@ func TestValidate(t *testing.T) {
 		{"token and user", func(c *Config) { c.NATSURL = "nats://a:4222"; c.NATSToken = "t"; c.NATSUser = "u" }, []string{"NATS_TOKEN cannot"}},
 		{"same listen addresses", func(c *Config) { c.AdminAddr = c.Addr }, []string{"must differ"}},
 		{"subject template", func(c *Config) { c.SubjectTemplate = "event.>.Tile" }, []string{`NATS_SUBJECT_TEMPLATE "event.>.Tile"`, `unknown token ">"`, `unknown token "Tile"`}},
-		{"stac", func(c *Config) { c.StacCollections = "S2MSI2A=sentinel-2-l2a,S2MSI1C,a.b=c,X=a/b"; c.StacURL = "stac.example" }, []string{`"S2MSI1C" is not productType=collection`, `"a.b=c"`, `"X=a/b"`, `STAC_URL "stac.example"`}},
+		{"stac", func(c *Config) {
+			c.StacCollections = "S2MSI2A=sentinel-2-l2a,S2MSI1C,a.b=c,X=a/b"
+			c.StacURL = "stac.example"
+		}, []string{`"S2MSI1C" is not productType=collection`, `"a.b=c"`, `"X=a/b"`, `STAC_URL "stac.example"`}},
 		{"template of all tokens", func(c *Config) {
 			c.SubjectTemplate = "collection.productType.platform.processingLevel.tileId.relativeOrbit.event"
 		}, nil},
