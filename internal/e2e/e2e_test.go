@@ -6,10 +6,12 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"sort"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/sirupsen/logrus/hooks/test"
@@ -286,4 +288,80 @@ func productType(p *cdsesim.Product) string {
 		}
 	}
 	return "UNKNOWN"
+}
+
+// The same products reach the stream alike whichever way they come: PUSH,
+// the PULL queue, the reconciler. Only what says how they came differs.
+func TestEverySourceShapesAlike(t *testing.T) {
+	w := newSim(t)
+	out := w.register(t, "-o", "json", "create", "--type", "pull")
+	var subs []struct{ Id string }
+	if err := json.Unmarshal([]byte(out), &subs); err != nil || len(subs) != 1 {
+		t.Fatalf("register output %q: %v", out, err)
+	}
+	w.startReceiver(t, func(*receiver.Config) {})
+	w.register(t, "create", "--endpoint", w.webhook, "--insecure-endpoint")
+	var products int
+	for _, m := range cdsesim.Missions {
+		products += len(w.sim.Generate(m, 2))
+	}
+	w.sim.WaitPushes()
+	bySource := map[string]map[string]string{}
+	collect := func(source string) {
+		got := map[string]string{}
+		msgs := natstest.StreamMessages(t, w.js, "CDSE_PRODUCTS")
+		for _, m := range msgs {
+			if s := m.Header.Get("Cdse-Source"); s != source {
+				t.Errorf("%s: a message from %q", source, s)
+			}
+			got[m.Header.Get("Nats-Msg-Id")] = m.Subject + "\n" + shape(m.Header)
+		}
+		if len(got) != products || len(msgs) != products {
+			t.Fatalf("%s: %d messages, %d ids; want %d", source, len(msgs), len(got), products)
+		}
+		bySource[source] = got
+	}
+	collect("push")
+
+	w.startReceiver(t, func(c *receiver.Config) {
+		c.Webhook, c.Username, c.Password = false, "", ""
+		c.PullSubscription, c.PullInterval = subs[0].Id, 100*time.Millisecond
+	})
+	w.waitMessages(t, products)
+	collect("pull")
+
+	w.startReceiver(t, func(c *receiver.Config) {
+		c.Webhook, c.Username, c.Password = false, "", ""
+		c.ReconcileInterval, c.ReconcileEvents = time.Hour, "created"
+		c.ReconcileFilter = "Collection/Name ne 'NONE'"
+	})
+	w.waitMessages(t, products)
+	collect("reconcile")
+
+	for id, push := range bySource["push"] {
+		for _, source := range []string{"pull", "reconcile"} {
+			if got := bySource[source][id]; got != push {
+				t.Errorf("%s differs from push:\npush:\n%s\n%s:\n%s", id, push, source, got)
+			}
+		}
+		if !strings.Contains(push, "ce-type: eu.copernicus.dataspace.product.created") || !strings.Contains(push, "Cdse-S3-Path: /eodata/") {
+			t.Errorf("%s lacks CloudEvents or product headers:\n%s", id, push)
+		}
+	}
+}
+
+// shape is a message's headers less those that say how it came: its
+// source, and the subscription (reconciled events have none) with what is
+// derived from it (ce-source), and the notification's date (ce-time).
+func shape(h nats.Header) string {
+	var lines []string
+	for k, v := range h {
+		switch k {
+		case "Cdse-Source", "Cdse-Subscription-Id", "ce-source", "ce-time":
+			continue
+		}
+		lines = append(lines, k+": "+strings.Join(v, ", "))
+	}
+	sort.Strings(lines)
+	return strings.Join(lines, "\n")
 }
