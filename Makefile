@@ -29,6 +29,7 @@ test: ## run the whole test suite (gofmt, vet, staticcheck, race detector, seed 
 	$(GO) run $(STATICCHECK) ./...
 	$(GO) test -race -count=1 -timeout 15m ./...
 	cd charts/test && $(GO) test -count=1 ./...
+	cd examples/cloudevents && $(GO) vet ./... && $(GO) test -race -count=1 ./...
 
 .PHONY: test-short
 test-short: ## quick tests: no race detector, no binary builds
@@ -67,4 +68,5 @@ image: ## build the container image (needs Docker; IMAGE to name it)
 tidy: ## fail if go.mod/go.sum (of both modules) are not tidy
 	$(GO) mod tidy
 	cd charts/test && $(GO) mod tidy
-	git diff --exit-code go.mod go.sum charts/test/go.mod charts/test/go.sum
+	cd examples/cloudevents && $(GO) mod tidy
+	git diff --exit-code go.mod go.sum charts/test/go.mod charts/test/go.sum examples/cloudevents/go.mod examples/cloudevents/go.sum
