@@ -23,13 +23,17 @@ demo: ## the whole chain locally: simulator, receiver, subscriber, register, a f
 	./scripts/demo.sh
 
 .PHONY: test
-test: ## run the whole test suite (gofmt, vet, staticcheck, race detector, seed corpora of the fuzz targets)
+test: examples/node/node_modules/.package-lock.json ## run the whole test suite (gofmt, vet, staticcheck, race detector, seed corpora of the fuzz targets, the Go/CloudEvents/Node consumers)
 	@out=$$("$$($(GO) env GOROOT)/bin/gofmt" -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
 	$(GO) run $(STATICCHECK) ./...
 	$(GO) test -race -count=1 -timeout 15m ./...
 	cd charts/test && $(GO) test -count=1 ./...
 	cd examples/cloudevents && $(GO) vet ./... && $(GO) test -race -count=1 ./...
+
+# The Node.js consumer's packages, from its lockfile.
+examples/node/node_modules/.package-lock.json: examples/node/package-lock.json
+	cd examples/node && npm ci --no-audit --no-fund
 
 .PHONY: test-short
 test-short: ## quick tests: no race detector, no binary builds

@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"io"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -15,52 +13,13 @@ import (
 	cloudevents "github.com/cloudevents/sdk-go/v2"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/sirupsen/logrus/hooks/test"
 
 	"github.com/cdse-jetstream/receiver/event"
 	"github.com/cdse-jetstream/receiver/internal/receiver"
+	"github.com/cdse-jetstream/receiver/internal/receivertest"
 )
 
 const catalogue = "https://catalogue.example/odata/v1"
-
-// startReceiver runs the real receiver (webhook and embedded NATS) and
-// waits until it is ready; it returns the webhook's URL and the NATS URL.
-func startReceiver(t *testing.T) (string, string) {
-	t.Helper()
-	cfg := receiver.DefaultConfig()
-	cfg.Username, cfg.Password = "cdse", "cloudevents-test-password"
-	cfg.Addr, cfg.AdminAddr, cfg.NATSEmbeddedAddr = "127.0.0.1:0", "127.0.0.1:0", "127.0.0.1:0"
-	cfg.DataDir = t.TempDir()
-	cfg.CDSECatalogueURL = catalogue
-	if err := cfg.Validate(); err != nil {
-		t.Fatal(err)
-	}
-	log, _ := test.NewNullLogger()
-	app, err := receiver.New(cfg, log, prometheus.NewRegistry())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := app.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { app.Shutdown(context.Background()) })
-	deadline := time.Now().Add(15 * time.Second)
-	for {
-		resp, err := http.Get("http://" + app.AdminAddr() + "/readyz")
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == 200 {
-				break
-			}
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("receiver not ready")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	return "http://" + app.WebhookAddr() + cfg.Path, app.NATSURL()
-}
 
 // sent is one notification as the catalogue sent it.
 type sent struct {
@@ -70,7 +29,7 @@ type sent struct {
 
 // postFixtures sends every fixture to the webhook and returns the
 // notifications it carried, by product id and event.
-func postFixtures(t *testing.T, webhook string) map[string]sent {
+func postFixtures(t *testing.T, r *receivertest.Receiver) map[string]sent {
 	t.Helper()
 	files, err := filepath.Glob("../../testdata/notifications/*.json")
 	if err != nil || len(files) == 0 {
@@ -104,17 +63,8 @@ func postFixtures(t *testing.T, webhook string) map[string]sent {
 			}
 			out[key] = sent{data: e, n: n}
 		}
-		req, _ := http.NewRequest(http.MethodPost, webhook, bytes.NewReader(body))
-		req.SetBasicAuth("cdse", "cloudevents-test-password")
-		req.Header.Set("Content-Type", "application/json")
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		answer, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		if resp.StatusCode != 200 {
-			t.Fatalf("%s: %d %s", f, resp.StatusCode, answer)
+		if code, answer := r.Post(t, body); code != 200 {
+			t.Fatalf("%s: %d %s", f, code, answer)
 		}
 	}
 	return out
@@ -124,8 +74,9 @@ func postFixtures(t *testing.T, webhook string) map[string]sent {
 // valid CloudEvent whose attributes say what the notification says, and
 // whose data is the catalogue's bytes.
 func TestSDKReadsEveryNotification(t *testing.T) {
-	webhook, natsURL := startReceiver(t)
-	want := postFixtures(t, webhook)
+	r := receivertest.Start(t, func(c *receiver.Config) { c.CDSECatalogueURL = catalogue })
+	natsURL := r.NATSURL
+	want := postFixtures(t, r)
 
 	nc, err := nats.Connect(natsURL)
 	if err != nil {
