@@ -73,4 +73,5 @@ tidy: ## fail if go.mod/go.sum (of both modules) are not tidy
 	$(GO) mod tidy
 	cd charts/test && $(GO) mod tidy
 	cd examples/cloudevents && $(GO) mod tidy
-	git diff --exit-code go.mod go.sum charts/test/go.mod charts/test/go.sum examples/cloudevents/go.mod examples/cloudevents/go.sum
+	cd tools && $(GO) mod tidy
+	git diff --exit-code go.mod go.sum charts/test/go.mod charts/test/go.sum examples/cloudevents/go.mod examples/cloudevents/go.sum tools/go.mod tools/go.sum
