@@ -7,8 +7,10 @@ COPY go.mod go.sum ./
 RUN go mod download
 COPY . .
 ARG VERSION=dev
+ARG REVISION=
+ARG BUILD_DATE=
 RUN CGO_ENABLED=0 go build -trimpath \
-      -ldflags "-s -w -X github.com/cdse-jetstream/receiver/internal/receiver.Version=${VERSION}" \
+      -ldflags "-s -w -X github.com/prometheus/common/version.Version=${VERSION} -X github.com/prometheus/common/version.Revision=${REVISION} -X github.com/prometheus/common/version.BuildDate=${BUILD_DATE}" \
       -o /out/ ./cmd/receiver ./cmd/register
 
 FROM gcr.io/distroless/static-debian12:nonroot

@@ -2,9 +2,11 @@
 SHELL := bash
 GO ?= go
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+REVISION ?= $(shell git rev-parse HEAD 2>/dev/null)
+BUILD_DATE ?= $(shell date -u +%Y-%m-%dT%H:%M:%SZ)
 # staticcheck, pinned, fetched through the Go module proxy.
 STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
-LDFLAGS := -s -w -X github.com/cdse-jetstream/receiver/internal/receiver.Version=$(VERSION)
+LDFLAGS := -s -w -X github.com/prometheus/common/version.Version=$(VERSION) -X github.com/prometheus/common/version.Revision=$(REVISION) -X github.com/prometheus/common/version.BuildDate=$(BUILD_DATE)
 
 .PHONY: help
 help: ## list the targets
@@ -66,7 +68,7 @@ chart-lint: ## lint and render-test the Helm chart (with the Helm Go module; `he
 
 .PHONY: image
 image: ## build the container image (needs Docker; IMAGE to name it)
-	docker build --build-arg VERSION=$(VERSION) -t $(or $(IMAGE),cdse-receiver:$(VERSION)) .
+	docker build --build-arg VERSION=$(VERSION) --build-arg REVISION=$(REVISION) --build-arg BUILD_DATE=$(BUILD_DATE) -t $(or $(IMAGE),cdse-receiver:$(VERSION)) .
 
 .PHONY: tidy
 tidy: ## fail if go.mod/go.sum (of both modules) are not tidy

@@ -17,6 +17,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/cdse-jetstream/receiver/internal/buildinfo"
 	"github.com/cdse-jetstream/receiver/internal/cdsesim"
 )
 
@@ -36,11 +37,16 @@ func run(ctx context.Context, args []string, getenv func(string) string) int {
 	maxRunning := fs.Int("max-running", 2, "running subscriptions per user")
 	rate := fs.Duration("every", 0, "publish a random product at this interval (0: only on demand)")
 	duplicate := fs.Bool("duplicate-sends", false, "deliver every PUSH notification twice")
+	version := fs.Bool("version", false, "print the version and exit")
 	if err := fs.Parse(args[1:]); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0
 		}
 		return 2
+	}
+	if *version {
+		fmt.Println(buildinfo.Get().String("cdse-sim"))
+		return 0
 	}
 	users := map[string]cdsesim.User{}
 	if *usersFile != "" {

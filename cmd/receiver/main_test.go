@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"syscall"
@@ -43,12 +44,54 @@ func TestMain(m *testing.M) {
 var buildReceiver = sync.OnceValues(func() (string, error) {
 	dir := binDir
 	bin := filepath.Join(dir, "receiver")
-	out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput()
+	// Built as make build builds it: the version, commit and date set with
+	// -X, which --version and cdse_receiver_build_info must show.
+	out, err := exec.Command("go", "build", "-ldflags", "-X github.com/prometheus/common/version.Version="+testVersion+
+		" -X github.com/prometheus/common/version.Revision=0123abc -X github.com/prometheus/common/version.BuildDate=2026-01-02T03:04:05Z",
+		"-o", bin, ".").CombinedOutput()
 	if err != nil {
 		return "", &buildError{out: string(out), err: err}
 	}
 	return bin, nil
 })
+
+const testVersion = "v0.0.0-test"
+
+func TestBinaryVersion(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the binary")
+	}
+	bin, err := buildReceiver()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "receiver version " + testVersion + " (revision 0123abc, built 2026-01-02T03:04:05Z, " + runtime.Version() + ", " + runtime.GOOS + "/" + runtime.GOARCH + ")\n"
+	for _, args := range [][]string{{"--version"}, {"version"}} {
+		out, err := exec.Command(bin, args...).CombinedOutput()
+		if err != nil || string(out) != want {
+			t.Errorf("receiver %v: %v\n%s\nwant %s", args, err, out, want)
+		}
+	}
+	out, err := exec.Command(bin, "version", "-o", "json").Output()
+	var v struct{ Version, Revision, BuildDate, GoVersion string }
+	if err != nil || json.Unmarshal(out, &v) != nil || v.Version != testVersion || v.Revision != "0123abc" || v.BuildDate != "2026-01-02T03:04:05Z" || v.GoVersion != runtime.Version() {
+		t.Errorf("receiver version -o json: %v %s", err, out)
+	}
+	if out, err := exec.Command(bin, "version", "extra").CombinedOutput(); exitCode(err) != 2 || !strings.Contains(string(out), "See 'receiver version --help'") {
+		t.Errorf("receiver version extra: %v %s", err, out)
+	}
+}
+
+func exitCode(err error) int {
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		return ee.ExitCode()
+	}
+	if err != nil {
+		return -1
+	}
+	return 0
+}
 
 type buildError struct {
 	out string

@@ -23,20 +23,20 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	versioncollector "github.com/prometheus/client_golang/prometheus/collectors/version"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
-	promversion "github.com/prometheus/common/version"
 	"github.com/sirupsen/logrus"
 
+	"github.com/spf13/cobra"
+
 	"github.com/cdse-jetstream/receiver/internal/auth"
+	"github.com/cdse-jetstream/receiver/internal/buildinfo"
 	"github.com/cdse-jetstream/receiver/internal/catalogclient"
+	"github.com/cdse-jetstream/receiver/internal/cli"
 	"github.com/cdse-jetstream/receiver/internal/publish"
 	"github.com/cdse-jetstream/receiver/internal/pull"
 	"github.com/cdse-jetstream/receiver/internal/quarantine"
 	"github.com/cdse-jetstream/receiver/internal/reconcile"
 	"github.com/cdse-jetstream/receiver/internal/webhook"
 )
-
-// Version is set at build time (make build: git describe).
-var Version = "dev"
 
 // Run is the whole receiver process: it returns the exit code.
 func Run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) int {
@@ -46,6 +46,12 @@ func Run(ctx context.Context, args []string, getenv func(string) string, stdout,
 			return runQuarantine(ctx, args[2:], getenv, stdout, stderr)
 		case "backfill":
 			return runBackfill(ctx, args[2:], getenv, stdout, stderr)
+		case "version", "--version", "-v":
+			// What cli.AddVersion gives the other binaries: the same
+			// line, and version -o json|yaml.
+			root := &cobra.Command{Use: "receiver"}
+			cli.AddVersion(root)
+			return cli.Execute(ctx, root, args[1:], stdout, stderr)
 		}
 	}
 	cfg, err := Load(args, getenv, stdout)
@@ -147,8 +153,7 @@ func New(cfg Config, log logrus.FieldLogger, reg *prometheus.Registry) (*App, er
 		verifier = v
 	}
 	// cdse_receiver_build_info{version,revision,goversion,...} 1, as
-	// Prometheus-ecosystem services export it.
-	promversion.Version = Version
+	// Prometheus-ecosystem services export it (the values --version prints).
 	if err := errors.Join(
 		reg.Register(collectors.NewGoCollector()),
 		reg.Register(collectors.NewProcessCollector(collectors.ProcessCollectorOpts{})),
@@ -253,7 +258,7 @@ func (a *App) Start(ctx context.Context) error {
 		"webhook_addr": a.WebhookAddr(),
 		"admin_addr":   a.adminLn.Addr().String(),
 		"nats_url":     a.NATSURL(),
-		"version":      Version,
+		"version":      buildinfo.Get().Version,
 	}).Info("receiver started")
 	return nil
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/sirupsen/logrus"
 	"github.com/sirupsen/logrus/hooks/test"
 
+	"github.com/cdse-jetstream/receiver/internal/buildinfo"
 	"github.com/cdse-jetstream/receiver/internal/fixtures"
 	"github.com/cdse-jetstream/receiver/internal/natstest"
 )
@@ -213,7 +214,7 @@ func TestMetricsEndpoint(t *testing.T) {
 		`cdse_receiver_auth_failures_total{reason="invalid"} 0`,
 		`go_goroutines`,
 		`cdse_receiver_build_info{branch=`,
-		`version="` + Version + `"} 1`,
+		`version="` + buildinfo.Get().Version + `"} 1`,
 	} {
 		if !strings.Contains(buf.String(), want) {
 			t.Errorf("/metrics lacks %s", want)

@@ -612,6 +612,7 @@ Secrets have no flag (it would show in ps): use the variable or <NAME>_FILE.
 Commands (each with --help):
   %[1]s quarantine list | show SEQ | replay [--dry-run]   refused bodies kept for inspection and replay
   %[1]s backfill --filter F --since T [--until T]       publish a past range of the catalogue, exactly once
+  %[1]s version [-o json|yaml], %[1]s --version          version, commit, build date, Go version
 
 `, name)
 	defaults := DefaultConfig()

@@ -6,9 +6,7 @@ package register
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"net/url"
@@ -17,110 +15,149 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/spf13/cobra"
+
 	"github.com/cdse-jetstream/receiver/internal/auth"
 	"github.com/cdse-jetstream/receiver/internal/catalogclient"
-)
-
-// Exit codes.
-const (
-	exitOK    = 0
-	exitError = 1
-	exitUsage = 2
+	"github.com/cdse-jetstream/receiver/internal/cli"
 )
 
 // MaxTotal is the catalogue's limit on running + paused subscriptions.
 const MaxTotal = 10
 
 // errUsage marks a command line error (exit code 2).
-var errUsage = errors.New("usage")
+var errUsage = cli.ErrUsage
 
-const usage = `Usage: register [-o table|json] COMMAND [flags]
-
-Commands:
-  create   create the receiver's subscription (idempotent; see create --help)
-  list     list the account's subscriptions
-  get ID   show one subscription
-  pause ID / resume ID / cancel ID
-  whoami   check the login only
-
-Settings come from the environment (never from flags, which show in ps):
+const settingsHelp = `Settings come from the environment (never from flags, which show in ps):
   CDSE_USERNAME, CDSE_PASSWORD or CDSE_PASSWORD_FILE, CDSE_TOTP (two-factor
   code), CDSE_CLIENT_ID (default cdse-public), CDSE_TOKEN_URL, CDSE_CATALOGUE_URL;
   for create: RECEIVER_USERNAME, RECEIVER_PASSWORD or RECEIVER_PASSWORD_FILE
   (the Basic-auth credentials the catalogue will send to the receiver).
 
-Exit codes: 0 ok, 1 error, 2 usage.
-`
+Exit codes: 0 ok, 1 error, 2 usage.`
 
 // Run is the register command: it returns the exit code.
 func Run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) int {
-	err := run(ctx, args, getenv, stdout, stderr)
-	switch {
-	case err == nil:
-		return exitOK
-	case errors.Is(err, flag.ErrHelp):
-		return exitOK
-	case errors.Is(err, errUsage):
-		fmt.Fprintln(stderr, "register:", err)
-		return exitUsage
-	default:
-		fmt.Fprintln(stderr, "register:", err)
-		return exitError
+	return cli.Execute(ctx, NewCommand(getenv), args[1:], stdout, stderr)
+}
+
+// NewCommand is the register command tree. Nothing logs in before a
+// command runs, so --help and completion work without credentials.
+func NewCommand(getenv func(string) string) *cobra.Command {
+	root := &cobra.Command{
+		Use:   "register",
+		Short: "Create and manage the catalogue subscription that feeds the receiver",
+		Long: `register logs in to the CDSE identity provider and manages the account's
+catalogue subscriptions: it creates the receiver's subscription (idempotently,
+within the account's limits), lists, shows, pauses, resumes and cancels them.
+
+` + settingsHelp,
+		Example: `  register create --endpoint https://receiver.example.org/notifications --filter "Collection/Name eq 'SENTINEL-2'" --events created,modified
+  register create --type pull --filter "Collection/Name eq 'SENTINEL-1'"
+  register list -o json
+  register pause 0b4f6b1e-...`,
 	}
+	out := cli.AddOutputFlag(root)
+	root.PersistentPreRunE = func(*cobra.Command, []string) error { return out.Check() }
+	// api logs in lazily, when a command that needs the catalogue runs.
+	api := func(cmd *cobra.Command) (*command, error) {
+		return newCommand(getenv, cmd.OutOrStdout(), out)
+	}
+	var o createOptions
+	create := &cobra.Command{
+		Use:   "create",
+		Short: "Create the receiver's subscription (idempotent)",
+		Long: `create makes the receiver's subscription. Running it again with the same
+type, endpoint, filter and events changes nothing (--resume resumes it when
+paused). At the account's limit of running subscriptions it refuses and lists
+them, unless --replace says which one to pause (or cancel) first.
+
+` + settingsHelp,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			c, err := api(cmd)
+			if err != nil {
+				return err
+			}
+			return c.create(cmd.Context(), o, cmd.ErrOrStderr())
+		},
+	}
+	f := create.Flags()
+	f.StringVar(&o.endpoint, "endpoint", "", "the receiver's public URL (https://.../notifications); push only")
+	f.StringVar(&o.filter, "filter", "", "OData filter, e.g. \"Collection/Name eq 'SENTINEL-2'\" (empty: every product)")
+	f.StringVar(&o.events, "events", "created", "created, modified, created,modified or deleted")
+	f.StringVar(&o.typ, "type", "push", "push or pull")
+	f.IntVar(&o.maxRunning, "max-running", 2, "the account's limit of running subscriptions (the live service documents 1)")
+	f.StringVar(&o.replace, "replace", "", "at the running limit, pause (or cancel) this subscription first")
+	f.StringVar(&o.replaceAction, "replace-action", "pause", "what --replace does: pause or cancel")
+	f.BoolVar(&o.resume, "resume", false, "resume the matching subscription if it is paused")
+	f.BoolVar(&o.insecure, "insecure-endpoint", false, "allow an http:// endpoint (local testing only)")
+	_ = create.RegisterFlagCompletionFunc("events", cobra.FixedCompletions([]string{"created", "modified", "created,modified", "deleted"}, cobra.ShellCompDirectiveNoFileComp))
+	_ = create.RegisterFlagCompletionFunc("type", cobra.FixedCompletions([]string{"push", "pull"}, cobra.ShellCompDirectiveNoFileComp))
+	_ = create.RegisterFlagCompletionFunc("replace-action", cobra.FixedCompletions([]string{"pause", "cancel"}, cobra.ShellCompDirectiveNoFileComp))
+
+	list := &cobra.Command{
+		Use:     "list",
+		Aliases: []string{"ls"},
+		Short:   "List the account's subscriptions",
+		Args:    cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			c, err := api(cmd)
+			if err != nil {
+				return err
+			}
+			return c.list(cmd.Context())
+		},
+	}
+	whoami := &cobra.Command{
+		Use:   "whoami",
+		Short: "Check the login only",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			c, err := api(cmd)
+			if err != nil {
+				return err
+			}
+			if err := c.login(); err != nil {
+				return err
+			}
+			_, err = fmt.Fprintf(cmd.OutOrStdout(), "logged in as %s\n", getenv("CDSE_USERNAME"))
+			return err
+		},
+	}
+	root.AddCommand(create, list, whoami)
+	for _, one := range []struct{ name, short string }{
+		{"get", "Show one subscription"},
+		{"pause", "Pause a subscription (the catalogue keeps it, sends nothing)"},
+		{"resume", "Resume a paused subscription"},
+		{"cancel", "Cancel (delete) a subscription"},
+	} {
+		root.AddCommand(&cobra.Command{
+			Use:   one.name + " ID",
+			Short: one.short,
+			Args:  cobra.ExactArgs(1),
+			RunE: func(cmd *cobra.Command, args []string) error {
+				c, err := api(cmd)
+				if err != nil {
+					return err
+				}
+				return c.one(cmd.Context(), one.name, args[0])
+			},
+		})
+	}
+	cli.AddVersion(root)
+	return root
 }
 
 type command struct {
 	api    *catalogclient.Client
 	login  func() error
 	out    io.Writer
-	format string
+	output *cli.Output
 	getenv func(string) string
 }
 
-func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("register", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() { fmt.Fprint(stderr, usage) }
-	format := fs.String("o", "table", "output: table or json")
-	if err := fs.Parse(args[1:]); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return err
-		}
-		return fmt.Errorf("%w: %v", errUsage, err)
-	}
-	if *format != "table" && *format != "json" {
-		return fmt.Errorf("%w: -o must be table or json", errUsage)
-	}
-	if fs.NArg() == 0 {
-		fs.Usage()
-		return fmt.Errorf("%w: a command is required", errUsage)
-	}
-	c, err := newCommand(getenv, stdout, *format)
-	if err != nil {
-		return err
-	}
-	cmd, rest := fs.Arg(0), fs.Args()[1:]
-	switch cmd {
-	case "create":
-		return c.create(ctx, rest, stderr)
-	case "list":
-		return c.list(ctx)
-	case "whoami":
-		if err := c.login(); err != nil {
-			return err
-		}
-		fmt.Fprintf(stdout, "logged in as %s\n", getenv("CDSE_USERNAME"))
-		return nil
-	case "get", "pause", "resume", "cancel":
-		if len(rest) != 1 {
-			return fmt.Errorf("%w: %s needs one subscription id", errUsage, cmd)
-		}
-		return c.one(ctx, cmd, rest[0])
-	}
-	return fmt.Errorf("%w: unknown command %q", errUsage, cmd)
-}
-
-func newCommand(getenv func(string) string, out io.Writer, format string) (*command, error) {
+func newCommand(getenv func(string) string, out io.Writer, output *cli.Output) (*command, error) {
 	password, err := auth.SecretFromEnv(getenv, "CDSE_PASSWORD")
 	if err != nil {
 		return nil, err
@@ -147,7 +184,7 @@ func newCommand(getenv func(string) string, out io.Writer, format string) (*comm
 		api:    catalogclient.New(base, tokens, nil),
 		login:  func() error { _, err := tokens.Token(); return err },
 		out:    out,
-		format: format,
+		output: output,
 		getenv: getenv,
 	}, nil
 }
@@ -159,25 +196,7 @@ type createOptions struct {
 	resume, insecure                                      bool
 }
 
-func (c *command) create(ctx context.Context, args []string, stderr io.Writer) error {
-	var o createOptions
-	fs := flag.NewFlagSet("create", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.StringVar(&o.endpoint, "endpoint", "", "the receiver's public URL (https://.../notifications); push only")
-	fs.StringVar(&o.filter, "filter", "", "OData filter, e.g. \"Collection/Name eq 'SENTINEL-2'\" (empty: every product)")
-	fs.StringVar(&o.events, "events", "created", "created, modified, created,modified or deleted")
-	fs.StringVar(&o.typ, "type", "push", "push or pull")
-	fs.IntVar(&o.maxRunning, "max-running", 2, "the account's limit of running subscriptions (the live service documents 1)")
-	fs.StringVar(&o.replace, "replace", "", "at the running limit, pause (or cancel) this subscription first")
-	fs.StringVar(&o.replaceAction, "replace-action", "pause", "what --replace does: pause or cancel")
-	fs.BoolVar(&o.resume, "resume", false, "resume the matching subscription if it is paused")
-	fs.BoolVar(&o.insecure, "insecure-endpoint", false, "allow an http:// endpoint (local testing only)")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return err
-		}
-		return fmt.Errorf("%w: %v", errUsage, err)
-	}
+func (c *command) create(ctx context.Context, o createOptions, stderr io.Writer) error {
 	if o.replaceAction != "pause" && o.replaceAction != "cancel" {
 		return fmt.Errorf("%w: --replace-action must be pause or cancel", errUsage)
 	}
@@ -353,23 +372,20 @@ func (c *command) one(ctx context.Context, cmd, id string) error {
 }
 
 func (c *command) print(subs []catalogclient.Subscription) error {
-	if c.format == "json" {
-		enc := json.NewEncoder(c.out)
-		enc.SetIndent("", "  ")
-		return enc.Encode(subs)
-	}
-	w := tabwriter.NewWriter(c.out, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(w, "ID\tTYPE\tSTATUS\tEVENTS\tENDPOINT\tFILTER\tLAST NOTIFICATION")
-	for _, s := range subs {
-		last := "-"
-		if !s.LastNotificationDate.IsZero() {
-			last = s.LastNotificationDate.UTC().Format(time.RFC3339)
+	return c.output.Print(c.out, subs, func(out io.Writer) error {
+		w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(w, "ID\tTYPE\tSTATUS\tEVENTS\tENDPOINT\tFILTER\tLAST NOTIFICATION")
+		for _, s := range subs {
+			last := "-"
+			if !s.LastNotificationDate.IsZero() {
+				last = s.LastNotificationDate.UTC().Format(time.RFC3339)
+			}
+			endpoint := s.NotificationEndpoint
+			if endpoint == "" {
+				endpoint = "-"
+			}
+			fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", s.ID, s.SubscriptionType, s.Status, strings.Join(s.SubscriptionEvent, ","), endpoint, s.FilterParam, last)
 		}
-		endpoint := s.NotificationEndpoint
-		if endpoint == "" {
-			endpoint = "-"
-		}
-		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", s.ID, s.SubscriptionType, s.Status, strings.Join(s.SubscriptionEvent, ","), endpoint, s.FilterParam, last)
-	}
-	return w.Flush()
+		return w.Flush()
+	})
 }

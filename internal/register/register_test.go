@@ -4,7 +4,10 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"flag"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -134,16 +137,26 @@ func TestCommands(t *testing.T) {
 		code   int
 		output string
 	}{
+		// -o before or after the command, in every format.
+		{[]string{"-o", "yaml", "list"}, 0, "SubscriptionType: push"},
+		{[]string{"list", "-o", "json"}, 0, `"SubscriptionType": "push"`},
+		{[]string{"list", "--output=table"}, 0, "ID  "},
 		{[]string{"pause", id}, 0, "paused"},
 		{[]string{"get", id}, 0, "paused"},
 		{[]string{"resume", id}, 0, "running"},
 		{[]string{"whoami"}, 0, "logged in as op@example.org"},
 		{[]string{"cancel", id}, 0, "cancelled " + id},
 		{[]string{"get", id}, 1, "HTTP 404"},
-		{[]string{"get"}, 2, "needs one subscription id"},
-		{[]string{"frobnicate"}, 2, "unknown command"},
-		{[]string{}, 2, "a command is required"},
-		{[]string{"-o", "yaml", "list"}, 2, "-o must be"},
+		{[]string{"get"}, 2, "accepts 1 arg(s), received 0\nSee 'register get --help'."},
+		{[]string{"frobnicate"}, 2, "unknown command \"frobnicate\" for \"register\""},
+		{[]string{}, 0, "Available Commands:"},
+		{[]string{"list", "-o", "xml"}, 2, `-o "xml": want one of table, json, yaml`},
+		{[]string{"list", "extra"}, 2, `unknown command "extra" for "register list"`},
+		{[]string{"list", "--bogus"}, 2, "unknown flag: --bogus\nSee 'register list --help'."},
+		{[]string{"create", "--max-running", "two"}, 2, "invalid argument \"two\""},
+		{[]string{"--version"}, 0, "register version "},
+		{[]string{"version", "-o", "json"}, 0, `"goVersion": "go`},
+		{[]string{"completion", "bash"}, 0, "bash completion"},
 		{[]string{"create", "--endpoint", "http://plain.example/n"}, 2, "must be https://"},
 		{[]string{"create", "--endpoint", "https://hooks.example.org/notifications/"}, 2, "ends in '/'"},
 		{[]string{"create", "--endpoint", "https://hooks.example.org/notifications?x=1"}, 2, "query"},
@@ -174,5 +187,39 @@ func TestCommands(t *testing.T) {
 		if code, _, errOut := h.run("list"); code != 2 || !strings.Contains(errOut, "CDSE_USERNAME") {
 			t.Errorf("exit %d: %s", code, errOut)
 		}
+		// Help needs no login.
+		if code, out, errOut := h.run("create", "--help"); code != 0 || !strings.Contains(out, "--endpoint string") {
+			t.Errorf("create --help without credentials: exit %d: %s %s", code, out, errOut)
+		}
 	})
+}
+
+var update = flag.Bool("update", false, "rewrite the golden files of testdata/")
+
+// The help texts are golden files: a change to them is a change users see,
+// reviewed as such (go test ./internal/register -update rewrites them).
+func TestHelpGolden(t *testing.T) {
+	for _, args := range [][]string{{"--help"}, {"create", "--help"}, {"list", "--help"}, {"get", "--help"}} {
+		name := strings.ReplaceAll(strings.Join(args, "_"), "-", "")
+		t.Run(name, func(t *testing.T) {
+			var out, errOut bytes.Buffer
+			code := Run(context.Background(), append([]string{"register"}, args...), func(string) string { return "" }, &out, &errOut)
+			if code != 0 || errOut.Len() != 0 {
+				t.Fatalf("exit %d: %s", code, errOut.String())
+			}
+			golden := filepath.Join("testdata", "register_"+name+".golden")
+			if *update {
+				if err := os.WriteFile(golden, out.Bytes(), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			want, err := os.ReadFile(golden)
+			if err != nil {
+				t.Fatalf("%v (go test -update writes it)", err)
+			}
+			if out.String() != string(want) {
+				t.Errorf("register %s printed:\n%s\nwant (%s):\n%s", strings.Join(args, " "), out.String(), golden, want)
+			}
+		})
+	}
 }
