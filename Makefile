@@ -32,6 +32,18 @@ test: examples/node/node_modules/.package-lock.json ## run the whole test suite 
 	$(GO) test -race -count=1 -timeout 15m ./...
 	cd charts/test && $(GO) test -count=1 ./...
 	cd examples/cloudevents && $(GO) vet ./... && $(GO) test -race -count=1 ./...
+	$(MAKE) --no-print-directory rules-test
+
+.PHONY: rules-test
+rules-test: promtool ## check and unit-test the Prometheus alerts (promtool test rules)
+	promtool check rules charts/receiver/files/prometheus-rules.yaml
+	promtool test rules deploy/prometheus/rules_test.yaml
+
+# promtool, from Debian's prometheus package when it is missing.
+SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+.PHONY: promtool
+promtool:
+	@command -v promtool >/dev/null || { $(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq --no-install-recommends prometheus >/dev/null; }
 
 # The Node.js consumer's packages, from its lockfile.
 examples/node/node_modules/.package-lock.json: examples/node/package-lock.json

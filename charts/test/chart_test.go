@@ -2,6 +2,7 @@ package charttest
 
 import (
 	"encoding/json"
+	"os"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -358,5 +359,59 @@ metrics: {serviceMonitor: {enabled: true}}
 				}
 			}
 		})
+	}
+}
+
+// The PrometheusRule carries the rules of the plain file (which promtool
+// tests), with the silence threshold of the values.
+func TestPrometheusRule(t *testing.T) {
+	if _, ok := mustRender(t, values(t, base)).objs["PrometheusRule/cdse-receiver"]; ok {
+		t.Error("a PrometheusRule by default")
+	}
+	m := mustRender(t, values(t, base+`
+metrics: {prometheusRule: {enabled: true, labels: {release: kps}, maxSilenceSeconds: 7200}}
+`))
+	type rules struct {
+		Groups []struct {
+			Name  string `json:"name"`
+			Rules []struct {
+				Alert       string            `json:"alert"`
+				Expr        string            `json:"expr"`
+				For         string            `json:"for"`
+				Labels      map[string]string `json:"labels"`
+				Annotations map[string]string `json:"annotations"`
+			} `json:"rules"`
+		} `json:"groups"`
+	}
+	var pr struct {
+		Metadata struct {
+			Labels map[string]string `json:"labels"`
+		} `json:"metadata"`
+		Spec rules `json:"spec"`
+	}
+	m.get(t, "PrometheusRule/cdse-receiver", &pr)
+	b, err := os.ReadFile(filepath.Join(chartDir, "files", "prometheus-rules.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var file rules
+	if err := yaml.Unmarshal(b, &file); err != nil {
+		t.Fatal(err)
+	}
+	if pr.Metadata.Labels["release"] != "kps" || len(pr.Spec.Groups) != 1 || len(file.Groups) != 1 || len(pr.Spec.Groups[0].Rules) != len(file.Groups[0].Rules) {
+		t.Fatalf("PrometheusRule %+v", pr)
+	}
+	for i, got := range pr.Spec.Groups[0].Rules {
+		want := file.Groups[0].Rules[i]
+		if want.Alert == "CdseReceiverSilent" {
+			want.Expr = strings.Replace(want.Expr, "> 21600", "> 7200", 1)
+			if want.Expr == file.Groups[0].Rules[i].Expr {
+				t.Error("the silence rule has no threshold to set")
+			}
+		}
+		if got.Alert != want.Alert || got.Expr != want.Expr || got.For != want.For || got.Annotations["runbook_url"] != want.Annotations["runbook_url"] ||
+			got.Annotations["summary"] != want.Annotations["summary"] || got.Labels["severity"] != want.Labels["severity"] {
+			t.Errorf("rule %d: %+v, want %+v", i, got, want)
+		}
 	}
 }

@@ -138,6 +138,13 @@ func New(js jetstream.JetStream, o Options, reg prometheus.Registerer, log logru
 	if err := reg.Register(s.stored); err != nil {
 		return nil, fmt.Errorf("register quarantine metrics: %w", err)
 	}
+	// Zeros from the start, so that increase() in an alert sees the first
+	// refusal (a series born at 1 shows no increase).
+	for _, src := range []string{"push", "pull", "reconcile"} {
+		for _, r := range Reasons {
+			s.stored.WithLabelValues(src, r)
+		}
+	}
 	return s, nil
 }
 

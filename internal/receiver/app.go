@@ -161,7 +161,27 @@ func New(cfg Config, log logrus.FieldLogger, reg *prometheus.Registry) (*App, er
 	); err != nil {
 		return nil, fmt.Errorf("register process metrics: %w", err)
 	}
-	return &App{cfg: cfg, log: log, reg: reg, verifier: verifier, errs: make(chan error, 2)}, nil
+	a := &App{cfg: cfg, log: log, reg: reg, verifier: verifier, errs: make(chan error, 2)}
+	// What the alerts watch: readiness (as /readyz answers it, one stream
+	// lookup per scrape) and the NATS connection.
+	if err := errors.Join(
+		reg.Register(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "cdse_receiver_ready", Help: "1 while /readyz answers 200, else 0.",
+		}, func() float64 { return boolGauge(a.Ready(context.Background()) == nil) })),
+		reg.Register(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "cdse_receiver_nats_connected", Help: "1 while the NATS connection is up, else 0.",
+		}, func() float64 { return boolGauge(a.nc != nil && a.nc.IsConnected()) })),
+	); err != nil {
+		return nil, fmt.Errorf("register metrics: %w", err)
+	}
+	return a, nil
+}
+
+func boolGauge(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // Start connects NATS, ensures the stream (retrying in the background while
@@ -304,6 +324,13 @@ func (a *App) startWebhook() error {
 			return err
 		}
 		a.webLn = tls.NewListener(a.webLn, certs.TLSConfig())
+		if err := a.reg.Register(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "cdse_receiver_tls_certificate_expiry_timestamp_seconds",
+			Help: "Unix time at which the webhook's TLS certificate in force expires.",
+		}, func() float64 { return float64(certs.NotAfter().Unix()) })); err != nil {
+			a.webLn.Close()
+			return fmt.Errorf("register metrics: %w", err)
+		}
 		a.log.WithField("cert", cfg.TLSCertFile).Info("serving HTTPS (TLS 1.2+), certificate reloaded when the files change")
 	}
 	go a.serve(a.web, a.webLn)

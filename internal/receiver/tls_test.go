@@ -2,15 +2,8 @@ package receiver
 
 import (
 	"bytes"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
-	"math/big"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -18,44 +11,15 @@ import (
 	"time"
 
 	"github.com/cdse-jetstream/receiver/internal/fixtures"
+	"github.com/cdse-jetstream/receiver/internal/testcert"
 	"github.com/cdse-jetstream/receiver/internal/webhook"
 )
 
-// writeCert writes a self-signed certificate for 127.0.0.1 with the given
-// serial and returns the pool that trusts it.
+// writeCert writes a self-signed certificate for 127.0.0.1 (valid for an
+// hour) and returns the pool that trusts it.
 func writeCert(t *testing.T, certFile, keyFile string, serial int64) *x509.CertPool {
 	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber:          big.NewInt(serial),
-		Subject:               pkix.Name{CommonName: "receiver test"},
-		NotBefore:             time.Now().Add(-time.Hour),
-		NotAfter:              time.Now().Add(time.Hour),
-		IPAddresses:           []net.IP{net.ParseIP("127.0.0.1")},
-		KeyUsage:              x509.KeyUsageDigitalSignature,
-		ExtKeyUsage:           []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-		IsCA:                  true,
-		BasicConstraintsValid: true,
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	kder, _ := x509.MarshalECPrivateKey(key)
-	// Key first, then the certificate, as a rotation may write them.
-	if err := os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kder}), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(certFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	cert, _ := x509.ParseCertificate(der)
-	pool := x509.NewCertPool()
-	pool.AddCert(cert)
-	return pool
+	return testcert.Write(t, certFile, keyFile, serial, time.Now().Add(time.Hour))
 }
 
 func TestTLSServeAndRotate(t *testing.T) {

@@ -69,5 +69,9 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	for _, r := range []string{"too_large", "incomplete"} {
 		m.notKept.WithLabelValues(r)
 	}
+	// The answers alerts and dashboards look at first.
+	for _, code := range []string{"200", "400", "401", "503"} {
+		m.requests.WithLabelValues(code)
+	}
 	return m, nil
 }

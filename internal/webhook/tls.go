@@ -84,6 +84,16 @@ func (r *CertReloader) GetCertificate(*tls.ClientHelloInfo) (*tls.Certificate, e
 	return r.cert, nil
 }
 
+// NotAfter is when the certificate in force expires.
+func (r *CertReloader) NotAfter() time.Time {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.cert == nil || r.cert.Leaf == nil {
+		return time.Time{}
+	}
+	return r.cert.Leaf.NotAfter
+}
+
 // TLSConfig is the server configuration: TLS 1.2 and newer, the reloader's
 // certificate.
 func (r *CertReloader) TLSConfig() *tls.Config {
