@@ -415,3 +415,32 @@ metrics: {prometheusRule: {enabled: true, labels: {release: kps}, maxSilenceSeco
 		}
 	}
 }
+
+// register status as a CronJob, off by default, against the admin Service
+// and the registered endpoint, with the catalogue login from a Secret.
+func TestStatusCheckCronJob(t *testing.T) {
+	if _, ok := mustRender(t, values(t, base)).objs["CronJob/cdse-receiver-status"]; ok {
+		t.Error("a status CronJob by default")
+	}
+	if _, err := render(t, values(t, base+`statusCheck: {enabled: true}`)); err == nil || !strings.Contains(err.Error(), "statusCheck.enabled needs") {
+		t.Errorf("no credentials: %v", err)
+	}
+	m := mustRender(t, values(t, base+`
+statusCheck: {enabled: true, maxSilence: 2h, credentialsSecret: cdse-login}
+register: {endpoint: "https://hooks.example.org/notifications"}
+`))
+	var cj batchv1.CronJob
+	m.get(t, "CronJob/cdse-receiver-status", &cj)
+	pod := cj.Spec.JobTemplate.Spec.Template
+	c := pod.Spec.Containers[0]
+	want := []string{"status", "--receiver", "http://cdse-receiver-admin:9090", "--endpoint", "https://hooks.example.org/notifications", "--max-silence", "2h"}
+	if strings.Join(c.Command, " ") != "register" || strings.Join(c.Args, " ") != strings.Join(want, " ") {
+		t.Errorf("command %v %v", c.Command, c.Args)
+	}
+	if len(c.EnvFrom) != 1 || c.EnvFrom[0].SecretRef.Name != "cdse-login" || cj.Spec.ConcurrencyPolicy != batchv1.ForbidConcurrent {
+		t.Errorf("envFrom %+v, concurrency %v", c.EnvFrom, cj.Spec.ConcurrencyPolicy)
+	}
+	if pod.Labels["app.kubernetes.io/name"] == "receiver" || c.SecurityContext == nil || *c.SecurityContext.AllowPrivilegeEscalation {
+		t.Errorf("pod labels %v (the Services would select it), security %+v", pod.Labels, c.SecurityContext)
+	}
+}

@@ -31,10 +31,12 @@ import (
 	"github.com/cdse-jetstream/receiver/internal/buildinfo"
 	"github.com/cdse-jetstream/receiver/internal/catalogclient"
 	"github.com/cdse-jetstream/receiver/internal/cli"
+	"github.com/cdse-jetstream/receiver/internal/ingest"
 	"github.com/cdse-jetstream/receiver/internal/publish"
 	"github.com/cdse-jetstream/receiver/internal/pull"
 	"github.com/cdse-jetstream/receiver/internal/quarantine"
 	"github.com/cdse-jetstream/receiver/internal/reconcile"
+	"github.com/cdse-jetstream/receiver/internal/status"
 	"github.com/cdse-jetstream/receiver/internal/webhook"
 )
 
@@ -126,6 +128,10 @@ type App struct {
 	reg      *prometheus.Registry
 	verifier *auth.Basic
 	pull     *pull.Source
+	// reconciler is nil when off; lastStored holds, per source, when
+	// JetStream last confirmed one of its messages (for /status).
+	reconciler *reconcile.Reconciler
+	lastStored map[string]*atomic.Int64
 
 	embedded   *publish.Embedded
 	nc         *nats.Conn
@@ -161,7 +167,7 @@ func New(cfg Config, log logrus.FieldLogger, reg *prometheus.Registry) (*App, er
 	); err != nil {
 		return nil, fmt.Errorf("register process metrics: %w", err)
 	}
-	a := &App{cfg: cfg, log: log, reg: reg, verifier: verifier, errs: make(chan error, 2)}
+	a := &App{cfg: cfg, log: log, reg: reg, verifier: verifier, errs: make(chan error, 2), lastStored: newClocks()}
 	// What the alerts watch: readiness (as /readyz answers it, one stream
 	// lookup per scrape) and the NATS connection.
 	if err := errors.Join(
@@ -307,7 +313,7 @@ func (a *App) startWebhook() error {
 			wo.RequestLog = requestLineWriter{log: l, out: lw}
 		}
 	}
-	e, err := webhook.New(wo, a.pub, a.verifier, a.reg, a.log)
+	e, err := webhook.New(wo, a.stamp(ingest.SourcePush), a.verifier, a.reg, a.log)
 	if err != nil {
 		return err
 	}
@@ -348,7 +354,7 @@ func (a *App) sources() ([]func(context.Context), error) {
 	api := catalogclient.New(cfg.CDSECatalogueURL, tokens, nil)
 	var run []func(context.Context)
 	if cfg.PullSubscription != "" {
-		src, err := pull.New(pull.Options{SubscriptionID: cfg.PullSubscription, Route: cfg.route(), Interval: cfg.PullInterval, Hydrate: cfg.PullHydrate}, api, a.pub, a.quarantine, a.reg, a.log)
+		src, err := pull.New(pull.Options{SubscriptionID: cfg.PullSubscription, Route: cfg.route(), Interval: cfg.PullInterval, Hydrate: cfg.PullHydrate}, api, a.stamp(ingest.SourcePull), a.quarantine, a.reg, a.log)
 		if err != nil {
 			return nil, err
 		}
@@ -358,10 +364,11 @@ func (a *App) sources() ([]func(context.Context), error) {
 	if cfg.ReconcileInterval > 0 {
 		events, _ := reconcile.ParseEvents(cfg.ReconcileEvents) // checked by Validate
 		rec, err := reconcile.New(reconcile.Options{Filter: cfg.ReconcileFilter, Events: events, PageSize: cfg.ReconcilePageSize, Interval: cfg.ReconcileInterval, Lookback: cfg.ReconcileLookback,
-			Overlap: cfg.ReconcileOverlap, Route: cfg.route(), Bucket: cfg.Stream + "_STATE", Replicas: cfg.StreamReplicas}, api, a.pub, a.quarantine, a.pub.JetStream(), a.reg, a.log)
+			Overlap: cfg.ReconcileOverlap, Route: cfg.route(), Bucket: cfg.Stream + "_STATE", Replicas: cfg.StreamReplicas}, api, a.stamp(ingest.SourceReconcile), a.quarantine, a.pub.JetStream(), a.reg, a.log)
 		if err != nil {
 			return nil, err
 		}
+		a.reconciler = rec
 		run = append(run, rec.Run)
 	}
 	return run, nil
@@ -495,6 +502,7 @@ func (a *App) adminHandler() http.Handler {
 		}
 		_, _ = io.WriteString(w, `{"status":"ready"}`)
 	})
+	mux.HandleFunc("GET "+status.Path, a.statusHandler)
 	mux.Handle("GET /metrics", promhttp.HandlerFor(a.reg, promhttp.HandlerOpts{Registry: a.reg}))
 	if a.cfg.PProf {
 		mux.HandleFunc("GET /debug/pprof/", pprof.Index)

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"net/url"
 	"slices"
 	"strings"
@@ -125,7 +126,49 @@ them, unless --replace says which one to pause (or cancel) first.
 			return err
 		},
 	}
-	root.AddCommand(create, list, whoami)
+	var so statusOptions
+	statusCmd := &cobra.Command{
+		Use:   "status",
+		Short: "Check the whole chain: subscription, endpoint, credentials, last notification, receiver, stream",
+		Long: `status joins what the catalogue says about the subscription(s) feeding the
+receiver with what the receiver says about itself (GET /status on its admin
+port), and checks: the subscription is running; its endpoint is the
+receiver's (--endpoint, or the receiver's webhook path); it sends the user
+the receiver expects; its last notification and the stream's newest message
+are younger than --max-silence; the receiver is ready. It prints a check per
+line (✔ ok, ✘ failed, ! warning, - not checked) and exits 1 when a check
+failed: run it from a Kubernetes CronJob (the chart's statusCheck) or by hand.
+
+` + settingsHelp,
+		Example: `  register status --receiver http://127.0.0.1:9090 --endpoint https://hooks.example.org/notifications
+  kubectl exec deploy/cdse-receiver -- register status --receiver http://127.0.0.1:9090 -o json`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if so.maxSilence <= 0 {
+				return cli.Usagef("--max-silence must be positive")
+			}
+			c, err := api(cmd)
+			if err != nil {
+				return err
+			}
+			r, err := c.status(cmd.Context(), so, &http.Client{Timeout: 10 * time.Second}, time.Now())
+			if err != nil {
+				return err
+			}
+			if err := out.Print(cmd.OutOrStdout(), r, func(w io.Writer) error { return printReport(w, r) }); err != nil {
+				return err
+			}
+			if !r.OK {
+				return errChecksFailed
+			}
+			return nil
+		},
+	}
+	sf := statusCmd.Flags()
+	sf.StringVar(&so.receiver, "receiver", getenv("RECEIVER_ADMIN_URL"), "the receiver's admin URL, e.g. http://127.0.0.1:9090 (default $RECEIVER_ADMIN_URL)")
+	sf.StringVar(&so.endpoint, "endpoint", "", "the receiver's public webhook URL, as registered")
+	sf.DurationVar(&so.maxSilence, "max-silence", 6*time.Hour, "fail when the last notification is older than this")
+	root.AddCommand(create, list, whoami, statusCmd)
 	for _, one := range []struct{ name, short string }{
 		{"get", "Show one subscription"},
 		{"pause", "Pause a subscription (the catalogue keeps it, sends nothing)"},

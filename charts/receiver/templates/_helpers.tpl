@@ -72,6 +72,9 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 {{- if and (eq .Values.nats.mode "embedded") (not .Values.auth.existingSecret) (not .Values.nats.embedded.consumerPassword) }}
 {{- fail "nats.embedded.consumerPassword (or auth.existingSecret with natsConsumerPassword) is required: the embedded NATS is reachable in the cluster, and only the receiver may publish into the stream" }}
 {{- end }}
+{{- if and .Values.statusCheck.enabled (not (or .Values.statusCheck.credentialsSecret .Values.register.credentialsSecret)) }}
+{{- fail "statusCheck.enabled needs statusCheck.credentialsSecret or register.credentialsSecret (CDSE_USERNAME, CDSE_PASSWORD)" }}
+{{- end }}
 {{- if and .Values.register.enabled (not .Values.register.credentialsSecret) }}
 {{- fail "register.enabled needs register.credentialsSecret (CDSE_USERNAME, CDSE_PASSWORD)" }}
 {{- end }}

@@ -1,0 +1,112 @@
+package receiver
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"sync/atomic"
+	"time"
+
+	"github.com/cdse-jetstream/receiver/internal/buildinfo"
+	"github.com/cdse-jetstream/receiver/internal/ingest"
+	"github.com/cdse-jetstream/receiver/internal/notification"
+	"github.com/cdse-jetstream/receiver/internal/publish"
+	"github.com/cdse-jetstream/receiver/internal/reconcile"
+	"github.com/cdse-jetstream/receiver/internal/status"
+)
+
+// stamped is the publisher a source is given: it notes when JetStream last
+// confirmed one of the source's messages, for /status (one atomic store per
+// publish).
+type stamped struct {
+	pub  *publish.Publisher
+	last *atomic.Int64
+}
+
+func (s stamped) Publish(ctx context.Context, msgs []publish.Message) ([]publish.Result, error) {
+	res, err := s.pub.Publish(ctx, msgs)
+	if err == nil {
+		s.last.Store(time.Now().UnixNano())
+	}
+	return res, err
+}
+
+// stamp is the publisher of one source.
+func (a *App) stamp(source string) stamped {
+	return stamped{pub: a.pub, last: a.lastStored[source]}
+}
+
+func newClocks() map[string]*atomic.Int64 {
+	return map[string]*atomic.Int64{ingest.SourcePush: {}, ingest.SourcePull: {}, ingest.SourceReconcile: {}}
+}
+
+// Status is what GET /status answers.
+func (a *App) Status(ctx context.Context) status.Receiver {
+	cfg := a.cfg
+	st := status.Receiver{Version: buildinfo.Get().Version, Sources: []status.Source{}}
+	if err := a.Ready(ctx); err != nil {
+		st.NotReady = err.Error()
+	} else {
+		st.Ready = true
+	}
+	source := func(name, sub string) {
+		s := status.Source{Name: name, Subscription: sub}
+		if ns := a.lastStored[name].Load(); ns != 0 {
+			t := time.Unix(0, ns).UTC()
+			s.LastStored = &t
+		}
+		st.Sources = append(st.Sources, s)
+	}
+	if cfg.Webhook {
+		st.Webhook = &status.Webhook{Path: cfg.Path, Username: cfg.Username, TLS: cfg.TLSCertFile != ""}
+		source(ingest.SourcePush, "")
+	}
+	if cfg.PullSubscription != "" {
+		source(ingest.SourcePull, cfg.PullSubscription)
+	}
+	if cfg.ReconcileInterval > 0 {
+		source(ingest.SourceReconcile, "")
+	}
+	if a.pub == nil {
+		return st
+	}
+	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	defer cancel()
+	streamState := func(name string) *status.Stream {
+		s, err := a.pub.JetStream().Stream(ctx, name)
+		if err != nil {
+			return nil
+		}
+		info, err := s.Info(ctx)
+		if err != nil {
+			return nil
+		}
+		return &status.Stream{Name: name, Messages: info.State.Msgs, Bytes: info.State.Bytes, LastTime: info.State.LastTime.UTC()}
+	}
+	st.Stream = streamState(cfg.Stream)
+	st.Quarantine = streamState(cfg.QuarantineStream)
+	if a.reconciler != nil {
+		events, _ := a.reconcileEvents()
+		for _, ev := range events {
+			if t, err := a.reconciler.Watermark(ctx, ev); err == nil && !t.IsZero() {
+				if st.Watermarks == nil {
+					st.Watermarks = map[string]time.Time{}
+				}
+				st.Watermarks[string(ev)] = t.UTC()
+			}
+		}
+	}
+	return st
+}
+
+func (a *App) reconcileEvents() ([]notification.Event, error) {
+	return reconcile.ParseEvents(a.cfg.ReconcileEvents)
+}
+
+func (a *App) statusHandler(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	_ = enc.Encode(a.Status(r.Context()))
+}

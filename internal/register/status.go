@@ -1,0 +1,226 @@
+package register
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/cdse-jetstream/receiver/internal/catalogclient"
+	"github.com/cdse-jetstream/receiver/internal/status"
+)
+
+// Check outcomes. A warning is printed but does not fail the command; a
+// skipped check could not be made (it says why).
+const (
+	checkOK   = "ok"
+	checkFail = "fail"
+	checkWarn = "warn"
+	checkSkip = "skip"
+)
+
+// Check is one line of `register status`.
+type Check struct {
+	Name   string `json:"name"`
+	Status string `json:"status"`
+	Detail string `json:"detail"`
+}
+
+// Report is what `register status -o json` prints.
+type Report struct {
+	OK       bool                         `json:"ok"`
+	Checks   []Check                      `json:"checks"`
+	Receiver *status.Receiver             `json:"receiver,omitempty"`
+	Matched  []catalogclient.Subscription `json:"subscriptions"`
+}
+
+// errChecksFailed makes the exit code 1 once the report is printed.
+var errChecksFailed = errors.New("checks failed")
+
+type statusOptions struct {
+	receiver, endpoint string
+	maxSilence         time.Duration
+}
+
+// status joins what the catalogue and the receiver say into checks.
+func (c *command) status(ctx context.Context, o statusOptions, client *http.Client, now time.Time) (Report, error) {
+	var r Report
+	add := func(name, st, format string, a ...any) {
+		r.Checks = append(r.Checks, Check{Name: name, Status: st, Detail: fmt.Sprintf(format, a...)})
+	}
+	// The receiver first: it says which path, user and PULL subscription
+	// to look for in the catalogue.
+	if o.receiver != "" {
+		st, err := status.Fetch(ctx, client, o.receiver)
+		if err != nil {
+			add("receiver", checkFail, "%v", err)
+		} else {
+			r.Receiver = st
+			add("receiver", checkOK, "%s answers, version %s", o.receiver, st.Version)
+			if st.Ready {
+				add("receiver ready", checkOK, "/readyz 200")
+			} else {
+				add("receiver ready", checkFail, "not ready: %s", st.NotReady)
+			}
+			switch s := st.Stream; {
+			case s == nil:
+				add("stream", checkFail, "the receiver cannot read its stream")
+			case s.Messages == 0:
+				add("stream", checkWarn, "%s is empty", s.Name)
+			default:
+				age := now.Sub(s.LastTime)
+				if age > o.maxSilence {
+					add("stream", checkFail, "%s: %d messages, the newest %s old (more than --max-silence %s)", s.Name, s.Messages, age.Round(time.Second), o.maxSilence)
+				} else {
+					add("stream", checkOK, "%s: %d messages, %d bytes, the newest %s old", s.Name, s.Messages, s.Bytes, age.Round(time.Second))
+				}
+			}
+			if q := st.Quarantine; q != nil && q.Messages > 0 {
+				add("quarantine", checkWarn, "%d refused bodies kept in %s (receiver quarantine list)", q.Messages, q.Name)
+			} else if q != nil {
+				add("quarantine", checkOK, "empty")
+			}
+		}
+	}
+	subs, err := c.api.ListSubscriptions(ctx)
+	if err != nil {
+		add("catalogue", checkFail, "%v", err)
+		return r.done(), nil
+	}
+	add("catalogue", checkOK, "logged in as %s, %d subscription(s)", c.getenv("CDSE_USERNAME"), len(subs))
+
+	var webhook *status.Webhook
+	pullID := ""
+	if r.Receiver != nil {
+		webhook = r.Receiver.Webhook
+		for _, s := range r.Receiver.Sources {
+			if s.Name == "pull" {
+				pullID = s.Subscription
+			}
+		}
+	}
+	// PUSH: the subscription(s) pointing at this receiver.
+	if o.endpoint != "" || webhook != nil {
+		var push []catalogclient.Subscription
+		for _, s := range subs {
+			if s.SubscriptionType == "push" && pushMatches(s, o.endpoint, webhook) {
+				push = append(push, s)
+			}
+		}
+		r.Matched = append(r.Matched, push...)
+		c.checkPush(add, push, o, webhook, now)
+	}
+	if pullID != "" {
+		c.checkPull(add, subs, pullID, &r, o, now)
+	}
+	if o.endpoint == "" && webhook == nil && pullID == "" {
+		add("subscription", checkSkip, "give --endpoint (the receiver's public URL) or --receiver (its admin URL) to say which subscription feeds it")
+	}
+	return r.done(), nil
+}
+
+func (r Report) done() Report {
+	r.OK = true
+	for _, c := range r.Checks {
+		if c.Status == checkFail {
+			r.OK = false
+		}
+	}
+	if r.Matched == nil {
+		r.Matched = []catalogclient.Subscription{}
+	}
+	return r
+}
+
+// pushMatches says whether s feeds the receiver: its endpoint is
+// --endpoint, or, without it, ends in the receiver's webhook path.
+func pushMatches(s catalogclient.Subscription, endpoint string, webhook *status.Webhook) bool {
+	if endpoint != "" {
+		return s.NotificationEndpoint == endpoint
+	}
+	u, err := url.Parse(s.NotificationEndpoint)
+	return err == nil && webhook != nil && u.Path == webhook.Path
+}
+
+func (c *command) checkPush(add func(name, st, format string, a ...any), push []catalogclient.Subscription, o statusOptions, webhook *status.Webhook, now time.Time) {
+	var running []catalogclient.Subscription
+	for _, s := range push {
+		if s.Status == "running" {
+			running = append(running, s)
+		}
+	}
+	target := o.endpoint
+	if target == "" {
+		target = "*" + webhook.Path
+	}
+	switch {
+	case len(push) == 0:
+		add("push subscription", checkFail, "no subscription sends to %s (register create --endpoint ...)", target)
+		return
+	case len(running) == 0:
+		add("push subscription", checkFail, "%s is %s: nothing is sent (register resume %s)", push[0].ID, push[0].Status, push[0].ID)
+		return
+	}
+	s := running[0]
+	add("push subscription", checkOK, "%s running, events %s, filter %q, endpoint %s", s.ID, strings.Join(s.SubscriptionEvent, ","), s.FilterParam, s.NotificationEndpoint)
+	if webhook != nil {
+		switch {
+		case s.NotificationEpUsername == "":
+			add("credentials", checkSkip, "the catalogue does not report the subscription's user")
+		case s.NotificationEpUsername != webhook.Username:
+			add("credentials", checkFail, "the subscription sends user %q, the receiver expects %q: every notification is refused (401)", s.NotificationEpUsername, webhook.Username)
+		default:
+			add("credentials", checkOK, "user %q on both sides (passwords are not compared: neither side shows one)", webhook.Username)
+		}
+	}
+	c.checkLast(add, "last notification", s, o, now)
+}
+
+func (c *command) checkPull(add func(name, st, format string, a ...any), subs []catalogclient.Subscription, id string, r *Report, o statusOptions, now time.Time) {
+	for _, s := range subs {
+		if s.ID != id {
+			continue
+		}
+		r.Matched = append(r.Matched, s)
+		switch {
+		case s.SubscriptionType != "pull":
+			add("pull subscription", checkFail, "%s is a %s subscription, not pull", id, s.SubscriptionType)
+		case s.Status != "running":
+			add("pull subscription", checkFail, "%s is %s: nothing is queued (register resume %s)", id, s.Status, id)
+		default:
+			add("pull subscription", checkOK, "%s running, events %s, filter %q", id, strings.Join(s.SubscriptionEvent, ","), s.FilterParam)
+			c.checkLast(add, "last pull notification", s, o, now)
+		}
+		return
+	}
+	add("pull subscription", checkFail, "the receiver reads PULL subscription %s, which the account does not have", id)
+}
+
+func (c *command) checkLast(add func(name, st, format string, a ...any), name string, s catalogclient.Subscription, o statusOptions, now time.Time) {
+	if s.LastNotificationDate.IsZero() {
+		add(name, checkWarn, "the catalogue has sent nothing yet on %s", s.ID)
+		return
+	}
+	age := now.Sub(s.LastNotificationDate.Time)
+	if age > o.maxSilence {
+		add(name, checkFail, "%s old (more than --max-silence %s)", age.Round(time.Second), o.maxSilence)
+		return
+	}
+	add(name, checkOK, "%s ago", age.Round(time.Second))
+}
+
+// printReport writes the checks as a table (✔ ok, ✘ fail, ! warn, - skip).
+func printReport(w io.Writer, r Report) error {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "CHECK\tOK\tDETAIL")
+	mark := map[string]string{checkOK: "✔", checkFail: "✘", checkWarn: "!", checkSkip: "-"}
+	for _, c := range r.Checks {
+		fmt.Fprintf(tw, "%s\t%s\t%s\n", c.Name, mark[c.Status], c.Detail)
+	}
+	return tw.Flush()
+}
