@@ -444,3 +444,31 @@ register: {endpoint: "https://hooks.example.org/notifications"}
 		t.Errorf("pod labels %v (the Services would select it), security %+v", pod.Labels, c.SecurityContext)
 	}
 }
+
+// The dashboard ConfigMap, opt-in, carries the file as it is, with the
+// sidecar's label.
+func TestGrafanaDashboard(t *testing.T) {
+	if _, ok := mustRender(t, values(t, base)).objs["ConfigMap/cdse-receiver-dashboard"]; ok {
+		t.Error("a dashboard by default")
+	}
+	m := mustRender(t, values(t, base+`metrics: {grafanaDashboard: {enabled: true, annotations: {grafana_folder: EO}}}`))
+	var cm corev1.ConfigMap
+	m.get(t, "ConfigMap/cdse-receiver-dashboard", &cm)
+	want, err := os.ReadFile(filepath.Join(chartDir, "files", "grafana-dashboard.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var d struct {
+		UID    string `json:"uid"`
+		Panels []any  `json:"panels"`
+	}
+	if err := json.Unmarshal([]byte(cm.Data["cdse-receiver.json"]), &d); err != nil || d.UID != "cdse-receiver" || len(d.Panels) < 10 {
+		t.Errorf("dashboard in the ConfigMap: %v %+v", err, d)
+	}
+	if strings.TrimSpace(cm.Data["cdse-receiver.json"]) != strings.TrimSpace(string(want)) {
+		t.Error("the ConfigMap's dashboard differs from files/grafana-dashboard.json")
+	}
+	if cm.Labels["grafana_dashboard"] != "1" || cm.Annotations["grafana_folder"] != "EO" {
+		t.Errorf("labels %v, annotations %v", cm.Labels, cm.Annotations)
+	}
+}

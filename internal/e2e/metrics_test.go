@@ -35,13 +35,38 @@ func queried(t *testing.T) map[string][]string {
 	if len(out["prometheus-rules.yaml"]) < 10 {
 		t.Fatalf("only %v queried by the rules", out)
 	}
+	b, err = os.ReadFile(filepath.Join("..", "..", "charts", "receiver", "files", "grafana-dashboard.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var dash struct {
+		Panels []struct {
+			Title   string
+			Targets []struct{ Expr string }
+		}
+	}
+	if err := json.Unmarshal(b, &dash); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range dash.Panels {
+		if len(p.Targets) == 0 {
+			t.Errorf("dashboard panel %q queries nothing", p.Title)
+		}
+		for _, q := range p.Targets {
+			names := metricName.FindAllString(q.Expr, -1)
+			if len(names) == 0 {
+				t.Errorf("dashboard panel %q: %q queries no receiver metric", p.Title, q.Expr)
+			}
+			out["grafana-dashboard.json "+p.Title] = append(out["grafana-dashboard.json "+p.Title], names...)
+		}
+	}
 	return out
 }
 
-// Every metric an alert queries exists on a receiver running every source
+// Every metric an alert or a dashboard panel queries exists on a receiver running every source
 // (webhook over TLS, PULL, reconciler): no alert on a metric that is not
 // there, which would never fire.
-func TestAlertsQueryMetricsThatExist(t *testing.T) {
+func TestAlertsAndDashboardQueryMetricsThatExist(t *testing.T) {
 	w := newSim(t)
 	out := w.register(t, "-o", "json", "create", "--type", "pull")
 	var subs []struct{ Id string }
@@ -99,6 +124,8 @@ func TestAlertsQueryMetricsThatExist(t *testing.T) {
 	for name, want := range map[string]float64{
 		"cdse_receiver_ready": 1, "cdse_receiver_nats_connected": 1,
 		"cdse_receiver_tls_certificate_expiry_timestamp_seconds": float64(notAfter.Unix()),
+		`cdse_receiver_stream_messages{stream="CDSE_PRODUCTS"}`:   0,
+		`cdse_receiver_stream_messages{stream="CDSE_QUARANTINE"}`: 0,
 	} {
 		if got, ok := sample(text, name); !ok || got != want {
 			t.Errorf("%s = %v (found %v), want %v", name, got, ok, want)
@@ -109,7 +136,7 @@ func TestAlertsQueryMetricsThatExist(t *testing.T) {
 	}
 }
 
-// sample is the value of the unlabelled metric name in an exposition.
+// sample is the value of a series (name and labels as exposed).
 func sample(text, name string) (float64, bool) {
 	for _, line := range strings.Split(text, "\n") {
 		if v, ok := strings.CutPrefix(line, name+" "); ok {

@@ -133,6 +133,9 @@ func NewPublisher(nc *nats.Conn, o PublisherOptions, reg prometheus.Registerer) 
 		}),
 	}
 	p.lastStored.SetToCurrentTime()
+	for _, r := range []string{"timeout", "no_stream", "disconnected", "rejected", "too_large", "error"} {
+		p.errs.WithLabelValues(r) // zeros from the start, for rate() and increase()
+	}
 	if o.RecentIDs > 0 && o.RecentTTL > 0 {
 		p.recent = newRecentIDs(o.RecentIDs, o.RecentTTL)
 	}

@@ -177,6 +177,7 @@ func New(cfg Config, log logrus.FieldLogger, reg *prometheus.Registry) (*App, er
 		reg.Register(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "cdse_receiver_nats_connected", Help: "1 while the NATS connection is up, else 0.",
 		}, func() float64 { return boolGauge(a.nc != nil && a.nc.IsConnected()) })),
+		reg.Register(newStreamCollector(a)),
 	); err != nil {
 		return nil, fmt.Errorf("register metrics: %w", err)
 	}

@@ -7,6 +7,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/cdse-jetstream/receiver/internal/buildinfo"
 	"github.com/cdse-jetstream/receiver/internal/ingest"
 	"github.com/cdse-jetstream/receiver/internal/notification"
@@ -109,4 +111,44 @@ func (a *App) statusHandler(w http.ResponseWriter, r *http.Request) {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	_ = enc.Encode(a.Status(r.Context()))
+}
+
+// streamCollector exports the sizes of the product stream and the
+// quarantine, read from JetStream at each scrape (two stream lookups), so
+// that dashboards need no NATS exporter for them.
+type streamCollector struct {
+	a               *App
+	messages, bytes *prometheus.Desc
+}
+
+func newStreamCollector(a *App) *streamCollector {
+	return &streamCollector{a: a,
+		messages: prometheus.NewDesc("cdse_receiver_stream_messages", "Messages in the stream (the product stream and the quarantine), read from JetStream at scrape time.", []string{"stream"}, nil),
+		bytes:    prometheus.NewDesc("cdse_receiver_stream_bytes", "Bytes in the stream (the product stream and the quarantine), read from JetStream at scrape time.", []string{"stream"}, nil),
+	}
+}
+
+func (c *streamCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- c.messages
+	ch <- c.bytes
+}
+
+func (c *streamCollector) Collect(ch chan<- prometheus.Metric) {
+	if c.a.pub == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	for _, name := range []string{c.a.cfg.Stream, c.a.cfg.QuarantineStream} {
+		s, err := c.a.pub.JetStream().Stream(ctx, name)
+		if err != nil {
+			continue
+		}
+		info, err := s.Info(ctx)
+		if err != nil {
+			continue
+		}
+		ch <- prometheus.MustNewConstMetric(c.messages, prometheus.GaugeValue, float64(info.State.Msgs), name)
+		ch <- prometheus.MustNewConstMetric(c.bytes, prometheus.GaugeValue, float64(info.State.Bytes), name)
+	}
 }

@@ -248,6 +248,8 @@ func (r *Reconciler) passEvent(ctx context.Context, k Kind) error {
 	if wm.IsZero() {
 		wm = r.o.Now().Add(-r.o.Lookback)
 	}
+	// Where this pass starts, even when it finds nothing to advance it.
+	r.m.watermark.WithLabelValues(string(k.Event)).Set(float64(wm.Unix()))
 	start := time.Now()
 	rng := Range{Filter: r.o.Filter, From: wm.Add(-r.o.Overlap)}
 	var stored, dups int
