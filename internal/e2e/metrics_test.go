@@ -123,7 +123,7 @@ func TestAlertsAndDashboardQueryMetricsThatExist(t *testing.T) {
 	// The values the alerts compare.
 	for name, want := range map[string]float64{
 		"cdse_receiver_ready": 1, "cdse_receiver_nats_connected": 1,
-		"cdse_receiver_tls_certificate_expiry_timestamp_seconds": float64(notAfter.Unix()),
+		"cdse_receiver_tls_certificate_expiry_timestamp_seconds":  float64(notAfter.Unix()),
 		`cdse_receiver_stream_messages{stream="CDSE_PRODUCTS"}`:   0,
 		`cdse_receiver_stream_messages{stream="CDSE_QUARANTINE"}`: 0,
 	} {
