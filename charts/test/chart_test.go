@@ -472,3 +472,43 @@ func TestGrafanaDashboard(t *testing.T) {
 		t.Errorf("labels %v, annotations %v", cm.Labels, cm.Annotations)
 	}
 }
+
+func TestNetworkPolicyAndSpread(t *testing.T) {
+	if _, ok := mustRender(t, values(t, base)).objs["NetworkPolicy/cdse-receiver"]; ok {
+		t.Error("a NetworkPolicy by default")
+	}
+	m := mustRender(t, values(t, base+`
+networkPolicy: {enabled: true}
+topologySpreadConstraints: [{maxSkew: 1, topologyKey: topology.kubernetes.io/zone, whenUnsatisfiable: ScheduleAnyway}]
+`))
+	var np networkingv1.NetworkPolicy
+	m.get(t, "NetworkPolicy/cdse-receiver", &np)
+	if np.Spec.PodSelector.MatchLabels["app.kubernetes.io/instance"] != "cdse" || len(np.Spec.Ingress) != 3 {
+		t.Fatalf("policy %+v", np.Spec)
+	}
+	web, adm, nats := np.Spec.Ingress[0], np.Spec.Ingress[1], np.Spec.Ingress[2]
+	if web.Ports[0].Port.StrVal != "http" || web.From[0].NamespaceSelector.MatchLabels["kubernetes.io/metadata.name"] != "ingress-nginx" {
+		t.Errorf("webhook rule %+v", web)
+	}
+	if adm.Ports[0].Port.StrVal != "admin" || len(adm.From) != 2 || adm.From[1].PodSelector.MatchLabels["app.kubernetes.io/name"] != "receiver-status" {
+		t.Errorf("admin rule %+v", adm)
+	}
+	if nats.Ports[0].Port.StrVal != "nats" || nats.From[0].PodSelector.MatchLabels["cdse-receiver/nats-client"] != "true" || nats.From[0].NamespaceSelector == nil {
+		t.Errorf("nats rule %+v", nats)
+	}
+	var sts appsv1.StatefulSet
+	m.get(t, "StatefulSet/cdse-receiver", &sts)
+	tsc := sts.Spec.Template.Spec.TopologySpreadConstraints
+	if len(tsc) != 1 || tsc[0].TopologyKey != "topology.kubernetes.io/zone" || tsc[0].LabelSelector.MatchLabels["app.kubernetes.io/instance"] != "cdse" {
+		t.Errorf("topology spread %+v", tsc)
+	}
+	// External NATS: no NATS port to open.
+	m = mustRender(t, values(t, base+`
+networkPolicy: {enabled: true}
+nats: {mode: external, external: {url: "nats://nats.nats:4222"}}
+`))
+	m.get(t, "NetworkPolicy/cdse-receiver", &np)
+	if len(np.Spec.Ingress) != 2 {
+		t.Errorf("external mode: %d rules", len(np.Spec.Ingress))
+	}
+}
