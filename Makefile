@@ -33,6 +33,7 @@ test: examples/node/node_modules/.package-lock.json ## run the whole test suite 
 	cd charts/test && $(GO) test -count=1 ./...
 	cd examples/cloudevents && $(GO) vet ./... && $(GO) test -race -count=1 ./...
 	$(MAKE) --no-print-directory rules-test
+	cd tools && $(GO) vet ./imagebuild && $(GO) test -count=1 ./imagebuild
 
 .PHONY: rules-test
 rules-test: promtool ## check and unit-test the Prometheus alerts (promtool test rules)
@@ -79,8 +80,11 @@ chart-lint: ## lint and render-test the Helm chart (with the Helm Go module; `he
 	@if command -v helm >/dev/null; then helm lint charts/receiver --set auth.password=a-long-webhook-password --set nats.embedded.consumerPassword=x; fi
 
 .PHONY: image
-image: ## build the container image (needs Docker; IMAGE to name it)
-	docker build --build-arg VERSION=$(VERSION) --build-arg REVISION=$(REVISION) --build-arg BUILD_DATE=$(BUILD_DATE) -t $(or $(IMAGE),cdse-receiver:$(VERSION)) .
+image: ## build the container image without a container engine into bin/image.tar (IMAGE to name it; docker/podman load, crane push)
+	rm -rf bin/image-root && mkdir -p bin/image-root
+	CGO_ENABLED=0 GOOS=linux GOARCH=amd64 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o bin/image-root/ ./cmd/receiver ./cmd/register
+	cd tools && $(GO) run ./imagebuild -bin ../bin/image-root -o ../bin/image.tar -tag $(or $(IMAGE),cdse-receiver:$(VERSION)) \
+		-version $(VERSION) -revision $(REVISION) -created $$(git log -1 --format=%ct 2>/dev/null || echo 0)
 
 .PHONY: tidy
 tidy: ## fail if go.mod/go.sum (of both modules) are not tidy

@@ -8,6 +8,10 @@ import (
 	"os/signal"
 	"syscall"
 
+	// CA roots for an image without a system store (make image builds on
+	// an empty base); the system's store wins where there is one.
+	_ "golang.org/x/crypto/x509roots/fallback"
+
 	"github.com/cdse-jetstream/receiver/internal/register"
 )
 
