@@ -115,8 +115,12 @@ func TestBinaryQuarantineRefused(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Error("a consumer published into the quarantine without a permissions violation")
 	}
+	// YAML as well as JSON, with the same names.
+	if out, errOut, code := command(t, env, "quarantine", "list", "-o", "yaml"); code != 0 || !strings.Contains(out, "reason: invalid_notification") {
+		t.Errorf("list -o yaml: exit %d %s %s", code, out, errOut)
+	}
 	// Usage errors exit 2 and say why.
-	for _, args := range [][]string{{"quarantine"}, {"quarantine", "show"}, {"quarantine", "show", "x"}, {"quarantine", "list", "-o", "yaml"}, {"quarantine", "frobnicate"}} {
+	for _, args := range [][]string{{"quarantine"}, {"quarantine", "show"}, {"quarantine", "show", "x"}, {"quarantine", "list", "-o", "xml"}, {"quarantine", "frobnicate"}} {
 		if _, errOut, code := command(t, env, args...); code != 2 || !strings.Contains(errOut, "receiver quarantine") {
 			t.Errorf("%v: exit %d, stderr %q", args, code, errOut)
 		}

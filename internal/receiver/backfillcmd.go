@@ -75,8 +75,8 @@ settings.`)
 	if err != nil {
 		problems = append(problems, "--events: "+err.Error())
 	}
-	if *output != "table" && *output != "json" {
-		problems = append(problems, fmt.Sprintf("-o %q: must be table or json", *output))
+	if *output != "table" && *output != "json" && *output != "yaml" {
+		problems = append(problems, fmt.Sprintf("-o %q: must be table, json or yaml", *output))
 	}
 	if *pageSize < 0 || *pageSize > 1000 || *rate <= 0 {
 		problems = append(problems, "--page-size must be between 1 and 1000 and --rate positive")
@@ -125,7 +125,7 @@ settings.`)
 		Stream: cfg.Stream, Bucket: cfg.Stream + "_STATE", Replicas: cfg.StreamReplicas, DryRun: *dryRun},
 		reconcile.NewLister(api, *pageSize, *rate), pub, qu, js, log)
 
-	tty := *output != "json" && isTerminal(stderr)
+	tty := *output == "table" && isTerminal(stderr)
 	began := map[string]time.Time{}
 	bf.OnPage = func(p backfill.Progress) {
 		if !tty {
@@ -143,8 +143,8 @@ settings.`)
 	if err != nil {
 		return ctxDone(ctx, fmt.Errorf("%w (run the same command again to continue)", err))
 	}
-	if *output == "json" {
-		return writeJSON(stdout, sum)
+	if *output != "table" {
+		return writeStructured(stdout, *output, sum)
 	}
 	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
 	verb := "PUBLISHED"

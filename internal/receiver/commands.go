@@ -13,6 +13,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/cdse-jetstream/receiver/internal/cli"
 	"github.com/cdse-jetstream/receiver/internal/publish"
 )
 
@@ -94,8 +95,8 @@ func newCommandFlags(name string, stderr io.Writer, usage string) (*flag.FlagSet
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	config := fs.String("config", "", "YAML settings file (as for the receiver); the environment is read too")
-	output := fs.String("output", "table", "table or json")
-	fs.StringVar(output, "o", "table", "table or json (short for --output)")
+	output := fs.String("output", "table", "table, json or yaml")
+	fs.StringVar(output, "o", "table", "table, json or yaml (short for --output)")
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "Usage: %s\n\nThe NATS settings are the receiver's (NATS_URL and its credentials; with the embedded server, run it beside the running receiver, with the same RECEIVER_DATA_DIR).\n\nFlags:\n", usage)
 		fs.PrintDefaults()
@@ -117,6 +118,14 @@ func parseInterspersed(fs *flag.FlagSet, args []string) ([]string, error) {
 		rest = append(rest, fs.Arg(0))
 		args = fs.Args()[1:]
 	}
+}
+
+// writeStructured prints v as JSON or YAML (-o json|yaml).
+func writeStructured(w io.Writer, format string, v any) error {
+	if format == "yaml" {
+		return cli.WriteYAML(w, v)
+	}
+	return writeJSON(w, v)
 }
 
 func writeJSON(w io.Writer, v any) error {

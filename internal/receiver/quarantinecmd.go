@@ -45,8 +45,8 @@ func quarantineCmd(ctx context.Context, args []string, getenv func(string) strin
 	if err != nil {
 		return fmt.Errorf("%w: %v", errUsage, err)
 	}
-	if *output != "table" && *output != "json" {
-		return fmt.Errorf("%w: -o %q: must be table or json", errUsage, *output)
+	if *output != "table" && *output != "json" && *output != "yaml" {
+		return fmt.Errorf("%w: -o %q: must be table, json or yaml", errUsage, *output)
 	}
 	want := map[string]int{"list": 1, "show": 2, "replay": 1}
 	if len(rest) == 0 || want[rest[0]] == 0 {
@@ -77,8 +77,8 @@ func quarantineCmd(ctx context.Context, args []string, getenv func(string) strin
 		if err != nil {
 			return ctxDone(ctx, err)
 		}
-		if *output == "json" {
-			return writeJSON(stdout, nonNil(list))
+		if *output != "table" {
+			return writeStructured(stdout, *output, nonNil(list))
 		}
 		tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
 		fmt.Fprintln(tw, "SEQ\tTIME\tSOURCE\tREASON\tPRODUCT\tBYTES\tERROR")
@@ -91,8 +91,8 @@ func quarantineCmd(ctx context.Context, args []string, getenv func(string) strin
 		if err != nil {
 			return ctxDone(ctx, err)
 		}
-		if *output == "json" {
-			return writeJSON(stdout, struct {
+		if *output != "table" {
+			return writeStructured(stdout, *output, struct {
 				quarantine.Stored
 				Body string `json:"body"`
 			}{s, string(s.Body)})
@@ -108,8 +108,8 @@ func quarantineCmd(ctx context.Context, args []string, getenv func(string) strin
 	if err != nil {
 		return ctxDone(ctx, err)
 	}
-	if *output == "json" {
-		return writeJSON(stdout, sum)
+	if *output != "table" {
+		return writeStructured(stdout, *output, sum)
 	}
 	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "SEQ\tPRODUCT\tRESULT\tDETAIL")
