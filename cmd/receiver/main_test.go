@@ -80,6 +80,13 @@ func TestBinaryVersion(t *testing.T) {
 	if out, err := exec.Command(bin, "version", "extra").CombinedOutput(); exitCode(err) != 2 || !strings.Contains(string(out), "See 'receiver version --help'") {
 		t.Errorf("receiver version extra: %v %s", err, out)
 	}
+	if out, err := exec.Command(bin, "completion", "bash").Output(); err != nil || !strings.Contains(string(out), "bash completion") || !strings.Contains(string(out), "receiver") {
+		t.Errorf("receiver completion bash: %v %.200s", err, out)
+	}
+	// Help of a command without any setting or credential.
+	if out, err := exec.Command(bin, "backfill", "--help").Output(); err != nil || !strings.Contains(string(out), "--since string") {
+		t.Errorf("receiver backfill --help: %v %s", err, out)
+	}
 }
 
 func exitCode(err error) int {

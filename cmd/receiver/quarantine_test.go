@@ -120,7 +120,7 @@ func TestBinaryQuarantineRefused(t *testing.T) {
 		t.Errorf("list -o yaml: exit %d %s %s", code, out, errOut)
 	}
 	// Usage errors exit 2 and say why.
-	for _, args := range [][]string{{"quarantine"}, {"quarantine", "show"}, {"quarantine", "show", "x"}, {"quarantine", "list", "-o", "xml"}, {"quarantine", "frobnicate"}} {
+	for _, args := range [][]string{{"quarantine"}, {"quarantine", "show"}, {"quarantine", "show", "x"}, {"quarantine", "list", "-o", "xml"}, {"quarantine", "frobnicate"}, {"quarantine", "list", "--bogus"}, {"quarantine", "show", "1", "2"}} {
 		if _, errOut, code := command(t, env, args...); code != 2 || !strings.Contains(errOut, "receiver quarantine") {
 			t.Errorf("%v: exit %d, stderr %q", args, code, errOut)
 		}

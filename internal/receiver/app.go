@@ -25,8 +25,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/sirupsen/logrus"
 
-	"github.com/spf13/cobra"
-
 	"github.com/cdse-jetstream/receiver/internal/auth"
 	"github.com/cdse-jetstream/receiver/internal/buildinfo"
 	"github.com/cdse-jetstream/receiver/internal/catalogclient"
@@ -42,19 +40,8 @@ import (
 
 // Run is the whole receiver process: it returns the exit code.
 func Run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) int {
-	if len(args) > 1 {
-		switch args[1] {
-		case "quarantine":
-			return runQuarantine(ctx, args[2:], getenv, stdout, stderr)
-		case "backfill":
-			return runBackfill(ctx, args[2:], getenv, stdout, stderr)
-		case "version", "--version", "-v":
-			// What cli.AddVersion gives the other binaries: the same
-			// line, and version -o json|yaml.
-			root := &cobra.Command{Use: "receiver"}
-			cli.AddVersion(root)
-			return cli.Execute(ctx, root, args[1:], stdout, stderr)
-		}
+	if isCommand(args[1:]) {
+		return cli.Execute(ctx, commands(getenv), args[1:], stdout, stderr)
 	}
 	cfg, err := Load(args, getenv, stdout)
 	if errors.Is(err, ErrHelp) {

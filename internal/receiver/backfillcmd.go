@@ -2,8 +2,6 @@ package receiver
 
 import (
 	"context"
-	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -12,6 +10,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/spf13/pflag"
 
 	"github.com/cdse-jetstream/receiver/internal/auth"
 	"github.com/cdse-jetstream/receiver/internal/backfill"
@@ -21,41 +20,40 @@ import (
 	"github.com/cdse-jetstream/receiver/internal/reconcile"
 )
 
-const backfillUsage = `receiver backfill --filter FILTER --since TIME [--until TIME] [--events created,modified,deleted]
-                         [--dry-run] [--page-size N] [--rate R] [-o table|json] [--config FILE]`
-
-func runBackfill(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) int {
-	return runCommand(stderr, "backfill", backfillCmd(ctx, args, getenv, stdout, stderr))
-}
-
-func backfillCmd(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
-	fs, configFile, output := newCommandFlags("backfill", stderr, backfillUsage+`
-
-Publishes a synthesized notification for every product the catalogue
+// backfillHelp is the backfill command's long help.
+const backfillHelp = `Publishes a synthesized notification for every product the catalogue
 created, modified or deleted in [--since, --until) that matches --filter,
 exactly once: what the stream already holds is not published again, even
 beyond its duplicate window. Killed and started again with the same
 arguments, it continues where it stopped. Needs the catalogue login
 (CDSE_USERNAME, CDSE_PASSWORD or CDSE_PASSWORD_FILE) and the receiver's NATS
-settings.`)
-	filter := fs.String("filter", "", "OData filter of the products (required), e.g. \"Collection/Name eq 'SENTINEL-2'\"")
-	since := fs.String("since", "", "start of the range, RFC 3339 (required), e.g. 2026-11-01T00:00:00Z")
-	until := fs.String("until", "", "end of the range, RFC 3339, exclusive (default: now)")
-	events := fs.String("events", "created,modified,deleted", "events to backfill")
-	dryRun := fs.Bool("dry-run", false, "count what would be published; publish nothing")
-	pageSize := fs.Int("page-size", 0, "products per catalogue request, at most 1000 (default RECONCILE_PAGE_SIZE)")
-	rate := fs.Float64("rate", 2, "catalogue requests per second, at most")
-	rest, err := parseInterspersed(fs, args)
-	if errors.Is(err, flag.ErrHelp) {
-		return err
-	}
-	if err != nil {
-		return fmt.Errorf("%w: %v", errUsage, err)
-	}
+settings.
+
+` + commandSettingsHelp
+
+// backfillOptions are the backfill command's flags.
+type backfillOptions struct {
+	config, output, filter, since, until, events string
+	dryRun                                       bool
+	pageSize                                     int
+	rate                                         float64
+}
+
+func (o *backfillOptions) flags(fs *pflag.FlagSet) {
+	fs.StringVar(&o.filter, "filter", "", "OData filter of the products (required), e.g. \"Collection/Name eq 'SENTINEL-2'\"")
+	fs.StringVar(&o.since, "since", "", "start of the range, RFC 3339 (required), e.g. 2026-11-01T00:00:00Z")
+	fs.StringVar(&o.until, "until", "", "end of the range, RFC 3339, exclusive (default: now)")
+	fs.StringVar(&o.events, "events", "created,modified,deleted", "events to backfill")
+	fs.BoolVar(&o.dryRun, "dry-run", false, "count what would be published; publish nothing")
+	fs.IntVar(&o.pageSize, "page-size", 0, "products per catalogue request, at most 1000 (default RECONCILE_PAGE_SIZE)")
+	fs.Float64Var(&o.rate, "rate", 2, "catalogue requests per second, at most")
+}
+
+// backfillRun runs a backfill.
+func backfillRun(ctx context.Context, o backfillOptions, getenv func(string) string, stdout, stderr io.Writer) error {
+	configFile, output, filter, since, until, events := &o.config, &o.output, &o.filter, &o.since, &o.until, &o.events
+	dryRun, pageSize, rate := &o.dryRun, &o.pageSize, &o.rate
 	var problems []string
-	if len(rest) > 0 {
-		problems = append(problems, fmt.Sprintf("unexpected argument %q", rest[0]))
-	}
 	if strings.TrimSpace(*filter) == "" {
 		problems = append(problems, "--filter is required (an empty filter would list the whole catalogue)")
 	}

@@ -3,15 +3,15 @@ package receiver
 import (
 	"context"
 	"encoding/json"
-	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
+	"strconv"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/spf13/cobra"
 
 	"github.com/cdse-jetstream/receiver/internal/cli"
 	"github.com/cdse-jetstream/receiver/internal/publish"
@@ -76,7 +76,91 @@ func connectCommand(cfg Config, name string) (*nats.Conn, jetstream.JetStream, e
 }
 
 // errUsage marks a command line that cannot be run (exit code 2).
-var errUsage = errors.New("usage")
+var errUsage = cli.ErrUsage
+
+// commandSettingsHelp ends the help of every command.
+const commandSettingsHelp = `The settings are the receiver's: the environment and, with --config, its
+YAML file (NATS_URL and its credentials; with the embedded server, run the
+command beside the running receiver, with the same RECEIVER_DATA_DIR, as
+with kubectl exec).
+
+Exit codes: 0 ok, 1 error, 2 usage.`
+
+// isCommand says whether args (without the program name) run one of the
+// receiver's commands rather than the server.
+func isCommand(args []string) bool {
+	if len(args) == 0 {
+		return false
+	}
+	switch args[0] {
+	case "quarantine", "backfill", "version", "--version", "-v", "completion", "help", "__complete":
+		return true
+	}
+	return false
+}
+
+// commands is the tree of the receiver's commands (spf13/cobra, as
+// register's): quarantine, backfill, version, completion. The server itself
+// keeps its own flag parser, whose one table serves flags, environment and
+// YAML file alike.
+func commands(getenv func(string) string) *cobra.Command {
+	root := &cobra.Command{
+		Use:   "receiver",
+		Short: "CDSE catalogue notifications into NATS JetStream",
+		Long:  "receiver [flags] runs the receiver (receiver --help lists its settings); these are its commands.",
+	}
+	var qo quarantineOptions
+	q := &cobra.Command{
+		Use:   "quarantine",
+		Short: "List, show and replay the refused bodies kept on the quarantine stream",
+		Long:  quarantineHelp,
+		Args:  cobra.NoArgs,
+		RunE: func(*cobra.Command, []string) error {
+			return cli.Usagef("want one of list, show SEQ, replay")
+		},
+	}
+	q.PersistentFlags().StringVar(&qo.config, "config", "", "YAML settings file (as for the receiver); the environment is read too")
+	qout := cli.AddOutputFlag(q)
+	q.PersistentPreRunE = func(*cobra.Command, []string) error { qo.output = qout.Format; return qout.Check() }
+	run := func(verb string, seq uint64) func(*cobra.Command, []string) error {
+		return func(cmd *cobra.Command, _ []string) error {
+			return quarantineRun(cmd.Context(), qo, verb, seq, getenv, cmd.OutOrStdout())
+		}
+	}
+	show := &cobra.Command{Use: "show SEQ", Short: "Print one body exactly as stored (-o json|yaml: with its metadata)", Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			seq, err := strconv.ParseUint(args[0], 10, 64)
+			if err != nil || seq == 0 {
+				return cli.Usagef("SEQ %q is not a sequence number (see quarantine list)", args[0])
+			}
+			return run("show", seq)(cmd, args)
+		}}
+	replay := &cobra.Command{Use: "replay", Short: "Validate every body again and publish those that pass, exactly once", Args: cobra.NoArgs, RunE: run("replay", 0)}
+	replay.Flags().BoolVar(&qo.dryRun, "dry-run", false, "say what would be published; publish and remove nothing")
+	q.AddCommand(
+		&cobra.Command{Use: "list", Aliases: []string{"ls"}, Short: "List the quarantined bodies", Args: cobra.NoArgs, RunE: run("list", 0)},
+		show, replay)
+
+	var bo backfillOptions
+	b := &cobra.Command{
+		Use:   "backfill --filter FILTER --since TIME",
+		Short: "Publish a past range of the catalogue, exactly once",
+		Long:  backfillHelp,
+		Example: `  receiver backfill --filter "Collection/Name eq 'SENTINEL-2'" --since 2026-11-01T00:00:00Z --until 2026-11-08T00:00:00Z
+  receiver backfill --filter "Collection/Name eq 'SENTINEL-1'" --since 2026-11-20T00:00:00Z --events deleted --dry-run -o json`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return backfillRun(cmd.Context(), bo, getenv, cmd.OutOrStdout(), cmd.ErrOrStderr())
+		},
+	}
+	b.Flags().StringVar(&bo.config, "config", "", "YAML settings file (as for the receiver); the environment is read too")
+	bo.flags(b.Flags())
+	bout := cli.AddOutputFlag(b)
+	b.PersistentPreRunE = func(*cobra.Command, []string) error { bo.output = bout.Format; return bout.Check() }
+	root.AddCommand(q, b)
+	cli.AddVersion(root)
+	return root
+}
 
 // commandConfig reads the receiver's settings for a command: the
 // environment and, with --config, the YAML file. Flags of the receiver
@@ -87,37 +171,6 @@ func commandConfig(configFile string, getenv func(string) string) (Config, error
 		args = append(args, "--config", configFile)
 	}
 	return Load(args, getenv, io.Discard)
-}
-
-// newCommandFlags is a FlagSet with the flags every command has: --config
-// and -o/--output.
-func newCommandFlags(name string, stderr io.Writer, usage string) (*flag.FlagSet, *string, *string) {
-	fs := flag.NewFlagSet(name, flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	config := fs.String("config", "", "YAML settings file (as for the receiver); the environment is read too")
-	output := fs.String("output", "table", "table, json or yaml")
-	fs.StringVar(output, "o", "table", "table, json or yaml (short for --output)")
-	fs.Usage = func() {
-		fmt.Fprintf(stderr, "Usage: %s\n\nThe NATS settings are the receiver's (NATS_URL and its credentials; with the embedded server, run it beside the running receiver, with the same RECEIVER_DATA_DIR).\n\nFlags:\n", usage)
-		fs.PrintDefaults()
-	}
-	return fs, config, output
-}
-
-// parseInterspersed parses flags wherever they stand among the arguments
-// (kubectl's habit: `quarantine show 3 -o json`), returning the rest.
-func parseInterspersed(fs *flag.FlagSet, args []string) ([]string, error) {
-	var rest []string
-	for {
-		if err := fs.Parse(args); err != nil {
-			return nil, err
-		}
-		if fs.NArg() == 0 {
-			return rest, nil
-		}
-		rest = append(rest, fs.Arg(0))
-		args = fs.Args()[1:]
-	}
 }
 
 // writeStructured prints v as JSON or YAML (-o json|yaml).
@@ -132,22 +185,6 @@ func writeJSON(w io.Writer, v any) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	return enc.Encode(v)
-}
-
-// runCommand runs a command, mapping errors to exit codes: 2 for usage,
-// 1 for failures.
-func runCommand(stderr io.Writer, name string, err error) int {
-	switch {
-	case err == nil:
-		return 0
-	case errors.Is(err, flag.ErrHelp):
-		return 0
-	case errors.Is(err, errUsage):
-		fmt.Fprintf(stderr, "receiver %s: %v (see receiver %s --help)\n", name, err, name)
-		return 2
-	}
-	fmt.Fprintf(stderr, "receiver %s: %v\n", name, err)
-	return 1
 }
 
 // ctxDone reports a cancelled run as such rather than as the error of

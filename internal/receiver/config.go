@@ -613,6 +613,7 @@ Commands (each with --help):
   %[1]s quarantine list | show SEQ | replay [--dry-run]   refused bodies kept for inspection and replay
   %[1]s backfill --filter F --since T [--until T]       publish a past range of the catalogue, exactly once
   %[1]s version [-o json|yaml], %[1]s --version          version, commit, build date, Go version
+  %[1]s completion bash|zsh|fish|powershell              shell completion of the commands (COMMAND --help for each)
 
 `, name)
 	defaults := DefaultConfig()

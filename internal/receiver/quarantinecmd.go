@@ -2,8 +2,6 @@ package receiver
 
 import (
 	"context"
-	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"strconv"
@@ -22,45 +20,28 @@ import (
 // value is the body's sequence in the quarantine.
 const HeaderReplayed = "Cdse-Replayed"
 
-const quarantineUsage = "receiver quarantine list | show SEQ | replay [--dry-run] [-o table|json] [--config FILE]"
-
-func runQuarantine(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) int {
-	return runCommand(stderr, "quarantine", quarantineCmd(ctx, args, getenv, stdout, stderr))
-}
-
-func quarantineCmd(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
-	fs, configFile, output := newCommandFlags("quarantine", stderr, quarantineUsage+`
+// quarantineHelp is the quarantine command's long help.
+const quarantineHelp = `The bodies the receiver refused (invalid JSON, an invalid notification, ...),
+kept verbatim on the quarantine stream:
 
   list     what is quarantined: sequence, time, source, reason, product id
-  show     the body of one, exactly as stored (-o json: with its metadata)
+  show     the body of one, exactly as stored (-o json|yaml: with its metadata)
   replay   validate every quarantined body again with this version and
            publish those that pass onto the product stream, exactly once
            (the dedupe keys are those they would have had); each one
-           published is removed from the quarantine`)
-	dryRun := fs.Bool("dry-run", false, "replay: say what would be published, publish and remove nothing")
-	rest, err := parseInterspersed(fs, args)
-	if errors.Is(err, flag.ErrHelp) {
-		return err
-	}
-	if err != nil {
-		return fmt.Errorf("%w: %v", errUsage, err)
-	}
-	if *output != "table" && *output != "json" && *output != "yaml" {
-		return fmt.Errorf("%w: -o %q: must be table, json or yaml", errUsage, *output)
-	}
-	want := map[string]int{"list": 1, "show": 2, "replay": 1}
-	if len(rest) == 0 || want[rest[0]] == 0 {
-		return fmt.Errorf("%w: want one of list, show SEQ, replay", errUsage)
-	}
-	if len(rest) != want[rest[0]] {
-		return fmt.Errorf("%w: %s takes %d argument(s), got %q", errUsage, rest[0], want[rest[0]]-1, rest[1:])
-	}
-	var seq uint64
-	if rest[0] == "show" {
-		if seq, err = strconv.ParseUint(rest[1], 10, 64); err != nil || seq == 0 {
-			return fmt.Errorf("%w: SEQ %q is not a sequence number (see quarantine list)", errUsage, rest[1])
-		}
-	}
+           published is removed from the quarantine
+
+` + commandSettingsHelp
+
+// quarantineOptions are the quarantine command's flags.
+type quarantineOptions struct {
+	config, output string
+	dryRun         bool
+}
+
+// quarantineRun runs one quarantine verb (list, show, replay).
+func quarantineRun(ctx context.Context, o quarantineOptions, verb string, seq uint64, getenv func(string) string, stdout io.Writer) error {
+	configFile, output, dryRun := &o.config, &o.output, &o.dryRun
 	cfg, err := commandConfig(*configFile, getenv)
 	if err != nil {
 		return fmt.Errorf("%w: %v", errUsage, err)
@@ -71,7 +52,7 @@ func quarantineCmd(ctx context.Context, args []string, getenv func(string) strin
 	}
 	defer nc.Close()
 	r := quarantine.NewReader(js, cfg.QuarantineStream)
-	switch rest[0] {
+	switch verb {
 	case "list":
 		list, err := r.List(ctx)
 		if err != nil {
@@ -119,12 +100,12 @@ func quarantineCmd(ctx context.Context, args []string, getenv func(string) strin
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	verb := "replayed"
+	done := "replayed"
 	if *dryRun {
-		verb = "would replay (dry run)"
+		done = "would replay (dry run)"
 	}
 	fmt.Fprintf(stdout, "%d checked: %s %d (%d stored, %d already on the stream), %d still refused\n",
-		sum.Checked, verb, sum.Replayed, sum.Stored, sum.Duplicates, sum.StillRefused)
+		sum.Checked, done, sum.Replayed, sum.Stored, sum.Duplicates, sum.StillRefused)
 	return nil
 }
 
