@@ -16,7 +16,8 @@ wait_for() { for _ in $(seq 100); do curl -fs "$1" >/dev/null 2>&1 && return 0; 
 echo "== catalogue simulator on 127.0.0.1:8090"
 SIM_PASSWORD=demo-password bin/cdse-sim --addr 127.0.0.1:8090 >"$data/sim.log" 2>&1 & pids+=($!)
 echo "== receiver on 127.0.0.1:8080 (embedded NATS on 127.0.0.1:4222, admin on 127.0.0.1:9090)"
-RECEIVER_DATA_DIR="$data/receiver" LOG_LEVEL=warn bin/receiver --config configs/dev.yaml >"$data/receiver.log" 2>&1 & pids+=($!)
+# Download links point at the simulator's catalogue, as they would at the real one.
+CDSE_CATALOGUE_URL=http://127.0.0.1:8090/odata/v1 RECEIVER_DATA_DIR="$data/receiver" LOG_LEVEL=warn bin/receiver --config configs/dev.yaml >"$data/receiver.log" 2>&1 & pids+=($!)
 wait_for http://127.0.0.1:9090/readyz
 echo "== subscriber (examples/subscribe), one line per message:"
 bin/subscribe & pids+=($!)

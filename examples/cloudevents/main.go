@@ -16,6 +16,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"syscall"
 	"time"
 
 	cloudevents "github.com/cloudevents/sdk-go/v2"
@@ -27,7 +28,7 @@ import (
 )
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	subject := flag.String("subject", event.DefaultPrefix+".>", "filter subject")
 	stream := flag.String("stream", event.DefaultStream, "the receiver's NATS_STREAM")
