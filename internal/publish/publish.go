@@ -71,10 +71,6 @@ type Publisher struct {
 
 	latency prometheus.Histogram
 	errs    *prometheus.CounterVec
-	// lastStored is when JetStream last confirmed a message (stored or
-	// recognised as a duplicate): the receiver's "notifications still
-	// arrive" signal, for the alert on silence.
-	lastStored prometheus.Gauge
 }
 
 // PublisherOptions configure a Publisher.
@@ -127,19 +123,14 @@ func NewPublisher(nc *nats.Conn, o PublisherOptions, reg prometheus.Registerer) 
 			Name: "cdse_receiver_publish_errors_total",
 			Help: "Messages JetStream did not store, by reason.",
 		}, []string{"reason"}),
-		lastStored: prometheus.NewGauge(prometheus.GaugeOpts{
-			Name: "cdse_receiver_last_stored_timestamp_seconds",
-			Help: "Unix time of the last message stored or found a duplicate, from any source (the process start until the first).",
-		}),
 	}
-	p.lastStored.SetToCurrentTime()
 	for _, r := range []string{"timeout", "no_stream", "disconnected", "rejected", "too_large", "error"} {
 		p.errs.WithLabelValues(r) // zeros from the start, for rate() and increase()
 	}
 	if o.RecentIDs > 0 && o.RecentTTL > 0 {
 		p.recent = newRecentIDs(o.RecentIDs, o.RecentTTL)
 	}
-	for _, c := range []prometheus.Collector{p.latency, p.errs, p.lastStored} {
+	for _, c := range []prometheus.Collector{p.latency, p.errs} {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("register metrics: %w", err)
 		}
@@ -178,7 +169,6 @@ func (p *Publisher) Publish(ctx context.Context, msgs []Message) ([]Result, erro
 		}
 	}
 	if pending == 0 {
-		p.lastStored.SetToCurrentTime()
 		return results, nil
 	}
 	if !p.nc.IsConnected() {
@@ -225,7 +215,6 @@ func (p *Publisher) Publish(ctx context.Context, msgs []Message) ([]Result, erro
 		}
 	}
 	p.latency.Observe(time.Since(start).Seconds())
-	p.lastStored.SetToCurrentTime()
 	return results, nil
 }
 

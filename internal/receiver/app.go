@@ -119,6 +119,7 @@ type App struct {
 	// JetStream last confirmed one of its messages (for /status).
 	reconciler *reconcile.Reconciler
 	lastStored map[string]*atomic.Int64
+	started    time.Time
 
 	embedded   *publish.Embedded
 	nc         *nats.Conn
@@ -154,7 +155,7 @@ func New(cfg Config, log logrus.FieldLogger, reg *prometheus.Registry) (*App, er
 	); err != nil {
 		return nil, fmt.Errorf("register process metrics: %w", err)
 	}
-	a := &App{cfg: cfg, log: log, reg: reg, verifier: verifier, errs: make(chan error, 2), lastStored: newClocks()}
+	a := &App{cfg: cfg, log: log, reg: reg, verifier: verifier, errs: make(chan error, 2), lastStored: newClocks(), started: time.Now()}
 	// What the alerts watch: readiness (as /readyz answers it, one stream
 	// lookup per scrape) and the NATS connection.
 	if err := errors.Join(
@@ -164,6 +165,10 @@ func New(cfg Config, log logrus.FieldLogger, reg *prometheus.Registry) (*App, er
 		reg.Register(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "cdse_receiver_nats_connected", Help: "1 while the NATS connection is up, else 0.",
 		}, func() float64 { return boolGauge(a.nc != nil && a.nc.IsConnected()) })),
+		reg.Register(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "cdse_receiver_last_stored_timestamp_seconds",
+			Help: "Unix time of the last message JetStream confirmed (stored or duplicate), from any source; the process start until the first.",
+		}, func() float64 { return float64(a.lastStoredAny().UnixNano()) / 1e9 })),
 		reg.Register(newStreamCollector(a)),
 	); err != nil {
 		return nil, fmt.Errorf("register metrics: %w", err)

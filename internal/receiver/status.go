@@ -11,14 +11,14 @@ import (
 
 	"github.com/cdse-jetstream/receiver/internal/buildinfo"
 	"github.com/cdse-jetstream/receiver/internal/ingest"
-	"github.com/cdse-jetstream/receiver/internal/notification"
 	"github.com/cdse-jetstream/receiver/internal/publish"
 	"github.com/cdse-jetstream/receiver/internal/reconcile"
 	"github.com/cdse-jetstream/receiver/internal/status"
 )
 
 // stamped is the publisher a source is given: it notes when JetStream last
-// confirmed one of the source's messages, for /status (one atomic store per
+// confirmed one of the source's messages (stored or duplicate), for /status
+// and cdse_receiver_last_stored_timestamp_seconds (one atomic store per
 // publish).
 type stamped struct {
 	pub  *publish.Publisher
@@ -74,21 +74,10 @@ func (a *App) Status(ctx context.Context) status.Receiver {
 	}
 	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
 	defer cancel()
-	streamState := func(name string) *status.Stream {
-		s, err := a.pub.JetStream().Stream(ctx, name)
-		if err != nil {
-			return nil
-		}
-		info, err := s.Info(ctx)
-		if err != nil {
-			return nil
-		}
-		return &status.Stream{Name: name, Messages: info.State.Msgs, Bytes: info.State.Bytes, LastTime: info.State.LastTime.UTC()}
-	}
-	st.Stream = streamState(cfg.Stream)
-	st.Quarantine = streamState(cfg.QuarantineStream)
+	st.Stream = a.streamState(ctx, cfg.Stream)
+	st.Quarantine = a.streamState(ctx, cfg.QuarantineStream)
 	if a.reconciler != nil {
-		events, _ := a.reconcileEvents()
+		events, _ := reconcile.ParseEvents(cfg.ReconcileEvents) // checked by Validate
 		for _, ev := range events {
 			if t, err := a.reconciler.Watermark(ctx, ev); err == nil && !t.IsZero() {
 				if st.Watermarks == nil {
@@ -101,8 +90,32 @@ func (a *App) Status(ctx context.Context) status.Receiver {
 	return st
 }
 
-func (a *App) reconcileEvents() ([]notification.Event, error) {
-	return reconcile.ParseEvents(a.cfg.ReconcileEvents)
+// streamState is a stream's size as JetStream reports it now; nil when it
+// cannot be read (NATS away, the stream missing).
+func (a *App) streamState(ctx context.Context, name string) *status.Stream {
+	s, err := a.pub.JetStream().Stream(ctx, name)
+	if err != nil {
+		return nil
+	}
+	info, err := s.Info(ctx)
+	if err != nil {
+		return nil
+	}
+	return &status.Stream{Name: name, Messages: info.State.Msgs, Bytes: info.State.Bytes, LastTime: info.State.LastTime.UTC()}
+}
+
+// lastStoredAny is when JetStream last confirmed a message of any source:
+// the newest of the sources' clocks, or the process's start before the
+// first (so that a receiver that has never stored anything is silent from
+// its start, not from 1970).
+func (a *App) lastStoredAny() time.Time {
+	newest := a.started
+	for _, c := range a.lastStored {
+		if ns := c.Load(); ns > newest.UnixNano() {
+			newest = time.Unix(0, ns)
+		}
+	}
+	return newest
 }
 
 func (a *App) statusHandler(w http.ResponseWriter, r *http.Request) {
@@ -140,15 +153,9 @@ func (c *streamCollector) Collect(ch chan<- prometheus.Metric) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
 	for _, name := range []string{c.a.cfg.Stream, c.a.cfg.QuarantineStream} {
-		s, err := c.a.pub.JetStream().Stream(ctx, name)
-		if err != nil {
-			continue
+		if st := c.a.streamState(ctx, name); st != nil {
+			ch <- prometheus.MustNewConstMetric(c.messages, prometheus.GaugeValue, float64(st.Messages), name)
+			ch <- prometheus.MustNewConstMetric(c.bytes, prometheus.GaugeValue, float64(st.Bytes), name)
 		}
-		info, err := s.Info(ctx)
-		if err != nil {
-			continue
-		}
-		ch <- prometheus.MustNewConstMetric(c.messages, prometheus.GaugeValue, float64(info.State.Msgs), name)
-		ch <- prometheus.MustNewConstMetric(c.bytes, prometheus.GaugeValue, float64(info.State.Bytes), name)
 	}
 }
