@@ -292,20 +292,23 @@ func or(dst *string, v string) {
 	}
 }
 
-// parseTime reads the catalogue's date-times: RFC 3339 with 0 to 9
-// fractional digits, or the same without a zone (UTC). Zero when absent or
-// unreadable.
-func parseTime(s string) time.Time {
-	if s == "" {
-		return time.Time{}
-	}
+// ParseTime reads the date-times the catalogue writes: RFC 3339 with 0 to 9
+// fractional digits and "Z" or a numeric offset, or the same without a zone
+// (taken as UTC).
+func ParseTime(s string) (time.Time, bool) {
 	if t, err := time.Parse(time.RFC3339Nano, s); err == nil {
-		return t
+		return t, true
 	}
 	if t, err := time.Parse("2006-01-02T15:04:05.999999999", s); err == nil {
-		return t
+		return t, true
 	}
-	return time.Time{}
+	return time.Time{}, false
+}
+
+// parseTime is ParseTime, zero when absent or unreadable.
+func parseTime(s string) time.Time {
+	t, _ := ParseTime(s)
+	return t
 }
 
 // attrValue types an attribute's value by its ValueType (the catalogue's

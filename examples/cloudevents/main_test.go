@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -15,6 +13,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/cdse-jetstream/receiver/event"
+	"github.com/cdse-jetstream/receiver/internal/notification"
 	"github.com/cdse-jetstream/receiver/internal/receiver"
 	"github.com/cdse-jetstream/receiver/internal/receivertest"
 )
@@ -31,16 +30,8 @@ type sent struct {
 // notifications it carried, by product id and event.
 func postFixtures(t *testing.T, r *receivertest.Receiver) map[string]sent {
 	t.Helper()
-	files, err := filepath.Glob("../../testdata/notifications/*.json")
-	if err != nil || len(files) == 0 {
-		t.Fatalf("no fixtures: %v", err)
-	}
 	out := map[string]sent{}
-	for _, f := range files {
-		body, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
-		}
+	for name, body := range r.PostFixtures(t) {
 		var elems []json.RawMessage // not seeded with body: RawMessage reuses its slice
 		if trimmed := bytes.TrimSpace(body); trimmed[0] != '[' {
 			elems = []json.RawMessage{body}
@@ -55,16 +46,9 @@ func postFixtures(t *testing.T, r *receivertest.Receiver) map[string]sent {
 		for _, e := range elems {
 			n, err := event.DecodeData(e, nil)
 			if err != nil {
-				t.Fatalf("%s: %v", f, err)
+				t.Fatalf("%s: %v", name, err)
 			}
-			key := string(n.Event) + ":" + n.ProductID
-			if n.Event == event.Modified {
-				key += ":" + n.ModificationDate.UTC().Format(time.RFC3339Nano)
-			}
-			out[key] = sent{data: e, n: n}
-		}
-		if code, answer := r.Post(t, body); code != 200 {
-			t.Fatalf("%s: %d %s", f, code, answer)
+			out[notification.DedupeKey(n.Event, n.ProductID, n.ModificationDate)] = sent{data: e, n: n}
 		}
 	}
 	return out

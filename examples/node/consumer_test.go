@@ -56,20 +56,7 @@ func consume(t *testing.T, env ...string) []string {
 func TestNodeConsumer(t *testing.T) {
 	install(t)
 	r := receivertest.Start(t, nil)
-	fixtures := filepath.Join("..", "..", "testdata", "notifications")
-	files, err := filepath.Glob(filepath.Join(fixtures, "*.json"))
-	if err != nil || len(files) == 0 {
-		t.Fatalf("no fixtures: %v", err)
-	}
-	for _, f := range files {
-		body, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if code, answer := r.Post(t, body); code != 200 {
-			t.Fatalf("%s: %d %s", f, code, answer)
-		}
-	}
+	all := r.PostFixtures(t)
 	env := []string{"NATS_URL=" + r.NATSURL, "PRODUCT_TYPE=S2MSI2A", "COUNT=1"}
 
 	// Of every fixture, the one created S2MSI2A product.
@@ -100,10 +87,7 @@ func TestNodeConsumer(t *testing.T) {
 
 	// A new product arrives; the restarted consumer resumes after the
 	// acknowledged one and prints only the new product.
-	body, err := os.ReadFile(filepath.Join(fixtures, "created-s2.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	body := all["created-s2.json"]
 	const id2 = "1a2b3c4d-5e6f-4a7b-8c9d-0e1f2a3b4c5d"
 	name2 := strings.Replace(name, "T32TQM", "T32TQN", 1)
 	body = bytes.ReplaceAll(bytes.ReplaceAll(body, []byte(id), []byte(id2)), []byte(strings.TrimSuffix(name, ".SAFE")), []byte(strings.TrimSuffix(name2, ".SAFE")))

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"net/http"
 	"net/http/httptest"
 	"sort"
 	"strings"
@@ -13,18 +12,18 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/sirupsen/logrus/hooks/test"
 
 	"github.com/cdse-jetstream/receiver/internal/cdsesim"
 	"github.com/cdse-jetstream/receiver/internal/natstest"
 	"github.com/cdse-jetstream/receiver/internal/receiver"
+	"github.com/cdse-jetstream/receiver/internal/receivertest"
 	"github.com/cdse-jetstream/receiver/internal/register"
 )
 
+// The webhook's login of the receivers receivertest starts.
 const (
-	webhookUser = "cdse"
-	webhookPass = "e2e-webhook-password"
+	webhookUser = receivertest.User
+	webhookPass = receivertest.Password
 )
 
 type world struct {
@@ -60,47 +59,18 @@ func newSim(t *testing.T) *world {
 }
 
 // startReceiver runs the real receiver (embedded NATS) with the default
-// configuration changed by mutate, and waits until it is ready.
+// configuration changed by mutate, logged in to the simulator, and waits
+// until it is ready.
 func (w *world) startReceiver(t *testing.T, mutate func(*receiver.Config)) {
 	t.Helper()
-	cfg := receiver.DefaultConfig()
-	cfg.Username, cfg.Password = webhookUser, webhookPass
-	cfg.Addr, cfg.AdminAddr, cfg.NATSEmbeddedAddr = "127.0.0.1:0", "127.0.0.1:0", "127.0.0.1:0"
-	cfg.DataDir = t.TempDir()
-	cfg.CDSEUsername, cfg.CDSEPassword = w.env["CDSE_USERNAME"], w.env["CDSE_PASSWORD"]
-	cfg.CDSETokenURL, cfg.CDSECatalogueURL = w.env["CDSE_TOKEN_URL"], w.env["CDSE_CATALOGUE_URL"]
-	mutate(&cfg)
-	if err := cfg.Validate(); err != nil {
-		t.Fatal(err)
-	}
-	log, _ := test.NewNullLogger()
-	app, err := receiver.New(cfg, log, prometheus.NewRegistry())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := app.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { app.Shutdown(context.Background()) })
-	deadline := time.Now().Add(15 * time.Second)
-	for {
-		resp, err := http.Get("http://" + app.AdminAddr() + "/readyz")
-		if err == nil && resp.StatusCode == 200 {
-			resp.Body.Close()
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("receiver not ready")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	js, closeNC := natstest.JetStream(t, app.NATSURL())
+	r := receivertest.Start(t, func(cfg *receiver.Config) {
+		cfg.CDSEUsername, cfg.CDSEPassword = w.env["CDSE_USERNAME"], w.env["CDSE_PASSWORD"]
+		cfg.CDSETokenURL, cfg.CDSECatalogueURL = w.env["CDSE_TOKEN_URL"], w.env["CDSE_CATALOGUE_URL"]
+		mutate(cfg)
+	})
+	js, closeNC := natstest.JetStream(t, r.NATSURL)
 	t.Cleanup(closeNC)
-	w.js = js
-	w.app = app
-	if cfg.Webhook {
-		w.webhook = "http://" + app.WebhookAddr() + cfg.Path
-	}
+	w.js, w.app, w.webhook = js, r.App, r.Webhook
 }
 
 // waitMessages waits until the stream holds n messages and returns them.

@@ -642,18 +642,9 @@ func collectionOf(platform, name string) string {
 // package's, so consumers' filters sanitise alike.
 func SanitizeToken(s string) string { return event.SanitizeToken(s) }
 
-// ParseTime accepts the date-time spellings the catalogue uses: RFC 3339 with
-// 0 to 9 fractional digits and "Z" or a numeric offset, and the same without
-// a zone (taken as UTC).
-func ParseTime(s string) (time.Time, bool) {
-	if t, err := time.Parse(time.RFC3339Nano, s); err == nil {
-		return t, true
-	}
-	if t, err := time.Parse("2006-01-02T15:04:05.999999999", s); err == nil {
-		return t, true
-	}
-	return time.Time{}, false
-}
+// ParseTime accepts the date-time spellings the catalogue uses (the event
+// package's, which consumers decode with).
+func ParseTime(s string) (time.Time, bool) { return event.ParseTime(s) }
 
 func canonicalUUID(s string) (string, bool) {
 	if len(s) != 36 { // only the hyphenated form the catalogue uses

@@ -66,19 +66,7 @@ func TestREADMENatsCLILines(t *testing.T) {
 	}
 	bin := buildNATS(t)
 	r := receivertest.Start(t, nil)
-	files, err := filepath.Glob(filepath.Join("..", "..", "testdata", "notifications", "*.json"))
-	if err != nil || len(files) == 0 {
-		t.Fatalf("no fixtures: %v", err)
-	}
-	for _, f := range files {
-		body, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if code, answer := r.Post(t, body); code != 200 {
-			t.Fatalf("%s: %d %s", f, code, answer)
-		}
-	}
+	r.PostFixtures(t)
 	// The lines run in a shell as a user types them, with the nats on the
 	// PATH being the one built above, and a home of their own (the CLI
 	// keeps its contexts there).

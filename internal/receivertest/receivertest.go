@@ -7,13 +7,16 @@ import (
 	"bytes"
 	"context"
 	"io"
+	"maps"
 	"net/http"
+	"slices"
 	"testing"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/sirupsen/logrus/hooks/test"
 
+	"github.com/cdse-jetstream/receiver/internal/fixtures"
 	"github.com/cdse-jetstream/receiver/internal/receiver"
 )
 
@@ -91,4 +94,17 @@ func (r *Receiver) Post(t testing.TB, body []byte) (int, string) {
 	defer resp.Body.Close()
 	answer, _ := io.ReadAll(resp.Body)
 	return resp.StatusCode, string(answer)
+}
+
+// PostFixtures sends every fixture of testdata/notifications to the webhook,
+// fails the test unless each is answered 200, and returns them by name.
+func (r *Receiver) PostFixtures(t testing.TB) map[string][]byte {
+	t.Helper()
+	all := fixtures.All(t)
+	for _, name := range slices.Sorted(maps.Keys(all)) { // the order of the files, every run
+		if code, answer := r.Post(t, all[name]); code != http.StatusOK {
+			t.Fatalf("%s: %d %s", name, code, answer)
+		}
+	}
+	return all
 }
