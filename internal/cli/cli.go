@@ -145,12 +145,15 @@ func AddVersion(root *cobra.Command) {
 	info := buildinfo.Get()
 	root.Version = info.Version
 	root.SetVersionTemplate(info.String(root.Name()) + "\n")
-	var out Output
 	cmd := &cobra.Command{
 		Use:   "version",
 		Short: "Print the version, commit, build date and Go version",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			// -o is root's persistent flag where root has one, else the
+			// command's own; both are in cmd.Flags() once parsed.
+			format, _ := cmd.Flags().GetString("output")
+			out := Output{Format: format}
 			if err := out.Check(); err != nil {
 				return err
 			}
@@ -161,9 +164,7 @@ func AddVersion(root *cobra.Command) {
 		},
 	}
 	if root.PersistentFlags().Lookup("output") == nil {
-		cmd.Flags().StringVarP(&out.Format, "output", "o", "table", "output format: "+strings.Join(Formats, ", "))
-	} else {
-		cmd.PreRun = func(c *cobra.Command, _ []string) { out.Format, _ = c.Flags().GetString("output") }
+		cmd.Flags().StringP("output", "o", "table", "output format: "+strings.Join(Formats, ", "))
 	}
 	root.AddCommand(cmd)
 }

@@ -50,9 +50,7 @@ type statusOptions struct {
 // status joins what the catalogue and the receiver say into checks.
 func (c *command) status(ctx context.Context, o statusOptions, client *http.Client, now time.Time) (Report, error) {
 	var r Report
-	add := func(name, st, format string, a ...any) {
-		r.Checks = append(r.Checks, Check{Name: name, Status: st, Detail: fmt.Sprintf(format, a...)})
-	}
+	add := r.add
 	// The receiver first: it says which path, user and PULL subscription
 	// to look for in the catalogue.
 	if o.receiver != "" {
@@ -113,15 +111,20 @@ func (c *command) status(ctx context.Context, o statusOptions, client *http.Clie
 			}
 		}
 		r.Matched = append(r.Matched, push...)
-		c.checkPush(add, push, o, webhook, now)
+		r.checkPush(push, o, webhook, now)
 	}
 	if pullID != "" {
-		c.checkPull(add, subs, pullID, &r, o, now)
+		r.checkPull(subs, pullID, o, now)
 	}
 	if o.endpoint == "" && webhook == nil && pullID == "" {
 		add("subscription", checkSkip, "give --endpoint (the receiver's public URL) or --receiver (its admin URL) to say which subscription feeds it")
 	}
 	return r.done(), nil
+}
+
+// add appends a check.
+func (r *Report) add(name, st, format string, a ...any) {
+	r.Checks = append(r.Checks, Check{Name: name, Status: st, Detail: fmt.Sprintf(format, a...)})
 }
 
 func (r Report) done() Report {
@@ -147,7 +150,8 @@ func pushMatches(s catalogclient.Subscription, endpoint string, webhook *status.
 	return err == nil && webhook != nil && u.Path == webhook.Path
 }
 
-func (c *command) checkPush(add func(name, st, format string, a ...any), push []catalogclient.Subscription, o statusOptions, webhook *status.Webhook, now time.Time) {
+func (r *Report) checkPush(push []catalogclient.Subscription, o statusOptions, webhook *status.Webhook, now time.Time) {
+	add := r.add
 	var running []catalogclient.Subscription
 	for _, s := range push {
 		if s.Status == "running" {
@@ -178,10 +182,11 @@ func (c *command) checkPush(add func(name, st, format string, a ...any), push []
 			add("credentials", checkOK, "user %q on both sides (passwords are not compared: neither side shows one)", webhook.Username)
 		}
 	}
-	c.checkLast(add, "last notification", s, o, now)
+	r.checkLast("last notification", s, o, now)
 }
 
-func (c *command) checkPull(add func(name, st, format string, a ...any), subs []catalogclient.Subscription, id string, r *Report, o statusOptions, now time.Time) {
+func (r *Report) checkPull(subs []catalogclient.Subscription, id string, o statusOptions, now time.Time) {
+	add := r.add
 	for _, s := range subs {
 		if s.ID != id {
 			continue
@@ -194,14 +199,15 @@ func (c *command) checkPull(add func(name, st, format string, a ...any), subs []
 			add("pull subscription", checkFail, "%s is %s: nothing is queued (register resume %s)", id, s.Status, id)
 		default:
 			add("pull subscription", checkOK, "%s running, events %s, filter %q", id, strings.Join(s.SubscriptionEvent, ","), s.FilterParam)
-			c.checkLast(add, "last pull notification", s, o, now)
+			r.checkLast("last pull notification", s, o, now)
 		}
 		return
 	}
 	add("pull subscription", checkFail, "the receiver reads PULL subscription %s, which the account does not have", id)
 }
 
-func (c *command) checkLast(add func(name, st, format string, a ...any), name string, s catalogclient.Subscription, o statusOptions, now time.Time) {
+func (r *Report) checkLast(name string, s catalogclient.Subscription, o statusOptions, now time.Time) {
+	add := r.add
 	if s.LastNotificationDate.IsZero() {
 		add(name, checkWarn, "the catalogue has sent nothing yet on %s", s.ID)
 		return
