@@ -224,7 +224,7 @@ func (b *Backfill) event(ctx context.Context, k reconcile.Kind, at *cursorAt, se
 			}
 		}
 		var msgs []publish.Message
-		for _, m := range ingest.Messages(ns, b.o.Route, ingest.SourceBackfill) {
+		for _, m := range ingest.Messages(ns, &b.o.Route, ingest.SourceBackfill) {
 			if seen[m.MsgID] {
 				p.OnStream++
 				continue

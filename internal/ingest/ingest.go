@@ -80,14 +80,13 @@ const (
 
 // Messages builds one message per notification, its data the notification's
 // own bytes.
-func Messages(ns []notification.Notification, r Route, source string) []publish.Message {
+// r is shared by the messages' lazy headers, not copied per request.
+func Messages(ns []notification.Notification, r *Route, source string) []publish.Message {
 	msgs := make([]publish.Message, len(ns))
-	r.CatalogueURL = strings.TrimRight(r.CatalogueURL, "/")
-	r.StacURL = strings.TrimRight(r.StacURL, "/")
 	for i := range ns {
 		n := &ns[i]
 		msgs[i] = publish.Message{Subject: r.Template.Subject(r.Prefix, n), MsgID: n.DedupeKey(), Data: n.Raw,
-			Headers: func() map[string][]string { return headers(n, source, &r) }}
+			Headers: func() map[string][]string { return headers(n, source, r) }}
 	}
 	return msgs
 }
@@ -99,13 +98,13 @@ func (r *Route) StacItemURL(n *notification.Notification) string {
 	if !ok || r.StacURL == "" || n.ProductName == "" {
 		return ""
 	}
-	return r.StacURL + "/collections/" + coll + "/items/" + url.PathEscape(strings.TrimSuffix(n.ProductName, ".SAFE"))
+	return strings.TrimRight(r.StacURL, "/") + "/collections/" + coll + "/items/" + url.PathEscape(strings.TrimSuffix(n.ProductName, ".SAFE"))
 }
 
 // headers are the message's headers (Nats-Msg-Id, the dedupe key, among
 // them), all values in one slice: one allocation, not one each.
 func headers(n *notification.Notification, source string, r *Route) map[string][]string {
-	base := r.CatalogueURL
+	base := strings.TrimRight(r.CatalogueURL, "/") // no copy unless it ends in '/'
 	h := make(map[string][]string, 24)
 	vals := n.AppendHeaders(h, make([]string, 0, 24), source)
 	set := func(k, v string) {

@@ -184,7 +184,7 @@ func (s *Source) Once(ctx context.Context) (more bool, err error) {
 		}
 	}
 	if len(ns) > 0 {
-		if _, err := s.pub.Publish(ctx, ingest.Messages(ns, s.o.Route, ingest.SourcePull)); err != nil {
+		if _, err := s.pub.Publish(ctx, ingest.Messages(ns, &s.o.Route, ingest.SourcePull)); err != nil {
 			return false, fmt.Errorf("publish batch (not acknowledged, will be read again): %w", err)
 		}
 	}

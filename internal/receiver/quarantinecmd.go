@@ -135,6 +135,7 @@ type ReplayItem struct {
 // body is removed from the quarantine only after its PubAck.
 func replay(ctx context.Context, r *quarantine.Reader, pub *publish.Publisher, cfg Config, dryRun bool) (ReplaySummary, error) {
 	sum := ReplaySummary{DryRun: dryRun, Items: []ReplayItem{}}
+	route := cfg.route()
 	list, err := r.List(ctx)
 	if err != nil {
 		return sum, err
@@ -163,7 +164,7 @@ func replay(ctx context.Context, r *quarantine.Reader, pub *publish.Publisher, c
 		if source == "" {
 			source = ingest.SourcePush
 		}
-		msgs := ingest.Messages(ns, cfg.route(), source)
+		msgs := ingest.Messages(ns, &route, source)
 		for i := range msgs {
 			msgs[i].MessageHeader()[HeaderReplayed] = []string{strconv.FormatUint(s.Seq, 10)}
 		}

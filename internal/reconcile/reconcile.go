@@ -302,7 +302,7 @@ func (r *Reconciler) store(ctx context.Context, k Kind, items []Item) (ingest.Ou
 	if len(ns) == 0 {
 		return ingest.Outcome{}, nil
 	}
-	res, err := r.pub.Publish(ctx, ingest.Messages(ns, r.o.Route, ingest.SourceReconcile))
+	res, err := r.pub.Publish(ctx, ingest.Messages(ns, &r.o.Route, ingest.SourceReconcile))
 	if err != nil {
 		return ingest.Outcome{}, err
 	}

@@ -56,7 +56,7 @@ func (w *world) pushed(t *testing.T, p *cdsesim.Product) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := w.env.Publisher.Publish(context.Background(), ingest.Messages([]notification.Notification{n}, ingest.Route{Prefix: "cdse.product"}, ingest.SourcePush)); err != nil {
+	if _, err := w.env.Publisher.Publish(context.Background(), ingest.Messages([]notification.Notification{n}, &ingest.Route{Prefix: "cdse.product"}, ingest.SourcePush)); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -189,7 +189,7 @@ func (w *world) pushedEvent(t *testing.T, ev string, p *cdsesim.Product, value j
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := w.env.Publisher.Publish(context.Background(), ingest.Messages([]notification.Notification{n}, ingest.Route{Prefix: "cdse.product"}, ingest.SourcePush)); err != nil {
+	if _, err := w.env.Publisher.Publish(context.Background(), ingest.Messages([]notification.Notification{n}, &ingest.Route{Prefix: "cdse.product"}, ingest.SourcePush)); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -233,7 +233,7 @@ func (h *handler) receive(c echo.Context) error {
 	// The log line gets copies, not the notifications: their Raw points
 	// into the pooled buffer, which is reused once the request is answered.
 	c.Set(ctxNotes, summarize(ns))
-	results, err := h.pub.Publish(req.Context(), ingest.Messages(ns, h.o.Route, ingest.SourcePush))
+	results, err := h.pub.Publish(req.Context(), ingest.Messages(ns, &h.o.Route, ingest.SourcePush))
 	if err != nil {
 		// The NATS client may still hold the messages (acks not received):
 		// this buffer must not be reused.
