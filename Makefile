@@ -63,6 +63,10 @@ bench: ## micro-benchmarks of the hot path, then the load harness (BENCHFLAGS, e
 soak: ## 10-minute soak at a steady rate: RSS, goroutines and open files must stay flat (SOAKFLAGS to change)
 	$(GO) run ./bench/cmd/bench -soak 10m -soak-rate 200 $(SOAKFLAGS)
 
+.PHONY: chaos
+chaos: ## separate processes under seeded faults: 3-node NATS cluster, 2 receivers, the simulator; CHAOS_RUNS seeds in a row of CHAOS_DURATION each (default 3 × 3m; CHAOS_SEED=n replays one)
+	CHAOS_DURATION=$(or $(CHAOS_DURATION),3m) CHAOS_RUNS=$(or $(CHAOS_RUNS),3) $(GO) test ./internal/chaos -run '^TestChaos$$' -count=1 -v -timeout 120m
+
 .PHONY: fuzz
 fuzz: ## fuzz the notification decoder for FUZZTIME (default 2m)
 	$(GO) test ./internal/notification -run '^$$' -fuzz FuzzParse -fuzztime $(or $(FUZZTIME),2m) -fuzzminimizetime 1s

@@ -51,6 +51,10 @@ type Options struct {
 	Now func() time.Time
 	// Client sends PUSH notifications (default: a plain client).
 	Client *http.Client
+	// Journal, when set, is told of every product event once, as it
+	// happens and before any delivery, with a copy of the product: the
+	// ground truth of a test that checks what reached the stream.
+	Journal func(event string, p Product)
 }
 
 // Stats of the simulator, for tests and the demo.
@@ -223,6 +227,9 @@ type notificationJSON struct {
 func (s *Sim) emit(event string, p *Product) {
 	now := s.o.Now()
 	entity := p.Entity()
+	if s.o.Journal != nil {
+		s.o.Journal(event, *p.clone())
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, sub := range s.sortedSubs() {
