@@ -25,6 +25,13 @@ type EmbeddedOptions struct {
 	DataDir string
 	// MaxPayload must hold the largest accepted notification plus headers.
 	MaxPayload int32
+	// SyncEvery is the interval of the file store's background fsync (0:
+	// the server's default, 2 minutes); SyncAlways flushes before every
+	// PubAck instead. The store writes before it acknowledges either way,
+	// so a process crash loses nothing; the sync decides what a power loss
+	// of the machine can take.
+	SyncEvery  time.Duration
+	SyncAlways bool
 	// ConsumerUser and ConsumerPassword, when set, turn on authentication:
 	// consumers log in with them and may read the stream (subscribe, create
 	// consumers, ack) but not publish to it or change it, so that nothing
@@ -78,14 +85,16 @@ func StartEmbedded(ctx context.Context, o EmbeddedOptions, log logrus.FieldLogge
 		port = server.RANDOM_PORT
 	}
 	opts := &server.Options{
-		ServerName: "cdse-receiver-embedded",
-		Host:       host,
-		Port:       port,
-		JetStream:  true,
-		StoreDir:   o.DataDir, // the server adds "jetstream"
-		MaxPayload: o.MaxPayload,
-		NoSigs:     true, // the receiver owns signal handling
-		NoLog:      true,
+		ServerName:   "cdse-receiver-embedded",
+		Host:         host,
+		Port:         port,
+		JetStream:    true,
+		StoreDir:     o.DataDir, // the server adds "jetstream"
+		MaxPayload:   o.MaxPayload,
+		SyncInterval: o.SyncEvery,
+		SyncAlways:   o.SyncAlways,
+		NoSigs:       true, // the receiver owns signal handling
+		NoLog:        true,
 	}
 	emb := &Embedded{}
 	if o.ConsumerUser != "" {
@@ -148,9 +157,8 @@ func Connect(o ConnectOptions, emb *Embedded, log logrus.FieldLogger) (*nats.Con
 			}
 			log.WithError(err).Warn("nats disconnected; requests get 503 until it is back")
 		}),
-		nats.ReconnectHandler(func(nc *nats.Conn) {
-			log.WithField("server", nc.ConnectedUrlRedacted()).Info("nats reconnected")
-		}),
+		nats.ConnectHandler(func(nc *nats.Conn) { checkServer(nc, log, "nats connected") }),
+		nats.ReconnectHandler(func(nc *nats.Conn) { checkServer(nc, log, "nats reconnected") }),
 		nats.ErrorHandler(func(_ *nats.Conn, _ *nats.Subscription, err error) {
 			log.WithError(err).Error("nats error")
 		}),
@@ -167,7 +175,64 @@ func Connect(o ConnectOptions, emb *Embedded, log logrus.FieldLogger) (*nats.Con
 	if err != nil {
 		return nil, fmt.Errorf("connect to nats: %w", err)
 	}
+	if emb == nil && nc.IsConnected() {
+		// Connected at once: the ConnectHandler is only called for a
+		// connection that came after failed attempts.
+		checkServer(nc, log, "nats connected")
+	}
 	return nc, nil
+}
+
+// MinServerVersion is the oldest nats-server release the receiver is tested
+// with (internal/e2e TestServerVersions). An older server is not refused —
+// everything the receiver uses is older still — but a connection to one is
+// logged as a warning, so an operator learns it at start, not from a
+// failure later.
+const MinServerVersion = "2.10.0"
+
+// checkServer logs the version of the server nc reached, as a warning when
+// it is older than MinServerVersion.
+func checkServer(nc *nats.Conn, log logrus.FieldLogger, msg string) {
+	v := nc.ConnectedServerVersion()
+	entry := log.WithFields(logrus.Fields{"server": nc.ConnectedUrlRedacted(), "server_version": v})
+	if !VersionAtLeast(v, MinServerVersion) {
+		entry.Warnf("%s to nats-server %s, older than %s, the oldest release this receiver is tested with: upgrade the server (README: NATS server versions)", msg, v, MinServerVersion)
+		return
+	}
+	entry.Info(msg)
+}
+
+// VersionAtLeast compares "major.minor.patch" versions, ignoring a "v"
+// prefix and a "-pre-release" suffix; an unparsable v is not at least min.
+func VersionAtLeast(v, min string) bool {
+	a, ok1 := versionParts(v)
+	b, ok2 := versionParts(min)
+	if !ok1 || !ok2 {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return a[i] > b[i]
+		}
+	}
+	return true
+}
+
+func versionParts(v string) ([3]int, bool) {
+	var out [3]int
+	v, _, _ = strings.Cut(strings.TrimPrefix(v, "v"), "-")
+	parts := strings.Split(v, ".")
+	if len(parts) != 3 {
+		return out, false
+	}
+	for i, p := range parts {
+		n, err := strconv.Atoi(p)
+		if err != nil {
+			return out, false
+		}
+		out[i] = n
+	}
+	return out, true
 }
 
 // auth are the options that log in and verify the servers.

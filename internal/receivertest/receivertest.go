@@ -29,8 +29,11 @@ const (
 // Receiver is a running receiver.
 type Receiver struct {
 	App *receiver.App
-	// Webhook is the webhook's URL; NATSURL the embedded server's.
-	Webhook, NATSURL string
+	// Webhook is the webhook's URL; NATSURL the embedded server's (or the
+	// external one's); Admin the admin port's base URL.
+	Webhook, NATSURL, Admin string
+	// Logs holds what the receiver logged.
+	Logs *test.Hook
 }
 
 // Start runs a receiver with the default configuration changed by mutate
@@ -47,7 +50,7 @@ func Start(t testing.TB, mutate func(*receiver.Config)) *Receiver {
 	if err := cfg.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	log, _ := test.NewNullLogger()
+	log, hook := test.NewNullLogger()
 	app, err := receiver.New(cfg, log, prometheus.NewRegistry())
 	if err != nil {
 		t.Fatal(err)
@@ -70,7 +73,7 @@ func Start(t testing.TB, mutate func(*receiver.Config)) *Receiver {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	r := &Receiver{App: app, NATSURL: app.NATSURL()}
+	r := &Receiver{App: app, NATSURL: app.NATSURL(), Admin: "http://" + app.AdminAddr(), Logs: hook}
 	if cfg.Webhook {
 		r.Webhook = "http://" + app.WebhookAddr() + cfg.Path
 	}
