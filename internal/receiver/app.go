@@ -196,9 +196,12 @@ func (a *App) Start(ctx context.Context) error {
 		return fmt.Errorf("start: %w", err)
 	}
 	if cfg.NATSURL == "" {
+		syncEvery, syncAlways, _ := cfg.EmbeddedSync() // validated
 		srv, err := publish.StartEmbedded(ctx, publish.EmbeddedOptions{
-			Addr:    cfg.NATSEmbeddedAddr,
-			DataDir: cfg.DataDir,
+			Addr:       cfg.NATSEmbeddedAddr,
+			DataDir:    cfg.DataDir,
+			SyncEvery:  syncEvery,
+			SyncAlways: syncAlways,
 			// Room for the largest body plus headers.
 			MaxPayload:       int32(max(cfg.MaxBody+64<<10, 1<<20)),
 			ConsumerUser:     cfg.NATSEmbeddedUser,

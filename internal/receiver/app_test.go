@@ -84,6 +84,29 @@ func streamCount(t *testing.T, natsURL, name string) uint64 {
 	return natstest.StreamCount(t, js, name)
 }
 
+// NATS_EMBEDDED_SYNC reaches the embedded server's file store.
+func TestAppEmbeddedSync(t *testing.T) {
+	for _, tc := range []struct {
+		sync   string
+		every  time.Duration
+		always bool
+	}{
+		{"2m", 2 * time.Minute, false},
+		{"1s", time.Second, false},
+		{"always", 0, true},
+	} {
+		t.Run(tc.sync, func(t *testing.T) {
+			c := testConfig(t, t.TempDir())
+			c.NATSEmbeddedSync = tc.sync
+			a, _ := startApp(t, c)
+			js := a.embedded.JetStreamConfig()
+			if js.SyncAlways != tc.always || (!tc.always && js.SyncInterval != tc.every) {
+				t.Errorf("sync %q: the server has always=%v interval=%s", tc.sync, js.SyncAlways, js.SyncInterval)
+			}
+		})
+	}
+}
+
 func TestAppEmbeddedRestartKeepsDedupe(t *testing.T) {
 	c := testConfig(t, t.TempDir())
 	a, _ := startApp(t, c)

@@ -50,8 +50,11 @@ type Config struct {
 	AuthFailureLimit  int
 	PProf             bool
 
-	NATSURL              string
-	NATSEmbeddedAddr     string
+	NATSURL          string
+	NATSEmbeddedAddr string
+	// NATSEmbeddedSync is how often the embedded server's file store is
+	// flushed to disk: "always" (before every PubAck), or an interval.
+	NATSEmbeddedSync     string
 	NATSEmbeddedUser     string
 	NATSEmbeddedPassword string
 	SubjectPrefix        string
@@ -114,6 +117,7 @@ func DefaultConfig() Config {
 		ReadHeaderTimeout:  5 * time.Second,
 		AuthFailureLimit:   20,
 		NATSEmbeddedAddr:   "127.0.0.1:4222",
+		NATSEmbeddedSync:   "2m", // nats-server's own default
 		SubjectPrefix:      "cdse.product",
 		SubjectTemplate:    notification.DefaultTemplateText,
 		CloudEvents:        true,
@@ -174,6 +178,7 @@ func (c *Config) settings() []setting {
 		{env: "RECEIVER_PPROF", flag: "pprof", help: "serve /debug/pprof on the admin address (profiling)", field: &c.PProf},
 		{env: "NATS_URL", flag: "nats-url", help: "external NATS server or cluster URL(s), comma-separated; empty runs an embedded server", field: &c.NATSURL},
 		{env: "NATS_EMBEDDED_ADDR", flag: "nats-embedded-addr", help: "client address of the embedded NATS server, for consumers", field: &c.NATSEmbeddedAddr},
+		{env: "NATS_EMBEDDED_SYNC", flag: "nats-embedded-sync", help: "flush the embedded server's store to disk: an interval, or always (before every PubAck: survives a power loss, costs throughput)", field: &c.NATSEmbeddedSync},
 		{env: "NATS_EMBEDDED_USER", flag: "nats-embedded-user", help: "consumers' user of the embedded server (read-only on the stream); required when it listens beyond loopback", field: &c.NATSEmbeddedUser},
 		{env: "NATS_EMBEDDED_PASSWORD", help: "consumers' password of the embedded server (or NATS_EMBEDDED_PASSWORD_FILE)", secret: true, field: &c.NATSEmbeddedPassword},
 		{env: "NATS_SUBJECT_PREFIX", flag: "subject-prefix", help: "subject prefix: <prefix>.<event>.<collection>", field: &c.SubjectPrefix},
@@ -476,6 +481,9 @@ func (c Config) Validate() error {
 		if c.DataDir == "" {
 			bad("RECEIVER_DATA_DIR is required with the embedded NATS server")
 		}
+		if _, _, err := c.EmbeddedSync(); err != nil {
+			bad("NATS_EMBEDDED_SYNC: %v", err)
+		}
 	} else {
 		for _, u := range strings.Split(c.NATSURL, ",") {
 			if pu, err := url.Parse(strings.TrimSpace(u)); err != nil || pu.Host == "" {
@@ -640,4 +648,17 @@ func progName(args []string) string {
 		return args[0][i+1:]
 	}
 	return args[0]
+}
+
+// EmbeddedSync reads NATS_EMBEDDED_SYNC: the interval of the embedded
+// server's background fsync, or always.
+func (c Config) EmbeddedSync() (interval time.Duration, always bool, err error) {
+	if strings.EqualFold(strings.TrimSpace(c.NATSEmbeddedSync), "always") {
+		return 0, true, nil
+	}
+	d, err := time.ParseDuration(strings.TrimSpace(c.NATSEmbeddedSync))
+	if err != nil || d <= 0 {
+		return 0, false, fmt.Errorf("%q must be always or a positive duration (e.g. 2m, 1s)", c.NATSEmbeddedSync)
+	}
+	return d, false, nil
 }

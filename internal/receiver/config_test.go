@@ -116,6 +116,9 @@ func TestValidate(t *testing.T) {
 			c.LogFormat = "xml"
 		}, []string{"RECEIVER_PATH", "RECEIVER_MAX_BODY", "NATS_SUBJECT_PREFIX", "NATS_STREAM ", "NATS_STREAM_REPLICAS must be 1 with the embedded", "LOG_FORMAT"}},
 		{"max age below window", func(c *Config) { c.StreamMaxAge = time.Hour }, []string{"NATS_STREAM_MAX_AGE"}},
+		{"embedded sync always", func(c *Config) { c.NATSEmbeddedSync = "always" }, nil},
+		{"embedded sync", func(c *Config) { c.NATSEmbeddedSync = "sometimes" }, []string{`NATS_EMBEDDED_SYNC: "sometimes" must be always or a positive duration`}},
+		{"embedded sync zero", func(c *Config) { c.NATSEmbeddedSync = "0s" }, []string{"NATS_EMBEDDED_SYNC"}},
 		{"external nats url", func(c *Config) { c.NATSURL = "nats://a:4222,nats://b:4222"; c.StreamReplicas = 3 }, nil},
 		{"bad nats url, password not shown", func(c *Config) { c.NATSURL = "nats://u:topsecret@" }, []string{"NATS_URL"}},
 		{"token and user", func(c *Config) { c.NATSURL = "nats://a:4222"; c.NATSToken = "t"; c.NATSUser = "u" }, []string{"NATS_TOKEN cannot"}},
