@@ -59,6 +59,10 @@ bench: ## micro-benchmarks of the hot path, then the load harness (BENCHFLAGS, e
 	$(GO) test ./internal/notification -run '^$$' -bench . -benchmem
 	$(GO) run ./bench/cmd/bench $(BENCHFLAGS)
 
+.PHONY: bench-grow
+bench-grow: ## cost as the stream grows: restart time, RSS, throughput and p99 with 0/100k/1M/5M messages, embedded and external, and NATS_EMBEDDED_SYNC=always (GROWFLAGS)
+	$(GO) run ./bench/cmd/grow -sizes $(or $(SIZES),0,100000,1000000,5000000) -sync $(GROWFLAGS)
+
 .PHONY: soak
 soak: ## 10-minute soak at a steady rate: RSS, goroutines and open files must stay flat (SOAKFLAGS to change)
 	$(GO) run ./bench/cmd/bench -soak 10m -soak-rate 200 $(SOAKFLAGS)

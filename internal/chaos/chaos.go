@@ -260,7 +260,7 @@ func Run(t testing.TB, c Config) Report {
 	w.sim.WaitPushes()
 	js, closeNC := natstest.JetStream(t, clusterURL(w.nodes))
 	defer closeNC()
-	msgs := w.settle(js, 90*time.Second)
+	msgs := w.settle(js, 3*time.Minute) // a deleted event both PUSH sends of which were dropped waits for the next reconcile pass (every minute)
 	rep.Settle = time.Since(trafficEnd)
 	// A PULL read or a late retry after that must not add anything: watch
 	// the stream a little longer.

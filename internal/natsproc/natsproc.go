@@ -174,11 +174,29 @@ func (p *Process) signal(sig syscall.Signal) error {
 	return p.cmd.Process.Signal(sig)
 }
 
-// Running reports whether the process was started and not killed.
+// Pid is the running process's id, 0 when it is not running.
+func (p *Process) Pid() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.cmd == nil {
+		return 0
+	}
+	return p.cmd.Process.Pid
+}
+
+// Running reports whether the process was started and has not exited.
 func (p *Process) Running() bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return p.cmd != nil
+	if p.cmd == nil {
+		return false
+	}
+	select {
+	case <-p.exited:
+		return false
+	default:
+		return true
+	}
 }
 
 // LogTail is the last n lines of the process's log.
