@@ -15,6 +15,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
@@ -95,7 +96,7 @@ func (r Report) String() string {
 	fmt.Fprintf(&b, "events announced: %s\n", counts(r.Events))
 	fmt.Fprintf(&b, "stored, by source: %s\n", counts(r.Stored))
 	var st []string
-	for _, c := range slices.Sorted(mapsKeys(r.Status)) {
+	for _, c := range slices.Sorted(maps.Keys(r.Status)) {
 		st = append(st, fmt.Sprintf("%d: %d", c, r.Status[c]))
 	}
 	fmt.Fprintf(&b, "answers to the catalogue: %s\n", strings.Join(st, ", "))
@@ -119,16 +120,6 @@ func counts[K comparable](m map[K]int) string {
 	}
 	sort.Strings(parts)
 	return fmt.Sprintf("%d (%s)", total, strings.Join(parts, ", "))
-}
-
-func mapsKeys[K comparable, V any](m map[K]V) func(func(K) bool) {
-	return func(yield func(K) bool) {
-		for k := range m {
-			if !yield(k) {
-				return
-			}
-		}
-	}
 }
 
 // BuildReceiver builds the receiver binary into dir.
