@@ -36,14 +36,13 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/cdse-jetstream/receiver/bench/benchkit"
 	"github.com/cdse-jetstream/receiver/bench/loadgen"
 )
 
 const (
-	user     = "bench"
-	password = "bench-password-0123456789"
-	fixture  = "testdata/notifications/created-s2.json"
-	fixID    = "0f6b4c1e-8d2a-4f3b-9c5e-7a1d2b3c4e5f"
+	user     = benchkit.User
+	password = benchkit.Password
 )
 
 func main() {
@@ -133,21 +132,14 @@ func run(ctx context.Context) error {
 	}
 	defer os.RemoveAll(tmp)
 	fmt.Println("building binaries ...")
-	for _, b := range []struct{ out, pkg string }{{"receiver", "./cmd/receiver"}, {"refserver", "./bench/refserver"}, {"nats-server", "github.com/nats-io/nats-server/v2"}} {
-		if out, err := exec.Command("go", "build", "-o", filepath.Join(tmp, b.out), b.pkg).CombinedOutput(); err != nil {
-			return fmt.Errorf("build %s: %v\n%s", b.pkg, err, out)
-		}
-	}
-	indented, err := os.ReadFile(fixture)
-	if err != nil {
-		return fmt.Errorf("run from the repository root: %w", err)
-	}
-	// Compact, as the catalogue sends it (about 6 KB).
-	var buf bytes.Buffer
-	if err := json.Compact(&buf, indented); err != nil {
+	if err := benchkit.Build(tmp, benchkit.Bin{Out: "receiver", Pkg: "./cmd/receiver"}, benchkit.Bin{Out: "refserver", Pkg: "./bench/refserver"},
+		benchkit.Bin{Out: "nats-server", Pkg: "github.com/nats-io/nats-server/v2"}); err != nil {
 		return err
 	}
-	template := buf.Bytes()
+	template, err := benchkit.Template()
+	if err != nil {
+		return err
+	}
 
 	// The NATS server runs in a process of its own, as in production, so
 	// that the load generator's garbage collection does not pause it.
@@ -165,7 +157,7 @@ func run(ctx context.Context) error {
 	if _, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: "BENCH_REF", Subjects: []string{"bench.ref.>"}, Storage: jetstream.FileStorage}); err != nil {
 		return err
 	}
-	load := loadgen.Options{User: user, Password: password, Template: template, TemplateID: fixID, Conns: o.conns, Duration: o.duration}
+	load := loadgen.Options{User: user, Password: password, Template: template, TemplateID: benchkit.FixtureID, Conns: o.conns, Duration: o.duration}
 	fmt.Printf("nats-server %s (JetStream, file store); %d connections, %s per phase; %d-byte notifications; GOMAXPROCS %s\n\n",
 		server.VERSION, o.conns, o.duration, len(template), os.Getenv("GOMAXPROCS"))
 	fmt.Println("processes: nats-server, two reference servers and the receiver each on their own; the load generator in this one")
@@ -426,7 +418,7 @@ func (p *proc) sampleRSS() {
 		case <-p.done:
 			return
 		case <-t.C:
-			if rss := procStatus(p.cmd.Process.Pid, "VmRSS:"); rss > p.peak.Load() {
+			if rss := benchkit.ProcStatus(p.cmd.Process.Pid, "VmRSS:"); rss > p.peak.Load() {
 				p.peak.Store(rss)
 			}
 		}
@@ -434,7 +426,7 @@ func (p *proc) sampleRSS() {
 }
 
 func (p *proc) peakRSS() int64 {
-	if hwm := procStatus(p.cmd.Process.Pid, "VmHWM:"); hwm > 0 {
+	if hwm := benchkit.ProcStatus(p.cmd.Process.Pid, "VmHWM:"); hwm > 0 {
 		return hwm
 	}
 	return p.peak.Load()
@@ -505,23 +497,6 @@ func cpuTime(pid int) time.Duration {
 	u, _ := strconv.ParseInt(f[11], 10, 64)
 	st, _ := strconv.ParseInt(f[12], 10, 64)
 	return time.Duration(u+st) * 10 * time.Millisecond
-}
-
-func procStatus(pid int, field string) int64 {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		return 0
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if strings.HasPrefix(line, field) {
-			f := strings.Fields(line)
-			if len(f) >= 2 {
-				n, _ := strconv.ParseInt(f[1], 10, 64)
-				return n << 10
-			}
-		}
-	}
-	return 0
 }
 
 func openFDs(pid int) int {

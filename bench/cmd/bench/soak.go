@@ -11,6 +11,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/cdse-jetstream/receiver/bench/benchkit"
 	"github.com/cdse-jetstream/receiver/bench/loadgen"
 )
 
@@ -48,7 +49,7 @@ loop:
 		case res = <-done:
 			break loop
 		case <-tick.C:
-			s := sample{at: time.Since(start).Round(time.Second), rss: procStatus(p.cmd.Process.Pid, "VmRSS:"), goroutines: goroutines(p.admin), fds: openFDs(p.cmd.Process.Pid)}
+			s := sample{at: time.Since(start).Round(time.Second), rss: benchkit.ProcStatus(p.cmd.Process.Pid, "VmRSS:"), goroutines: goroutines(p.admin), fds: openFDs(p.cmd.Process.Pid)}
 			samples = append(samples, s)
 			fmt.Printf("%8s %10.1f %11d %5d\n", s.at, float64(s.rss)/(1<<20), s.goroutines, s.fds)
 		}

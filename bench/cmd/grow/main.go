@@ -11,15 +11,12 @@
 package main
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"flag"
 	"fmt"
 	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"os/signal"
 	"path/filepath"
 	"strconv"
@@ -31,15 +28,9 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/cdse-jetstream/receiver/bench/benchkit"
 	"github.com/cdse-jetstream/receiver/bench/loadgen"
 	"github.com/cdse-jetstream/receiver/internal/natsproc"
-)
-
-const (
-	user     = "bench"
-	password = "bench-password-0123456789"
-	fixture  = "testdata/notifications/created-s2.json"
-	fixID    = "0f6b4c1e-8d2a-4f3b-9c5e-7a1d2b3c4e5f"
 )
 
 func main() {
@@ -65,20 +56,14 @@ func run(ctx context.Context) error {
 	}
 	defer os.RemoveAll(tmp)
 	fmt.Println("building binaries ...")
-	for _, b := range []struct{ out, pkg string }{{"receiver", "./cmd/receiver"}, {"nats-server", "github.com/nats-io/nats-server/v2"}} {
-		if out, err := exec.Command("go", "build", "-o", filepath.Join(tmp, b.out), b.pkg).CombinedOutput(); err != nil {
-			return fmt.Errorf("build %s: %v\n%s", b.pkg, err, out)
-		}
-	}
-	indented, err := os.ReadFile(fixture)
-	if err != nil {
-		return fmt.Errorf("run from the repository root: %w", err)
-	}
-	var buf bytes.Buffer
-	if err := json.Compact(&buf, indented); err != nil {
+	if err := benchkit.Build(tmp, benchkit.Bin{Out: "receiver", Pkg: "./cmd/receiver"}, benchkit.Bin{Out: "nats-server", Pkg: "github.com/nats-io/nats-server/v2"}); err != nil {
 		return err
 	}
-	load := loadgen.Options{User: user, Password: password, Template: buf.Bytes(), TemplateID: fixID, Conns: *conns, Duration: *duration}
+	template, err := benchkit.Template()
+	if err != nil {
+		return err
+	}
+	load := loadgen.Options{User: benchkit.User, Password: benchkit.Password, Template: template, TemplateID: benchkit.FixtureID, Conns: *conns, Duration: *duration}
 
 	if *syncCmp {
 		for _, sync := range []string{"2m", "always", "2m", "always"} {
@@ -112,7 +97,7 @@ func run(ctx context.Context) error {
 			return err
 		}
 		start := time.Now()
-		if err := fill(ctx, r.nats, n, *window, buf.Bytes()); err != nil {
+		if err := fill(ctx, r.nats, n, *window, template); err != nil {
 			r.Kill() // not left running on a store about to be removed
 			return err
 		}
@@ -218,7 +203,7 @@ func startReceiver(ctx context.Context, tmp, dir, natsURL string, env ...string)
 		Env: append([]string{"PATH=" + os.Getenv("PATH"), "HOME=" + tmp,
 			"RECEIVER_ADDR=127.0.0.1:" + ports[0], "RECEIVER_ADMIN_ADDR=127.0.0.1:" + ports[1],
 			"NATS_EMBEDDED_ADDR=127.0.0.1:" + ports[2], "RECEIVER_DATA_DIR=" + dir, "NATS_URL=" + natsURL,
-			"RECEIVER_USERNAME=" + user, "RECEIVER_PASSWORD=" + password, "LOG_LEVEL=warn"}, env...)}
+			"RECEIVER_USERNAME=" + benchkit.User, "RECEIVER_PASSWORD=" + benchkit.Password, "LOG_LEVEL=warn"}, env...)}
 	if err := p.Start(); err != nil {
 		return nil, err
 	}
@@ -295,21 +280,8 @@ func freePorts(n int) ([]string, error) {
 	return out, nil
 }
 
-// rss is the process's resident set in bytes (Linux), 0 when unknown.
-func rss(p *natsproc.Process) int64 {
-	pid := p.Pid()
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
-	if err != nil {
-		return 0
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(line, "VmRSS:"); ok {
-			kb, _ := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
-			return kb << 10
-		}
-	}
-	return 0
-}
+// rss is the process's resident set in bytes, 0 when unknown.
+func rss(p *natsproc.Process) int64 { return benchkit.ProcStatus(p.Pid(), "VmRSS:") }
 
 // du is the size of the files under dir.
 func du(dir string) int64 {
