@@ -181,11 +181,6 @@ func Connect(o ConnectOptions, emb *Embedded, log logrus.FieldLogger) (*nats.Con
 	if err != nil {
 		return nil, fmt.Errorf("connect to nats: %w", err)
 	}
-	if emb == nil && nc.IsConnected() {
-		// Connected at once: the ConnectHandler is only called for a
-		// connection that came after failed attempts.
-		checkServer(nc, log, "nats connected")
-	}
 	return nc, nil
 }
 
