@@ -157,7 +157,7 @@ func Run(t testing.TB, c Config) Report {
 	w := &world{t: t, dir: t.TempDir(), expected: map[string]string{}}
 	rep := Report{Seed: c.Seed, Duration: c.Duration, Faults: Schedule(c.Seed, c.Duration), Events: map[string]int{}, Stored: map[string]int{}, Status: map[int]int{}}
 
-	w.nodes = natsproc.StartCluster(t, c.NATSBin, filepath.Join(w.dir, "nats"), 3, natsproc.Options{})
+	w.nodes = natsproc.StartCluster(t, c.NATSBin, filepath.Join(w.dir, "nats"), 3)
 	w.sim = cdsesim.New(cdsesim.Options{Users: map[string]cdsesim.User{pushUser: {Password: simPass}, pullUser: {Password: simPass}}, Journal: w.journal})
 	simSrv := httptest.NewServer(w.sim.Handler())
 	t.Cleanup(func() { simSrv.Close(); w.sim.Close() })

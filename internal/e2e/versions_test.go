@@ -38,7 +38,7 @@ func TestServerVersions(t *testing.T) {
 	versions := append(serverVersions, natsproc.EmbeddedVersion(t))
 	for _, v := range versions {
 		t.Run(v, func(t *testing.T) {
-			srv := natsproc.Start(t, natsproc.Binary(t, v), t.TempDir(), natsproc.Options{})
+			srv := natsproc.Start(t, natsproc.Binary(t, v), t.TempDir())
 			js, closeNC := natstest.JetStream(t, srv.URL())
 			defer closeNC()
 			ctx := context.Background()

@@ -218,21 +218,12 @@ type Server struct {
 // URL is the server's client URL.
 func (s *Server) URL() string { return "nats://127.0.0.1:" + strconv.Itoa(s.Port) }
 
-// Options of a server or cluster.
-type Options struct {
-	// JetStream is added inside the jetstream block (e.g.
-	// "sync_interval: always").
-	JetStream string
-	// Extra is appended to the configuration file.
-	Extra string
-}
-
 // Start runs a single server of bin in dir on a free port and stops it
 // when the test ends.
-func Start(t testing.TB, bin, dir string, o Options) *Server {
+func Start(t testing.TB, bin, dir string) *Server {
 	t.Helper()
 	s := &Server{Process: Process{Name: "n1", Path: bin}, Port: natstest.FreePorts(t, 1)[0], Dir: dir}
-	s.writeConf(t, o, "")
+	s.writeConf(t, "")
 	s.mustStart(t)
 	return s
 }
@@ -241,7 +232,7 @@ func Start(t testing.TB, bin, dir string, o Options) *Server {
 // directory under dir, and waits until each accepts clients. Routes are
 // not advertised to clients (no_advertise), so a client reaches exactly
 // the servers (or proxies) it was given.
-func StartCluster(t testing.TB, bin, dir string, n int, o Options) []*Server {
+func StartCluster(t testing.TB, bin, dir string, n int) []*Server {
 	t.Helper()
 	ports := natstest.FreePorts(t, 2*n)
 	var routes []string
@@ -251,7 +242,7 @@ func StartCluster(t testing.TB, bin, dir string, n int, o Options) []*Server {
 	servers := make([]*Server, n)
 	for i := range servers {
 		s := &Server{Process: Process{Name: "n" + strconv.Itoa(i+1), Path: bin}, Port: ports[i], ClusterPort: ports[n+i], Dir: filepath.Join(dir, "n"+strconv.Itoa(i+1))}
-		s.writeConf(t, o, fmt.Sprintf("cluster {\n  name: chaos\n  listen: 127.0.0.1:%d\n  no_advertise: true\n  routes: [%s]\n}\n", s.ClusterPort, strings.Join(routes, ", ")))
+		s.writeConf(t, fmt.Sprintf("cluster {\n  name: chaos\n  listen: 127.0.0.1:%d\n  no_advertise: true\n  routes: [%s]\n}\n", s.ClusterPort, strings.Join(routes, ", ")))
 		servers[i] = s
 	}
 	for _, s := range servers {
@@ -260,13 +251,13 @@ func StartCluster(t testing.TB, bin, dir string, n int, o Options) []*Server {
 	return servers
 }
 
-func (s *Server) writeConf(t testing.TB, o Options, cluster string) {
+func (s *Server) writeConf(t testing.TB, cluster string) {
 	t.Helper()
 	if err := os.MkdirAll(s.Dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	conf := fmt.Sprintf("server_name: %s\nlisten: 127.0.0.1:%d\njetstream {\n  store_dir: %q\n  max_memory_store: 256MB\n  max_file_store: 4GB\n%s\n}\n%s%s\n",
-		s.Name, s.Port, filepath.Join(s.Dir, "store"), o.JetStream, cluster, o.Extra)
+	conf := fmt.Sprintf("server_name: %s\nlisten: 127.0.0.1:%d\njetstream {\n  store_dir: %q\n  max_memory_store: 256MB\n  max_file_store: 4GB\n}\n%s",
+		s.Name, s.Port, filepath.Join(s.Dir, "store"), cluster)
 	path := filepath.Join(s.Dir, "nats.conf")
 	s.Args, s.Log = []string{"-c", path}, filepath.Join(s.Dir, "nats.log")
 	if err := os.WriteFile(path, []byte(conf), 0o644); err != nil {
