@@ -178,7 +178,7 @@ func TestDefaultsEmbedded(t *testing.T) {
 	if _, ok := e["NATS_URL"]; ok {
 		t.Error("NATS_URL set in embedded mode")
 	}
-	for k, v := range map[string]string{"QUARANTINE_STREAM": "CDSE_QUARANTINE", "QUARANTINE_SUBJECT_PREFIX": "cdse.quarantine", "QUARANTINE_MAX_AGE": "720h", "QUARANTINE_MAX_BYTES": "1GiB"} {
+	for k, v := range map[string]string{"NATS_EMBEDDED_SYNC": "2m", "QUARANTINE_STREAM": "CDSE_QUARANTINE", "QUARANTINE_SUBJECT_PREFIX": "cdse.quarantine", "QUARANTINE_MAX_AGE": "720h", "QUARANTINE_MAX_BYTES": "1GiB"} {
 		if e[k].Value != v {
 			t.Errorf("%s = %q, want %q", k, e[k].Value, v)
 		}
