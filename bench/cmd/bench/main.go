@@ -65,6 +65,7 @@ type opts struct {
 	extraEnv   string
 	natsEnv    string
 	rounds     int
+	compare    string
 }
 
 // median returns the middle element of xs ordered by key (the upper one
@@ -124,6 +125,7 @@ func run(ctx context.Context) error {
 	flag.StringVar(&o.pacedProf, "cpuprofile-paced", "", "write a CPU profile of the receiver at half rate (first round) to this file")
 	flag.StringVar(&o.extraEnv, "receiver-env", "", "extra environment of the receiver process only, space-separated KEY=VALUE (e.g. GOGC=200)")
 	flag.StringVar(&o.natsEnv, "nats-env", "", "extra environment of the nats-server process, space-separated KEY=VALUE (e.g. GOGC=400)")
+	flag.StringVar(&o.compare, "compare", "", "another receiver binary (e.g. built from an earlier commit), run side by side and loaded in the same rounds; prints its throughput relative to this tree's")
 	flag.Parse()
 
 	tmp, err := os.MkdirTemp("", "cdse-bench")
@@ -180,16 +182,36 @@ func run(ctx context.Context) error {
 		refs = append(refs, &series{label: "reference " + mode, srv: p,
 			url: "http://" + strings.TrimSpace(strings.TrimPrefix(p.addr, "listening")) + "/"})
 	}
-	p, err := startReceiver(ctx, tmp, ns.ClientURL(), o.cpuProfile != "" || o.pacedProf != "", strings.Fields(o.extraEnv)...)
+	p, err := startReceiver(ctx, filepath.Join(tmp, "receiver"), ns.ClientURL(), o.cpuProfile != "" || o.pacedProf != "", strings.Fields(o.extraEnv)...)
 	if err != nil {
 		return err
 	}
 	defer p.stop()
 	bare, ref := refs[0], refs[1]
 	recv := &series{label: "receiver, unique", url: "http://" + p.addr + "/notifications", srv: p}
+	loaded := []*series{bare, ref, recv}
+
+	// The other build has streams and subjects of its own on the same
+	// server, so neither can refuse the other's messages or settings.
+	var other *series
+	if o.compare != "" {
+		bin, err := filepath.Abs(o.compare)
+		if err != nil {
+			return err
+		}
+		q, err := startReceiver(ctx, bin, ns.ClientURL(), false, append(strings.Fields(o.extraEnv),
+			"NATS_STREAM=BENCH_COMPARE", "NATS_SUBJECT_PREFIX=compare.product",
+			"QUARANTINE_STREAM=BENCH_COMPARE_QUARANTINE", "QUARANTINE_SUBJECT_PREFIX=compare.quarantine")...)
+		if err != nil {
+			return fmt.Errorf("-compare %s: %w", o.compare, err)
+		}
+		defer q.stop()
+		other = &series{label: "compared receiver, unique", url: "http://" + q.addr + "/notifications", srv: q}
+		loaded = append(loaded, other)
+	}
 
 	for r := range o.rounds {
-		for _, s := range []*series{bare, ref, recv} {
+		for _, s := range loaded {
 			prof := ""
 			if s == recv && r == 0 {
 				prof = o.cpuProfile
@@ -200,7 +222,7 @@ func run(ctx context.Context) error {
 		}
 	}
 	fmt.Println()
-	for _, s := range []*series{bare, ref, recv} {
+	for _, s := range loaded {
 		fmt.Printf("median     %-30s %s\n", s.label+":", median(s.results, rps))
 	}
 	recvRPS := median(recv.results, rps).RPS()
@@ -255,11 +277,14 @@ func run(ctx context.Context) error {
 	}
 	fmt.Printf("\nreceiver / bare HTTP reference:          %.2f   (medians of %d rounds)\n", recvRPS/median(bare.results, rps).RPS(), o.rounds)
 	fmt.Printf("receiver / HTTP+JetStream reference:     %.2f   (target >= 0.80; round by round %s)\n", recvRPS/median(ref.results, rps).RPS(), strings.Join(perRound, ", "))
+	if other != nil {
+		printCompare(recv, other, ref)
+	}
 	fmt.Printf("duplicates / unique rate:                %.2f   (target >= 2)\n", dups.RPS()/recvRPS)
 	fmt.Printf("p99 at 50%% of the maximum rate:          %s   (target < 10ms; median of %d rounds)\n", median(half.results, p99).Pct(99).Round(time.Microsecond), o.rounds)
 	fmt.Printf("  the reference at the same rate:        %s\n", median(refHalf.results, p99).Pct(99).Round(time.Microsecond))
 	fmt.Println("CPU per acknowledged request (server + nats-server), medians of the rounds:")
-	for _, s := range []*series{bare, ref, recv, half, refHalf} {
+	for _, s := range append(loaded, half, refHalf) {
 		fmt.Printf("  %-38s %s\n", s.label, median(s.costs, serverCPU))
 	}
 	fmt.Printf("receiver peak RSS:                       %.1f MiB   (target < 100 MiB)\n", float64(peak)/(1<<20))
@@ -280,6 +305,24 @@ func run(ctx context.Context) error {
 	}
 	fmt.Printf("verified: %d acknowledged products, each exactly once in CDSE_PRODUCTS\n", len(acked))
 	return nil
+}
+
+// printCompare prints this tree's receiver against the other build: the
+// ratio of their throughputs round by round (each round loads both within
+// seconds of each other, so the machine's drift between runs cancels) and
+// its median, and each one's ratio to the HTTP + JetStream reference.
+func printCompare(recv, other, ref *series) {
+	ratios := make([]float64, len(recv.results))
+	perRound := make([]string, len(recv.results))
+	for i := range recv.results {
+		ratios[i] = recv.results[i].RPS() / other.results[i].RPS()
+		perRound[i] = fmt.Sprintf("%.3f", ratios[i])
+	}
+	refRPS := median(ref.results, rps).RPS()
+	fmt.Printf("receiver / compared receiver:            %.3f   (median of the rounds' ratios; round by round %s)\n",
+		median(ratios, func(f float64) float64 { return f }), strings.Join(perRound, ", "))
+	fmt.Printf("  each / HTTP+JetStream reference:       %.2f (this tree), %.2f (compared)\n",
+		median(recv.results, rps).RPS()/refRPS, median(other.results, rps).RPS()/refRPS)
 }
 
 // natsProc is the nats-server process of the benchmark.
@@ -371,7 +414,7 @@ func startProc(ctx context.Context, bin string, args, env []string, marker strin
 	}
 }
 
-func startReceiver(ctx context.Context, tmp, natsURL string, pprof bool, extraEnv ...string) (*proc, error) {
+func startReceiver(ctx context.Context, bin, natsURL string, pprof bool, extraEnv ...string) (*proc, error) {
 	env := []string{
 		"RECEIVER_USERNAME=" + user, "RECEIVER_PASSWORD=" + password,
 		"RECEIVER_ADDR=127.0.0.1:0", "RECEIVER_ADMIN_ADDR=127.0.0.1:0",
@@ -381,7 +424,7 @@ func startReceiver(ctx context.Context, tmp, natsURL string, pprof bool, extraEn
 		env = append(env, "RECEIVER_PPROF=true")
 	}
 	env = append(env, extraEnv...)
-	p, err := startProc(ctx, filepath.Join(tmp, "receiver"), nil, env, `"msg":"receiver started"`)
+	p, err := startProc(ctx, bin, nil, env, `"msg":"receiver started"`)
 	if err != nil {
 		return nil, err
 	}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -20,7 +21,7 @@ import (
 // growth between the first and the last third, or on a stream that does
 // not hold exactly the acknowledged products.
 func soak(ctx context.Context, tmp, natsURL string, js jetstream.JetStream, load loadgen.Options, o opts) error {
-	p, err := startReceiver(ctx, tmp, natsURL, false, strings.Fields(o.extraEnv)...)
+	p, err := startReceiver(ctx, filepath.Join(tmp, "receiver"), natsURL, false, strings.Fields(o.extraEnv)...)
 	if err != nil {
 		return err
 	}
