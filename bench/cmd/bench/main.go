@@ -211,7 +211,14 @@ func run(ctx context.Context) error {
 	}
 
 	for r := range o.rounds {
-		for _, s := range loaded {
+		order := loaded
+		if other != nil && r%2 == 1 {
+			// Every other round the two builds swap turns, so that
+			// whatever the first leaves behind (the broker's flushes, a
+			// warmer cache) falls on each alike.
+			order = []*series{bare, ref, other, recv}
+		}
+		for _, s := range order {
 			prof := ""
 			if s == recv && r == 0 {
 				prof = o.cpuProfile
