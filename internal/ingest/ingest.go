@@ -85,8 +85,9 @@ func Messages(ns []notification.Notification, r *Route, source string) []publish
 	msgs := make([]publish.Message, len(ns))
 	for i := range ns {
 		n := &ns[i]
-		msgs[i] = publish.Message{Subject: r.Template.Subject(r.Prefix, n), MsgID: n.DedupeKey(), Data: n.Raw,
-			Headers: func() map[string][]string { return headers(n, source, r) }}
+		id := n.DedupeKey()
+		msgs[i] = publish.Message{Subject: r.Template.Subject(r.Prefix, n), MsgID: id, Data: n.Raw,
+			Headers: func() map[string][]string { return headers(n, id, source, r) }}
 	}
 	return msgs
 }
@@ -94,65 +95,123 @@ func Messages(ns []notification.Notification, r *Route, source string) []publish
 // StacItemURL is the product's STAC item: <base>/collections/<collection>/
 // items/<name less .SAFE>, "" when its product type has no known collection.
 func (r *Route) StacItemURL(n *notification.Notification) string {
-	coll, ok := r.StacCollections[n.ProductType]
-	if !ok || r.StacURL == "" || n.ProductName == "" {
-		return ""
-	}
-	return strings.TrimRight(r.StacURL, "/") + "/collections/" + coll + "/items/" + url.PathEscape(strings.TrimSuffix(n.ProductName, ".SAFE"))
+	var b strings.Builder
+	r.appendStacItemURL(&b, n)
+	return b.String()
 }
 
-// headers are the message's headers (Nats-Msg-Id, the dedupe key, among
-// them), all values in one slice: one allocation, not one each.
-func headers(n *notification.Notification, source string, r *Route) map[string][]string {
+func (r *Route) appendStacItemURL(b *strings.Builder, n *notification.Notification) {
+	coll, ok := r.StacCollections[n.ProductType]
+	if !ok || r.StacURL == "" || n.ProductName == "" {
+		return
+	}
+	b.WriteString(strings.TrimRight(r.StacURL, "/"))
+	b.WriteString("/collections/")
+	b.WriteString(coll)
+	b.WriteString("/items/")
+	b.WriteString(url.PathEscape(strings.TrimSuffix(n.ProductName, ".SAFE")))
+}
+
+// headers are the message's headers (Nats-Msg-Id, the dedupe key id, among
+// them). They are built for every message stored, so allocations are kept
+// few: all values share one slice, and the values the receiver composes
+// (URLs, dates) are written into one string and sliced from it. Measured
+// with BenchmarkHeaders: 15 allocations and 3.2 µs a message before, when
+// each value was its own string and ce-source was parsed as a URL for every
+// message (CDSE_CATALOGUE_URL is now checked once, by the receiver's
+// Config.Validate).
+func headers(n *notification.Notification, id, source string, r *Route) map[string][]string {
 	base := strings.TrimRight(r.CatalogueURL, "/") // no copy unless it ends in '/'
 	h := make(map[string][]string, 24)
-	vals := n.AppendHeaders(h, make([]string, 0, 24), source)
+	vals := n.AppendHeaders(h, make([]string, 0, 24), id, source)
+
+	// The composed values, end to end in b; ends[k] is where value k ends.
+	const (
+		download = iota
+		stac
+		ceSource
+		ceTime
+		composed
+	)
+	var b strings.Builder
+	var ends [composed]int
+	b.Grow(3*len(base) + len(r.StacURL) + 2*len(n.ProductName) + 160)
+	if base != "" {
+		// Products(<id>)/$value, as the catalogue's Locations give it; the
+		// id is a canonical UUID, safe in a URL and a header.
+		b.WriteString(base)
+		b.WriteString("/Products(")
+		b.WriteString(n.ProductID)
+		b.WriteString(")/$value")
+	}
+	ends[download] = b.Len()
+	r.appendStacItemURL(&b, n)
+	ends[stac] = b.Len()
+	if r.CloudEvents {
+		// The subscription id is a canonical UUID: base plus this path is
+		// a URI whenever base is.
+		if base == "" {
+			b.WriteString("urn:cdse:catalogue")
+		} else {
+			b.WriteString(base)
+			if n.SubscriptionID != "" {
+				b.WriteString("/Subscriptions(")
+				b.WriteString(n.SubscriptionID)
+				b.WriteString(")")
+			}
+		}
+		ends[ceSource] = b.Len()
+		if !n.NotificationDate.IsZero() {
+			var t [64]byte
+			b.Write(n.NotificationDate.UTC().AppendFormat(t[:0], time.RFC3339Nano))
+		}
+		ends[ceTime] = b.Len()
+	}
+	all := b.String()
+	value := func(k int) string {
+		start := 0
+		if k > 0 {
+			start = ends[k-1]
+		}
+		return all[start:ends[k]]
+	}
+
 	set := func(k, v string) {
+		if v == "" {
+			return
+		}
 		if len(vals) == cap(vals) {
 			vals = make([]string, 0, 8)
 		}
 		vals = append(vals, v)
 		h[k] = vals[len(vals)-1 : len(vals) : len(vals)]
 	}
-	if base != "" {
-		// Products(<id>)/$value, as the catalogue's Locations give it; the
-		// id is a canonical UUID, safe in a URL and a header.
-		set(HeaderDownloadURL, base+"/Products("+n.ProductID+")/$value")
-	}
-	if u := r.StacItemURL(n); u != "" {
-		set(HeaderStacURL, u)
-	}
+	set(HeaderDownloadURL, value(download))
+	set(HeaderStacURL, value(stac))
 	if r.CloudEvents {
-		cloudEvent(set, n, h[notification.HeaderMsgID][0], base)
+		// The attributes of the CloudEvents NATS binding's binary content
+		// mode: lower-case ce-* headers, and datacontenttype as
+		// content-type (the name the binding and sdk-go read).
+		set("ce-specversion", "1.0")
+		set("ce-id", id)
+		typ, ok := cloudEventsTypes[n.Event]
+		if !ok {
+			typ = CloudEventsType + string(n.Event)
+		}
+		set("ce-type", typ)
+		set("ce-source", value(ceSource))
+		set("ce-time", value(ceTime))
+		set("ce-subject", n.ProductName)
+		set("content-type", "application/json")
 	}
 	return h
 }
 
-// cloudEvent adds the CloudEvents 1.0 attributes as the NATS binding's
-// binary content mode carries them: lower-case ce-* headers, and
-// datacontenttype as content-type (the name the binding and sdk-go read).
-func cloudEvent(set func(k, v string), n *notification.Notification, id, base string) {
-	set("ce-specversion", "1.0")
-	set("ce-id", id)
-	set("ce-type", CloudEventsType+string(n.Event))
-	source := base
-	if n.SubscriptionID != "" && base != "" {
-		source = base + "/Subscriptions(" + n.SubscriptionID + ")"
-	}
-	if source == "" {
-		source = "urn:cdse:catalogue"
-	}
-	if _, err := url.Parse(source); err != nil {
-		source = "urn:cdse:catalogue"
-	}
-	set("ce-source", source)
-	if !n.NotificationDate.IsZero() {
-		set("ce-time", n.NotificationDate.UTC().Format(time.RFC3339Nano))
-	}
-	if n.ProductName != "" {
-		set("ce-subject", n.ProductName)
-	}
-	set("content-type", "application/json")
+// cloudEventsTypes are the ce-type values, built once rather than per message.
+var cloudEventsTypes = map[notification.Event]string{
+	notification.Created:  CloudEventsType + string(notification.Created),
+	notification.Modified: CloudEventsType + string(notification.Modified),
+	notification.Deleted:  CloudEventsType + string(notification.Deleted),
 }
 
 // Outcome counts what JetStream said.

@@ -581,14 +581,15 @@ const (
 // Every value was checked free of control characters during decoding.
 func (n *Notification) Headers(source string) map[string][]string {
 	h := make(map[string][]string, 16)
-	n.AppendHeaders(h, make([]string, 0, 16), source)
+	n.AppendHeaders(h, make([]string, 0, 16), n.DedupeKey(), source)
 	return h
 }
 
 // AppendHeaders adds the headers to h, their values appended to vals (one
 // slice for all values instead of one each: on the request path every
-// allocation counts), and returns vals for more.
-func (n *Notification) AppendHeaders(h map[string][]string, vals []string, source string) []string {
+// allocation counts), and returns vals for more. id is n.DedupeKey(), which
+// the caller has already built for the message.
+func (n *Notification) AppendHeaders(h map[string][]string, vals []string, id, source string) []string {
 	set := func(k, v string) {
 		if v == "" {
 			return
@@ -599,7 +600,7 @@ func (n *Notification) AppendHeaders(h map[string][]string, vals []string, sourc
 		vals = append(vals, v)
 		h[k] = vals[len(vals)-1 : len(vals) : len(vals)]
 	}
-	set(HeaderMsgID, n.DedupeKey())
+	set(HeaderMsgID, id)
 	set(HeaderEvent, string(n.Event))
 	set(HeaderProductID, n.ProductID)
 	set(HeaderCollection, n.Collection)

@@ -436,10 +436,8 @@ func (c Config) Validate() error {
 	if _, err := ingest.ParseStacCollections(c.StacCollections); err != nil {
 		bad("STAC_COLLECTIONS: %v", strings.ReplaceAll(err.Error(), "\n", "; "))
 	}
-	if c.StacURL != "" {
-		if pu, err := url.Parse(c.StacURL); err != nil || pu.Host == "" || (pu.Scheme != "https" && pu.Scheme != "http") {
-			bad("STAC_URL %q is not an http(s) URL", c.StacURL)
-		}
+	if c.StacURL != "" && !httpURL(c.StacURL) {
+		bad("STAC_URL %q is not an http(s) URL", c.StacURL)
 	}
 	if !streamName.MatchString(c.QuarantineStream) || c.QuarantineStream == c.Stream {
 		bad("QUARANTINE_STREAM %q must be 1-64 characters of [A-Za-z0-9_-] and differ from NATS_STREAM", c.QuarantineStream)
@@ -505,11 +503,17 @@ func (c Config) Validate() error {
 		if c.CDSEUsername == "" || c.CDSEPassword == "" {
 			bad("PULL_SUBSCRIPTION_ID and RECONCILE_INTERVAL need the catalogue login: CDSE_USERNAME and CDSE_PASSWORD (or CDSE_PASSWORD_FILE)")
 		}
-		for _, u := range []struct{ name, v string }{{"CDSE_TOKEN_URL", c.CDSETokenURL}, {"CDSE_CATALOGUE_URL", c.CDSECatalogueURL}} {
-			if pu, err := url.Parse(u.v); err != nil || pu.Host == "" || (pu.Scheme != "https" && pu.Scheme != "http") {
-				bad("%s %q is not an http(s) URL", u.name, u.v)
-			}
+		if !httpURL(c.CDSETokenURL) {
+			bad("CDSE_TOKEN_URL %q is not an http(s) URL", c.CDSETokenURL)
 		}
+		if c.CDSECatalogueURL == "" {
+			bad("PULL_SUBSCRIPTION_ID and RECONCILE_INTERVAL need CDSE_CATALOGUE_URL")
+		}
+	}
+	// Checked whatever the sources: the messages' Cdse-Download-Url and
+	// ce-source are built from it ("" leaves them out).
+	if c.CDSECatalogueURL != "" && !httpURL(c.CDSECatalogueURL) {
+		bad("CDSE_CATALOGUE_URL %q is not an http(s) URL", c.CDSECatalogueURL)
 	}
 	if pull && c.PullInterval < 100*time.Millisecond {
 		bad("PULL_INTERVAL %s is too short", c.PullInterval)
@@ -538,6 +542,12 @@ func (c Config) Validate() error {
 		bad("LOG_FORMAT %q must be json or text", c.LogFormat)
 	}
 	return errors.Join(errs...)
+}
+
+// httpURL says whether s is an absolute http(s) URL with a host.
+func httpURL(s string) bool {
+	u, err := url.Parse(s)
+	return err == nil && u.Host != "" && (u.Scheme == "https" || u.Scheme == "http")
 }
 
 // route is how messages are shaped (the template is checked by Validate).

@@ -128,6 +128,11 @@ func TestValidate(t *testing.T) {
 			c.StacCollections = "S2MSI2A=sentinel-2-l2a,S2MSI1C,a.b=c,X=a/b"
 			c.StacURL = "stac.example"
 		}, []string{`"S2MSI1C" is not productType=collection`, `"a.b=c"`, `"X=a/b"`, `STAC_URL "stac.example"`}},
+		{"catalogue url checked for the webhook alone", func(c *Config) { c.CDSECatalogueURL = "catalogue.example/odata/v1" }, []string{`CDSE_CATALOGUE_URL "catalogue.example/odata/v1" is not an http(s) URL`}},
+		{"no catalogue url: no download url nor ce-source", func(c *Config) { c.CDSECatalogueURL = "" }, nil},
+		{"pull without a catalogue url", func(c *Config) {
+			c.PullSubscription, c.CDSEUsername, c.CDSEPassword, c.CDSECatalogueURL = "0f6b4c1e-8d2a-4f3b-9c5e-7a1d2b3c4e5f", "u", "p", ""
+		}, []string{"need CDSE_CATALOGUE_URL"}},
 		{"template of all tokens", func(c *Config) {
 			c.SubjectTemplate = "collection.productType.platform.processingLevel.tileId.relativeOrbit.event"
 		}, nil},
