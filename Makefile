@@ -56,8 +56,15 @@ test-short: ## quick tests: no race detector, no binary builds
 
 .PHONY: bench
 bench: ## micro-benchmarks of the hot path, then the load harness (BENCHFLAGS, e.g. -duration 10s -conns 32 -cpuprofile cpu.prof)
-	$(GO) test ./internal/notification -run '^$$' -bench . -benchmem
+	$(GO) test ./internal/notification ./internal/ingest -run '^$$' -bench . -benchmem
 	$(GO) run ./bench/cmd/bench $(BENCHFLAGS)
+
+.PHONY: bench-compare
+bench-compare: ## the load harness with this tree's receiver and the one committed at REV (default HEAD) loaded in the same rounds: a hot-path change's before/after (BENCHFLAGS)
+	d=$$(mktemp -d) && trap 'rm -rf "$$d"' EXIT && mkdir "$$d/src" && \
+	git archive $(or $(REV),HEAD) | tar -x -C "$$d/src" && \
+	(cd "$$d/src" && $(GO) build -o "$$d/receiver" ./cmd/receiver) && \
+	$(GO) run ./bench/cmd/bench -compare "$$d/receiver" $(BENCHFLAGS)
 
 .PHONY: bench-grow
 bench-grow: ## cost as the stream grows: restart time, RSS, throughput and p99 with 0/100k/1M/5M messages, embedded and external, and NATS_EMBEDDED_SYNC=always (GROWFLAGS)

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"math"
 	"os"
 	"runtime"
 	"strings"
@@ -81,5 +82,25 @@ func TestCPUTime(t *testing.T) {
 	}
 	if got := cpuTime(-1); got != 0 {
 		t.Errorf("cpuTime of no process: %s", got)
+	}
+}
+
+// TestGeomean: -compare's summary weighs a round that was 10 % faster and
+// one 10 % slower as cancelling out, which an arithmetic mean does not.
+func TestGeomean(t *testing.T) {
+	for _, tc := range []struct {
+		xs   []float64
+		want float64
+	}{
+		{[]float64{2, 8}, 4},
+		{[]float64{1.1, 1 / 1.1}, 1},
+		{[]float64{0.95}, 0.95},
+	} {
+		if got := geomean(tc.xs); math.Abs(got-tc.want) > 1e-12 {
+			t.Errorf("geomean(%v) = %v, want %v", tc.xs, got, tc.want)
+		}
+	}
+	if got := geomean(nil); !math.IsNaN(got) {
+		t.Errorf("geomean(nil) = %v, want NaN", got)
 	}
 }
