@@ -30,6 +30,7 @@ test: examples/node/node_modules/.package-lock.json ## run the whole test suite 
 	$(GO) vet ./...
 	$(GO) run $(STATICCHECK) ./...
 	$(GO) test -race -count=1 -timeout 15m ./...
+	$(GO) test -count=1 -tags benchbaseheaders ./internal/ingest
 	cd charts/test && $(GO) test -count=1 ./...
 	cd examples/cloudevents && $(GO) vet ./... && $(GO) test -race -count=1 ./...
 	$(MAKE) --no-print-directory rules-test
@@ -65,6 +66,12 @@ bench-compare: ## the load harness with this tree's receiver and the one committ
 	git archive $(or $(REV),HEAD) | tar -x -C "$$d/src" && \
 	(cd "$$d/src" && $(GO) build -o "$$d/receiver" ./cmd/receiver) && \
 	$(GO) run ./bench/cmd/bench -compare "$$d/receiver" $(BENCHFLAGS)
+
+.PHONY: bench-headers
+bench-headers: ## what the consumer headers cost: this tree's receiver against the same built with only the routing headers (-tags benchbaseheaders), loaded in the same rounds (BENCHFLAGS, default -rounds 12 -duration 5s)
+	d=$$(mktemp -d) && trap 'rm -rf "$$d"' EXIT && \
+	$(GO) build -tags benchbaseheaders -o "$$d/receiver" ./cmd/receiver && \
+	$(GO) run ./bench/cmd/bench -compare "$$d/receiver" $(or $(BENCHFLAGS),-rounds 12 -duration 5s)
 
 .PHONY: bench-grow
 bench-grow: ## cost as the stream grows: restart time, RSS, throughput and p99 with 0/100k/1M/5M messages, embedded and external, and NATS_EMBEDDED_SYNC=always (GROWFLAGS)

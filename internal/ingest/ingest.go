@@ -124,6 +124,9 @@ func headers(n *notification.Notification, id, source string, r *Route) map[stri
 	base := strings.TrimRight(r.CatalogueURL, "/") // no copy unless it ends in '/'
 	h := make(map[string][]string, 24)
 	vals := n.AppendHeaders(h, make([]string, 0, 24), id, source)
+	if !notification.ConsumerHeaders {
+		return h
+	}
 
 	// The composed values, end to end in b; ends[k] is where value k ends.
 	const (

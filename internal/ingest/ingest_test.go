@@ -1,27 +1,13 @@
+//go:build !benchbaseheaders
+
 package ingest
 
 import (
-	"bytes"
-	"encoding/json"
 	"testing"
 	"time"
 
-	"github.com/cdse-jetstream/receiver/internal/fixtures"
 	"github.com/cdse-jetstream/receiver/internal/notification"
 )
-
-func parse(t testing.TB, name string) *notification.Notification {
-	t.Helper()
-	var buf bytes.Buffer
-	if err := json.Compact(&buf, fixtures.Notification(t, name)); err != nil {
-		t.Fatal(err)
-	}
-	ns, err := notification.Parse(buf.Bytes(), 1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return &ns[0]
-}
 
 // TestHeadersComposed: the values the receiver composes (download and STAC
 // URLs, ce-source, ce-time) are cut from one string; each must come out
@@ -91,22 +77,5 @@ func TestHeadersComposed(t *testing.T) {
 				t.Errorf("Nats-Msg-Id = %q", got)
 			}
 		})
-	}
-}
-
-// BenchmarkHeaders is the cost of one stored message's headers, every
-// optional header on.
-func BenchmarkHeaders(b *testing.B) {
-	n := parse(b, "created-s2.json")
-	colls, err := ParseStacCollections(DefaultStacCollections)
-	if err != nil {
-		b.Fatal(err)
-	}
-	r := &Route{Prefix: "cdse.product", CloudEvents: true, CatalogueURL: "https://catalogue.dataspace.copernicus.eu/odata/v1",
-		StacURL: "https://stac.dataspace.copernicus.eu/v1", StacCollections: colls}
-	id := n.DedupeKey()
-	b.ReportAllocs()
-	for b.Loop() {
-		_ = headers(n, id, SourcePush, r)
 	}
 }

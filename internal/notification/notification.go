@@ -607,6 +607,9 @@ func (n *Notification) AppendHeaders(h map[string][]string, vals []string, id, s
 	set(HeaderProductName, n.ProductName)
 	set(HeaderSubscriptionID, n.SubscriptionID)
 	set(HeaderSource, source)
+	if !ConsumerHeaders {
+		return vals
+	}
 	set(HeaderProductType, n.ProductType)
 	set(HeaderPublicationDate, n.PublicationDate)
 	if !n.ModificationDate.IsZero() {
