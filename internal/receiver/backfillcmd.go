@@ -15,6 +15,7 @@ import (
 	"github.com/cdse-jetstream/receiver/internal/auth"
 	"github.com/cdse-jetstream/receiver/internal/backfill"
 	"github.com/cdse-jetstream/receiver/internal/catalogclient"
+	"github.com/cdse-jetstream/receiver/internal/cli"
 	"github.com/cdse-jetstream/receiver/internal/publish"
 	"github.com/cdse-jetstream/receiver/internal/quarantine"
 	"github.com/cdse-jetstream/receiver/internal/reconcile"
@@ -33,10 +34,11 @@ settings.
 
 // backfillOptions are the backfill command's flags.
 type backfillOptions struct {
-	config, output, filter, since, until, events string
-	dryRun                                       bool
-	pageSize                                     int
-	rate                                         float64
+	config, filter, since, until, events string
+	out                                  *cli.Output // -o, checked before the run
+	dryRun                               bool
+	pageSize                             int
+	rate                                 float64
 }
 
 func (o *backfillOptions) flags(fs *pflag.FlagSet) {
@@ -51,35 +53,30 @@ func (o *backfillOptions) flags(fs *pflag.FlagSet) {
 
 // backfillRun runs a backfill.
 func backfillRun(ctx context.Context, o backfillOptions, getenv func(string) string, stdout, stderr io.Writer) error {
-	configFile, output, filter, since, until, events := &o.config, &o.output, &o.filter, &o.since, &o.until, &o.events
-	dryRun, pageSize, rate := &o.dryRun, &o.pageSize, &o.rate
 	var problems []string
-	if strings.TrimSpace(*filter) == "" {
+	if strings.TrimSpace(o.filter) == "" {
 		problems = append(problems, "--filter is required (an empty filter would list the whole catalogue)")
 	}
-	from, err := time.Parse(time.RFC3339Nano, *since)
+	from, err := time.Parse(time.RFC3339Nano, o.since)
 	if err != nil {
-		problems = append(problems, fmt.Sprintf("--since %q is not an RFC 3339 time", *since))
+		problems = append(problems, fmt.Sprintf("--since %q is not an RFC 3339 time", o.since))
 	}
 	var to time.Time
-	if *until != "" {
-		if to, err = time.Parse(time.RFC3339Nano, *until); err != nil {
-			problems = append(problems, fmt.Sprintf("--until %q is not an RFC 3339 time", *until))
+	if o.until != "" {
+		if to, err = time.Parse(time.RFC3339Nano, o.until); err != nil {
+			problems = append(problems, fmt.Sprintf("--until %q is not an RFC 3339 time", o.until))
 		} else if !to.After(from) {
 			problems = append(problems, "--until must be after --since")
 		}
 	}
-	evs, err := reconcile.ParseEvents(*events)
+	evs, err := reconcile.ParseEvents(o.events)
 	if err != nil {
 		problems = append(problems, "--events: "+err.Error())
 	}
-	if *output != "table" && *output != "json" && *output != "yaml" {
-		problems = append(problems, fmt.Sprintf("-o %q: must be table, json or yaml", *output))
-	}
-	if *pageSize < 0 || *pageSize > 1000 || *rate <= 0 {
+	if o.pageSize < 0 || o.pageSize > 1000 || o.rate <= 0 {
 		problems = append(problems, "--page-size must be between 1 and 1000 and --rate positive")
 	}
-	cfg, err := commandConfig(*configFile, getenv)
+	cfg, err := commandConfig(o.config, getenv)
 	if err != nil {
 		problems = append(problems, err.Error())
 	}
@@ -89,8 +86,8 @@ func backfillRun(ctx context.Context, o backfillOptions, getenv func(string) str
 	if len(problems) > 0 {
 		return fmt.Errorf("%w: %s", errUsage, strings.Join(problems, "; "))
 	}
-	if *pageSize == 0 {
-		*pageSize = cfg.ReconcilePageSize
+	if o.pageSize == 0 {
+		o.pageSize = cfg.ReconcilePageSize
 	}
 
 	log := NewLogger(cfg, stderr)
@@ -107,7 +104,7 @@ func backfillRun(ctx context.Context, o backfillOptions, getenv func(string) str
 	if err != nil {
 		return err
 	}
-	if !*dryRun {
+	if !o.dryRun {
 		if err := qu.Ensure(ctx); err != nil {
 			return ctxDone(ctx, err)
 		}
@@ -119,11 +116,11 @@ func backfillRun(ctx context.Context, o backfillOptions, getenv func(string) str
 	tokens := auth.PasswordTokenSource(auth.PasswordConfig{TokenURL: cfg.CDSETokenURL, ClientID: cfg.CDSEClientID,
 		Username: cfg.CDSEUsername, Password: cfg.CDSEPassword, TOTP: cfg.CDSETOTP})
 	api := catalogclient.New(cfg.CDSECatalogueURL, tokens, nil)
-	bf := backfill.New(backfill.Options{Filter: *filter, Since: from, Until: to, Events: evs, Route: cfg.route(),
-		Stream: cfg.Stream, Bucket: cfg.Stream + "_STATE", Replicas: cfg.StreamReplicas, DryRun: *dryRun},
-		reconcile.NewLister(api, *pageSize, *rate), pub, qu, js, log)
+	bf := backfill.New(backfill.Options{Filter: o.filter, Since: from, Until: to, Events: evs, Route: cfg.route(),
+		Stream: cfg.Stream, Bucket: cfg.Stream + "_STATE", Replicas: cfg.StreamReplicas, DryRun: o.dryRun},
+		reconcile.NewLister(api, o.pageSize, o.rate), pub, qu, js, log)
 
-	tty := *output == "table" && isTerminal(stderr)
+	tty := o.out.Format == "table" && isTerminal(stderr)
 	began := map[string]time.Time{}
 	bf.OnPage = func(p backfill.Progress) {
 		if !tty {
@@ -133,7 +130,7 @@ func backfillRun(ctx context.Context, o backfillOptions, getenv func(string) str
 		}
 		fmt.Fprintf(stderr, "\r%s", progressLine(p, began))
 	}
-	log.WithField("since", from.Format(time.RFC3339)).WithField("until", *until).WithField("dry_run", *dryRun).Info("backfill started")
+	log.WithField("since", from.Format(time.RFC3339)).WithField("until", o.until).WithField("dry_run", o.dryRun).Info("backfill started")
 	sum, err := bf.Run(ctx)
 	if tty {
 		fmt.Fprintln(stderr)
@@ -141,23 +138,22 @@ func backfillRun(ctx context.Context, o backfillOptions, getenv func(string) str
 	if err != nil {
 		return ctxDone(ctx, fmt.Errorf("%w (run the same command again to continue)", err))
 	}
-	if *output != "table" {
-		return writeStructured(stdout, *output, sum)
-	}
-	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-	verb := "PUBLISHED"
-	if sum.DryRun {
-		verb = "WOULD-PUBLISH"
-	}
-	fmt.Fprintf(tw, "EVENT\tLISTED\t%s\tON-STREAM\tQUARANTINED\tUNCHANGED\n", verb)
-	for _, p := range sum.Events {
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\n", p.Event, p.Listed, p.Published, p.OnStream, p.Quarantined, p.Unchanged)
-	}
-	if err := tw.Flush(); err != nil {
+	return o.out.Print(stdout, sum, func(w io.Writer) error {
+		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+		verb := "PUBLISHED"
+		if sum.DryRun {
+			verb = "WOULD-PUBLISH"
+		}
+		fmt.Fprintf(tw, "EVENT\tLISTED\t%s\tON-STREAM\tQUARANTINED\tUNCHANGED\n", verb)
+		for _, p := range sum.Events {
+			fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\n", p.Event, p.Listed, p.Published, p.OnStream, p.Quarantined, p.Unchanged)
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+		_, err := fmt.Fprintf(w, "%d ids read from the stream; resumed: %v; took %s\n", sum.Scanned, sum.Resumed, sum.Took)
 		return err
-	}
-	fmt.Fprintf(stdout, "%d ids read from the stream; resumed: %v; took %s\n", sum.Scanned, sum.Resumed, sum.Took)
-	return nil
+	})
 }
 
 // progressLine is "created  1200/3000  40%  520/s  ETA 3s".

@@ -120,8 +120,8 @@ func commands(getenv func(string) string) *cobra.Command {
 		},
 	}
 	q.PersistentFlags().StringVar(&qo.config, "config", "", "YAML settings file (as for the receiver); the environment is read too")
-	qout := cli.AddOutputFlag(q)
-	q.PersistentPreRunE = func(*cobra.Command, []string) error { qo.output = qout.Format; return qout.Check() }
+	qo.out = cli.AddOutputFlag(q)
+	q.PersistentPreRunE = func(*cobra.Command, []string) error { return qo.out.Check() }
 	run := func(verb string, seq uint64) func(*cobra.Command, []string) error {
 		return func(cmd *cobra.Command, _ []string) error {
 			return quarantineRun(cmd.Context(), qo, verb, seq, getenv, cmd.OutOrStdout())
@@ -155,8 +155,8 @@ func commands(getenv func(string) string) *cobra.Command {
 	}
 	b.Flags().StringVar(&bo.config, "config", "", "YAML settings file (as for the receiver); the environment is read too")
 	bo.flags(b.Flags())
-	bout := cli.AddOutputFlag(b)
-	b.PersistentPreRunE = func(*cobra.Command, []string) error { bo.output = bout.Format; return bout.Check() }
+	bo.out = cli.AddOutputFlag(b)
+	b.PersistentPreRunE = func(*cobra.Command, []string) error { return bo.out.Check() }
 	root.AddCommand(q, b)
 	cli.AddVersion(root)
 	return root
@@ -171,20 +171,6 @@ func commandConfig(configFile string, getenv func(string) string) (Config, error
 		args = append(args, "--config", configFile)
 	}
 	return Load(args, getenv, io.Discard)
-}
-
-// writeStructured prints v as JSON or YAML (-o json|yaml).
-func writeStructured(w io.Writer, format string, v any) error {
-	if format == "yaml" {
-		return cli.WriteYAML(w, v)
-	}
-	return writeJSON(w, v)
-}
-
-func writeJSON(w io.Writer, v any) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(v)
 }
 
 // ctxDone reports a cancelled run as such rather than as the error of

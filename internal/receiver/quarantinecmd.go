@@ -10,6 +10,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/cdse-jetstream/receiver/internal/cli"
 	"github.com/cdse-jetstream/receiver/internal/ingest"
 	"github.com/cdse-jetstream/receiver/internal/notification"
 	"github.com/cdse-jetstream/receiver/internal/publish"
@@ -35,14 +36,14 @@ kept verbatim on the quarantine stream:
 
 // quarantineOptions are the quarantine command's flags.
 type quarantineOptions struct {
-	config, output string
-	dryRun         bool
+	config string
+	out    *cli.Output // -o, checked before the run
+	dryRun bool
 }
 
 // quarantineRun runs one quarantine verb (list, show, replay).
 func quarantineRun(ctx context.Context, o quarantineOptions, verb string, seq uint64, getenv func(string) string, stdout io.Writer) error {
-	configFile, output, dryRun := &o.config, &o.output, &o.dryRun
-	cfg, err := commandConfig(*configFile, getenv)
+	cfg, err := commandConfig(o.config, getenv)
 	if err != nil {
 		return fmt.Errorf("%w: %v", errUsage, err)
 	}
@@ -58,55 +59,53 @@ func quarantineRun(ctx context.Context, o quarantineOptions, verb string, seq ui
 		if err != nil {
 			return ctxDone(ctx, err)
 		}
-		if *output != "table" {
-			return writeStructured(stdout, *output, nonNil(list))
-		}
-		tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "SEQ\tTIME\tSOURCE\tREASON\tPRODUCT\tBYTES\tERROR")
-		for _, s := range list {
-			fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%d\t%s\n", s.Seq, s.Time.UTC().Format(time.RFC3339), s.Source, s.Reason, orDash(s.ProductID), s.Bytes, cut(s.Error, 80))
-		}
-		return tw.Flush()
+		return o.out.Print(stdout, nonNil(list), func(w io.Writer) error {
+			tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "SEQ\tTIME\tSOURCE\tREASON\tPRODUCT\tBYTES\tERROR")
+			for _, s := range list {
+				fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%d\t%s\n", s.Seq, s.Time.UTC().Format(time.RFC3339), s.Source, s.Reason, orDash(s.ProductID), s.Bytes, cut(s.Error, 80))
+			}
+			return tw.Flush()
+		})
 	case "show":
 		s, err := r.Get(ctx, seq)
 		if err != nil {
 			return ctxDone(ctx, err)
 		}
-		if *output != "table" {
-			return writeStructured(stdout, *output, struct {
-				quarantine.Stored
-				Body string `json:"body"`
-			}{s, string(s.Body)})
-		}
-		_, err = stdout.Write(s.Body)
-		return err
+		// The table is the body itself, byte for byte.
+		return o.out.Print(stdout, struct {
+			quarantine.Stored
+			Body string `json:"body"`
+		}{s, string(s.Body)}, func(w io.Writer) error {
+			_, err := w.Write(s.Body)
+			return err
+		})
 	}
 	pub, err := publish.NewPublisher(nc, publish.PublisherOptions{Stream: cfg.Stream, Timeout: cfg.PublishTimeout}, prometheus.NewRegistry())
 	if err != nil {
 		return err
 	}
-	sum, err := replay(ctx, r, pub, cfg, *dryRun)
+	sum, err := replay(ctx, r, pub, cfg, o.dryRun)
 	if err != nil {
 		return ctxDone(ctx, err)
 	}
-	if *output != "table" {
-		return writeStructured(stdout, *output, sum)
-	}
-	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "SEQ\tPRODUCT\tRESULT\tDETAIL")
-	for _, it := range sum.Items {
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\n", it.Seq, orDash(it.ProductID), it.Result, cut(it.Detail, 100))
-	}
-	if err := tw.Flush(); err != nil {
+	return o.out.Print(stdout, sum, func(w io.Writer) error {
+		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "SEQ\tPRODUCT\tRESULT\tDETAIL")
+		for _, it := range sum.Items {
+			fmt.Fprintf(tw, "%d\t%s\t%s\t%s\n", it.Seq, orDash(it.ProductID), it.Result, cut(it.Detail, 100))
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+		done := "replayed"
+		if o.dryRun {
+			done = "would replay (dry run)"
+		}
+		_, err := fmt.Fprintf(w, "%d checked: %s %d (%d stored, %d already on the stream), %d still refused\n",
+			sum.Checked, done, sum.Replayed, sum.Stored, sum.Duplicates, sum.StillRefused)
 		return err
-	}
-	done := "replayed"
-	if *dryRun {
-		done = "would replay (dry run)"
-	}
-	fmt.Fprintf(stdout, "%d checked: %s %d (%d stored, %d already on the stream), %d still refused\n",
-		sum.Checked, done, sum.Replayed, sum.Stored, sum.Duplicates, sum.StillRefused)
-	return nil
+	})
 }
 
 // ReplaySummary is what a replay did.
