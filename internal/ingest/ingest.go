@@ -92,15 +92,10 @@ func Messages(ns []notification.Notification, r *Route, source string) []publish
 	return msgs
 }
 
-// StacItemURL is the product's STAC item: <base>/collections/<collection>/
-// items/<name less .SAFE>, "" when its product type has no known collection.
-func (r *Route) StacItemURL(n *notification.Notification) string {
-	var b strings.Builder
-	r.appendStacItemURL(&b, n)
-	return b.String()
-}
-
-func (r *Route) appendStacItemURL(b *strings.Builder, n *notification.Notification) {
+// writeStacItemURL writes the product's STAC item to b: <base>/collections/
+// <collection>/items/<name less .SAFE>; nothing when its product type has no
+// known collection.
+func (r *Route) writeStacItemURL(b *strings.Builder, n *notification.Notification) {
 	coll, ok := r.StacCollections[n.ProductType]
 	if !ok || r.StacURL == "" || n.ProductName == "" {
 		return
@@ -148,7 +143,7 @@ func headers(n *notification.Notification, id, source string, r *Route) map[stri
 		b.WriteString(")/$value")
 	}
 	ends[download] = b.Len()
-	r.appendStacItemURL(&b, n)
+	r.writeStacItemURL(&b, n)
 	ends[stac] = b.Len()
 	if r.CloudEvents {
 		// The subscription id is a canonical UUID: base plus this path is
