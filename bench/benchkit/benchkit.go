@@ -1,13 +1,14 @@
 // Package benchkit holds what the benchmark commands (bench/cmd/bench,
 // bench/cmd/grow) share: the webhook login of the receiver under test, the
-// notification the load sends, building the binaries, and reading a
-// process's memory from /proc.
+// notification the load sends, building the binaries, free loopback ports,
+// and reading a process's memory from /proc.
 package benchkit
 
 import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -71,4 +72,25 @@ func ProcStatus(pid int, field string) int64 {
 		}
 	}
 	return 0
+}
+
+// FreePorts returns n distinct loopback ports that were free a moment ago
+// (all held open together, so that none is handed out twice).
+func FreePorts(n int) ([]string, error) {
+	var out []string
+	var lns []net.Listener
+	defer func() {
+		for _, ln := range lns {
+			ln.Close()
+		}
+	}()
+	for range n {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return nil, err
+		}
+		lns = append(lns, ln)
+		out = append(out, strconv.Itoa(ln.Addr().(*net.TCPAddr).Port))
+	}
+	return out, nil
 }

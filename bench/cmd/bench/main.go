@@ -20,7 +20,6 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -372,14 +371,13 @@ type natsProc struct{ *proc }
 func (n natsProc) ClientURL() string { return "nats://" + n.addr }
 
 func startNATS(ctx context.Context, tmp string, env []string) (natsProc, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	ports, err := benchkit.FreePorts(1)
 	if err != nil {
 		return natsProc{}, err
 	}
-	port := ln.Addr().(*net.TCPAddr).Port
-	ln.Close()
+	port := ports[0]
 	conf := filepath.Join(tmp, "nats-server.conf")
-	cfg := fmt.Sprintf("listen: \"127.0.0.1:%d\"\nmax_payload: 8MB\njetstream { store_dir: %q }\n", port, filepath.Join(tmp, "nats"))
+	cfg := fmt.Sprintf("listen: \"127.0.0.1:%s\"\nmax_payload: 8MB\njetstream { store_dir: %q }\n", port, filepath.Join(tmp, "nats"))
 	if err := os.WriteFile(conf, []byte(cfg), 0o600); err != nil {
 		return natsProc{}, err
 	}
@@ -387,7 +385,7 @@ func startNATS(ctx context.Context, tmp string, env []string) (natsProc, error) 
 	if err != nil {
 		return natsProc{}, err
 	}
-	p.addr = "127.0.0.1:" + strconv.Itoa(port)
+	p.addr = "127.0.0.1:" + port
 	n := natsProc{p}
 	// It logs to stderr; readiness is a connection that works.
 	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) {

@@ -14,7 +14,6 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"os/signal"
@@ -192,7 +191,7 @@ type receiver struct {
 // startReceiver runs the receiver binary on dir (embedded NATS) or
 // against natsURL, and waits until /readyz answers 200.
 func startReceiver(ctx context.Context, tmp, dir, natsURL string, env ...string) (*receiver, error) {
-	ports, err := freePorts(3)
+	ports, err := benchkit.FreePorts(3)
 	if err != nil {
 		return nil, err
 	}
@@ -235,7 +234,7 @@ type natsServer struct {
 // startNATS opens the embedded store of dir with a nats-server process and
 // returns the time until it answered a JetStream request.
 func startNATS(ctx context.Context, tmp, dir string) (*natsServer, time.Duration, error) {
-	ports, err := freePorts(1)
+	ports, err := benchkit.FreePorts(1)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -259,25 +258,6 @@ func startNATS(ctx context.Context, tmp, dir string) (*natsServer, time.Duration
 			return nil, 0, fmt.Errorf("nats-server not ready:\n%s", ns.LogTail(20))
 		}
 	}
-}
-
-func freePorts(n int) ([]string, error) {
-	var out []string
-	var lns []net.Listener
-	defer func() {
-		for _, ln := range lns {
-			ln.Close()
-		}
-	}()
-	for range n {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return nil, err
-		}
-		lns = append(lns, ln)
-		out = append(out, strconv.Itoa(ln.Addr().(*net.TCPAddr).Port))
-	}
-	return out, nil
 }
 
 // rss is the process's resident set in bytes, 0 when unknown.
