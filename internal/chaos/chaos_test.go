@@ -19,12 +19,9 @@ func TestChaos(t *testing.T) {
 	if testing.Short() {
 		t.Skip("chaos: separate processes for a minute; not in -short")
 	}
-	d := envDuration(t, "CHAOS_DURATION", 60*time.Second)
-	runs := envInt(t, "CHAOS_RUNS", 1)
-	seed := time.Now().UnixNano() % 1_000_000
-	if s := os.Getenv("CHAOS_SEED"); s != "" {
-		seed = int64(envInt(t, "CHAOS_SEED", 0))
-	}
+	d := env(t, "CHAOS_DURATION", 60*time.Second, time.ParseDuration)
+	runs := env(t, "CHAOS_RUNS", 1, strconv.Atoi)
+	seed := env(t, "CHAOS_SEED", time.Now().UnixNano()%1_000_000, func(s string) (int64, error) { return strconv.ParseInt(s, 10, 64) })
 	dir := t.TempDir()
 	rcv := BuildReceiver(t, dir)
 	nats := natsproc.Binary(t, natsproc.EmbeddedVersion(t))
@@ -44,26 +41,15 @@ func TestChaos(t *testing.T) {
 	}
 }
 
-func envDuration(t *testing.T, k string, def time.Duration) time.Duration {
+// env reads the setting k with parse, def when it is unset.
+func env[T any](t *testing.T, k string, def T, parse func(string) (T, error)) T {
 	v := os.Getenv(k)
 	if v == "" {
 		return def
 	}
-	d, err := time.ParseDuration(v)
+	x, err := parse(v)
 	if err != nil {
 		t.Fatalf("%s: %v", k, err)
 	}
-	return d
-}
-
-func envInt(t *testing.T, k string, def int) int {
-	v := os.Getenv(k)
-	if v == "" {
-		return def
-	}
-	n, err := strconv.Atoi(v)
-	if err != nil {
-		t.Fatalf("%s: %v", k, err)
-	}
-	return n
+	return x
 }
