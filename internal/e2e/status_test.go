@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/cdse-jetstream/receiver/internal/cdsesim"
 	"github.com/cdse-jetstream/receiver/internal/register"
@@ -54,10 +55,17 @@ func TestRegisterStatus(t *testing.T) {
 	w.sim.WaitPushes()
 	w.waitMessages(t, 1)
 
-	// What the receiver says of itself.
-	st, err := status.Fetch(context.Background(), http.DefaultClient, admin)
-	if err != nil {
-		t.Fatal(err)
+	// What the receiver says of itself, once the quarantine stream exists:
+	// the receiver creates it in the background, after it is ready.
+	var st *status.Receiver
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		var err error
+		if st, err = status.Fetch(context.Background(), http.DefaultClient, admin); err != nil {
+			t.Fatal(err)
+		}
+		if st.Quarantine != nil || time.Now().After(deadline) {
+			break
+		}
 	}
 	if !st.Ready || st.Webhook == nil || st.Webhook.Username != webhookUser || st.Webhook.Path != "/notifications" || len(st.Sources) != 1 ||
 		st.Sources[0].Name != "push" || st.Sources[0].LastStored == nil || st.Stream == nil || st.Stream.Messages != 1 || st.Quarantine == nil {
