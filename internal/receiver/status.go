@@ -12,7 +12,6 @@ import (
 	"github.com/cdse-jetstream/receiver/internal/buildinfo"
 	"github.com/cdse-jetstream/receiver/internal/ingest"
 	"github.com/cdse-jetstream/receiver/internal/publish"
-	"github.com/cdse-jetstream/receiver/internal/reconcile"
 	"github.com/cdse-jetstream/receiver/internal/status"
 )
 
@@ -77,14 +76,11 @@ func (a *App) Status(ctx context.Context) status.Receiver {
 	st.Stream = a.streamState(ctx, cfg.Stream)
 	st.Quarantine = a.streamState(ctx, cfg.QuarantineStream)
 	if a.reconciler != nil {
-		events, _ := reconcile.ParseEvents(cfg.ReconcileEvents) // checked by Validate
-		for _, ev := range events {
-			if t, err := a.reconciler.Watermark(ctx, ev); err == nil && !t.IsZero() {
-				if st.Watermarks == nil {
-					st.Watermarks = map[string]time.Time{}
-				}
-				st.Watermarks[string(ev)] = t.UTC()
+		for ev, t := range a.reconciler.Watermarks(ctx) {
+			if st.Watermarks == nil {
+				st.Watermarks = map[string]time.Time{}
 			}
+			st.Watermarks[string(ev)] = t.UTC()
 		}
 	}
 	return st

@@ -192,6 +192,20 @@ func (r *Reconciler) Watermark(ctx context.Context, ev notification.Event) (time
 	return r.watermark(ctx, ev)
 }
 
+// Watermarks are the stored watermarks of the events it reconciles, those
+// that have one.
+func (r *Reconciler) Watermarks(ctx context.Context) map[notification.Event]time.Time {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := map[notification.Event]time.Time{}
+	for _, ev := range r.events {
+		if t, err := r.watermark(ctx, ev); err == nil && !t.IsZero() {
+			out[ev] = t
+		}
+	}
+	return out
+}
+
 func (r *Reconciler) watermark(ctx context.Context, ev notification.Event) (time.Time, error) {
 	if err := r.buckets(ctx); err != nil {
 		return time.Time{}, err
