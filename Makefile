@@ -3,7 +3,9 @@ SHELL := bash
 GO ?= go
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 REVISION ?= $(shell git rev-parse HEAD 2>/dev/null)
-BUILD_DATE ?= $(shell date -u +%Y-%m-%dT%H:%M:%SZ)
+# The commit's time, not the clock's: two builds of one commit are the same
+# binaries and the same image (make image); the clock only outside a clone.
+BUILD_DATE ?= $(shell TZ=UTC git log -1 --format=%cd --date=format-local:%Y-%m-%dT%H:%M:%SZ 2>/dev/null || date -u +%Y-%m-%dT%H:%M:%SZ)
 # staticcheck, pinned, fetched through the Go module proxy.
 STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 LDFLAGS := -s -w -X github.com/prometheus/common/version.Version=$(VERSION) -X github.com/prometheus/common/version.Revision=$(REVISION) -X github.com/prometheus/common/version.BuildDate=$(BUILD_DATE)
@@ -18,7 +20,7 @@ build: ## build the binaries (receiver, register, cdse-sim, subscribe) into bin/
 
 .PHONY: run
 run: ## run the receiver with the embedded NATS and the development settings of configs/dev.yaml
-	$(GO) run ./cmd/receiver --config configs/dev.yaml
+	$(GO) run -ldflags '$(LDFLAGS)' ./cmd/receiver --config configs/dev.yaml
 
 .PHONY: demo
 demo: ## the whole chain locally: simulator, receiver, subscriber, register, a few products

@@ -24,6 +24,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/cdse-jetstream/receiver/event"
+	"github.com/cdse-jetstream/receiver/internal/buildinfo"
 )
 
 func main() {
@@ -44,7 +45,12 @@ func run(ctx context.Context) error {
 	flag.StringVar(&f.Prefix, "prefix", os.Getenv("NATS_SUBJECT_PREFIX"), "the receiver's NATS_SUBJECT_PREFIX")
 	flag.StringVar(&subject, "subject", "", "a filter subject of your own instead of the three above")
 	flag.StringVar(&stream, "stream", event.DefaultStream, "the receiver's NATS_STREAM")
+	version := flag.Bool("version", false, "print the version and exit (every binary of the project answers --version)")
 	flag.Parse()
+	if *version {
+		fmt.Println(buildinfo.Get().String("subscribe"))
+		return nil
+	}
 	if subject == "" {
 		var err error
 		if subject, err = f.Subject(); err != nil {
