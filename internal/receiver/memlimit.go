@@ -3,6 +3,7 @@ package receiver
 import (
 	"math"
 	"os"
+	"strings"
 
 	"github.com/KimMachineGun/automemlimit/memlimit"
 )
@@ -17,9 +18,13 @@ import (
 // memlimit.FromCgroup outside tests.
 func setMemoryLimit(provider memlimit.Provider) int64 {
 	// The process's own environment, not Run's getenv: it is what the
-	// runtime read GOMEMLIMIT from.
-	if os.Getenv("GOMEMLIMIT") != "" {
+	// runtime read GOMEMLIMIT from. Set but empty is no limit to the runtime,
+	// but automemlimit takes any GOMEMLIMIT present as the operator's and
+	// would set nothing: an empty one is dropped first.
+	if v, ok := os.LookupEnv("GOMEMLIMIT"); ok && strings.TrimSpace(v) != "" {
 		return 0
+	} else if ok {
+		os.Unsetenv("GOMEMLIMIT")
 	}
 	limit, err := memlimit.Set(memlimit.WithRatio(0.9), memlimit.WithProvider(provider))
 	if err != nil || limit <= 0 || limit == math.MaxInt64 {

@@ -30,6 +30,13 @@ func TestSetMemoryLimit(t *testing.T) {
 	if got := setMemoryLimit(broken); got != 0 || debug.SetMemoryLimit(-1) != prev {
 		t.Errorf("unreadable cgroup: set %d", got)
 	}
+	// Set but empty is the runtime's "no limit given", not the operator's
+	// choice: automemlimit would take its presence as one and set nothing.
+	t.Setenv("GOMEMLIMIT", "")
+	if got := setMemoryLimit(memlimit.Limit(1_000_000_000)); got != 900_000_000 {
+		t.Errorf("GOMEMLIMIT set to the empty string: set %d, want 90 %% of 1e9", got)
+	}
+	debug.SetMemoryLimit(prev)
 	t.Setenv("GOMEMLIMIT", "64MiB")
 	if got := setMemoryLimit(memlimit.Limit(1_000_000_000)); got != 0 || debug.SetMemoryLimit(-1) != prev {
 		t.Errorf("GOMEMLIMIT set by the operator was overridden: %d", got)
