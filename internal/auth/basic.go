@@ -4,6 +4,7 @@
 package auth
 
 import (
+	"context"
 	"crypto/sha256"
 	"crypto/subtle"
 	"errors"
@@ -64,22 +65,45 @@ func (b *Basic) Reload() (bool, error) {
 	return b.file.reload()
 }
 
-// Verify reports whether user and password match one of the credentials.
-// It compares fixed-size digests in constant time and always checks every
-// credential, so neither the lengths nor which part was wrong leak through
-// timing.
-func (b *Basic) Verify(user, password string) bool {
+// Known reports whether user and password match a static credential or an
+// htpasswd password verified recently: the checks that cost no bcrypt, made
+// before anything else (the failed-login limiter included), so that the
+// catalogue is never slowed down. It compares fixed-size digests in
+// constant time and always checks every credential, so neither the lengths
+// nor which part was wrong leak through timing.
+func (b *Basic) Known(user, password string) bool {
 	u, p := sha256.Sum256([]byte(user)), sha256.Sum256([]byte(password))
 	ok := 0
 	for _, c := range b.creds {
 		ok |= subtle.ConstantTimeCompare(u[:], c.user[:]) & subtle.ConstantTimeCompare(p[:], c.pass[:])
 	}
-	if ok == 1 {
-		return true
+	return ok == 1 || b.file != nil && b.file.known(fileKey(user, password))
+}
+
+// Verify reports whether user and password match one of the credentials,
+// running a bcrypt check of the htpasswd file when Known cannot tell. The
+// check waits for its turn only as long as ctx lives; ErrBusy means too
+// many are queued (answer "retry later", not "wrong password").
+func (b *Basic) Verify(ctx context.Context, user, password string) (bool, error) {
+	if b.Known(user, password) {
+		return true, nil
 	}
-	if b.file != nil {
-		// Length-prefixed, so no two user/password pairs share a key.
-		return b.file.verify(user, password, sha256.Sum256([]byte(strconv.Itoa(len(user))+":"+user+password)))
+	if b.file == nil {
+		return false, nil
 	}
-	return false
+	return b.file.verify(ctx, user, password, fileKey(user, password))
+}
+
+// BcryptChecks counts the bcrypt checks run (for a metric).
+func (b *Basic) BcryptChecks() uint64 {
+	if b.file == nil {
+		return 0
+	}
+	return b.file.checks.Load()
+}
+
+// fileKey is the memory's key of a verified pair: length-prefixed, so no
+// two user/password pairs share one.
+func fileKey(user, password string) [sha256.Size]byte {
+	return sha256.Sum256([]byte(strconv.Itoa(len(user)) + ":" + user + password))
 }

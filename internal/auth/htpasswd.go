@@ -3,11 +3,14 @@ package auth
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"crypto/sha256"
+	"errors"
 	"fmt"
 	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/crypto/bcrypt"
@@ -57,28 +60,48 @@ func parseHTPasswd(path string) (*htpasswd, error) {
 }
 
 // bcryptVerifier checks credentials against an htpasswd file, reloading it
-// when it changes (a rotated Kubernetes Secret), with two guards for a public
+// when it changes (a rotated Kubernetes Secret), with guards for a public
 // endpoint: successful checks are remembered for a while, so the catalogue's
 // requests cost one hash lookup instead of one bcrypt (~50 ms of CPU) each;
-// and at most two bcrypt checks run at once, so a flood of wrong passwords
-// cannot take every core.
+// at most two bcrypt checks run at once and at most maxWaiting wait for
+// their turn, each only as long as its request lives, so a flood of wrong
+// passwords can take neither every core nor an unbounded pile of
+// goroutines.
 type bcryptVerifier struct {
 	path string
 	sem  chan struct{}
+	// waiting counts the checks queued for sem.
+	waiting atomic.Int32
+	// checks counts bcrypt checks run (a metric).
+	checks atomic.Uint64
+	// compare is bcrypt.CompareHashAndPassword (tests hold it to order
+	// a check against a reload).
+	compare func(hash, password []byte) error
 
 	mu   sync.Mutex
 	file *htpasswd
-	ok   map[[sha256.Size]byte]time.Time // verified user+password → until
+	// gen counts reloads: a check remembers a success only if the file it
+	// checked against is still the one in force.
+	gen uint64
+	ok  map[[sha256.Size]byte]time.Time // verified user+password → until
 }
 
 const verifiedFor = 10 * time.Minute
+
+// maxWaiting bounds the checks queued behind the two running ones; beyond
+// it a check is refused at once with ErrBusy.
+const maxWaiting = 16
+
+// ErrBusy means too many bcrypt checks are running or waiting: the
+// request should be answered "retry later", not "wrong password".
+var ErrBusy = errors.New("too many password checks in progress")
 
 func newBcryptVerifier(path string) (*bcryptVerifier, error) {
 	f, err := parseHTPasswd(path)
 	if err != nil {
 		return nil, err
 	}
-	return &bcryptVerifier{path: path, sem: make(chan struct{}, 2), file: f, ok: map[[sha256.Size]byte]time.Time{}}, nil
+	return &bcryptVerifier{path: path, sem: make(chan struct{}, 2), compare: bcrypt.CompareHashAndPassword, file: f, ok: map[[sha256.Size]byte]time.Time{}}, nil
 }
 
 // reload re-reads the file when its modification time changed. A broken
@@ -100,38 +123,68 @@ func (v *bcryptVerifier) reload() (bool, error) {
 	}
 	v.mu.Lock()
 	v.file = f
+	v.gen++
 	clear(v.ok) // a removed password must stop working now
 	v.mu.Unlock()
 	return true, nil
 }
 
-func (v *bcryptVerifier) verify(user, password string, key [sha256.Size]byte) bool {
-	now := time.Now()
+// known says whether key was verified recently: no bcrypt.
+func (v *bcryptVerifier) known(key [sha256.Size]byte) bool {
 	v.mu.Lock()
-	until, cached := v.ok[key]
-	hashes := v.file.hashes[user]
+	until, ok := v.ok[key]
 	v.mu.Unlock()
-	if cached && now.Before(until) {
-		return true
+	return ok && time.Now().Before(until)
+}
+
+// verify runs the bcrypt check, waiting for a turn at most as long as ctx.
+func (v *bcryptVerifier) verify(ctx context.Context, user, password string, key [sha256.Size]byte) (bool, error) {
+	if v.known(key) {
+		return true, nil
 	}
-	v.sem <- struct{}{}
+	if v.waiting.Add(1) > maxWaiting {
+		v.waiting.Add(-1)
+		return false, ErrBusy
+	}
+	select {
+	case v.sem <- struct{}{}:
+		v.waiting.Add(-1)
+	case <-ctx.Done():
+		v.waiting.Add(-1)
+		return false, fmt.Errorf("password check: %w", ctx.Err())
+	}
 	defer func() { <-v.sem }()
-	match := false
-	if len(hashes) == 0 {
-		_ = bcrypt.CompareHashAndPassword(dummyHash, []byte(password))
-	}
-	for _, h := range hashes {
-		if bcrypt.CompareHashAndPassword(h, []byte(password)) == nil {
-			match = true
-		}
-	}
-	if match {
+	// The hashes are read once the turn has come (a reload may have come
+	// first), and a success is remembered only if no reload came during
+	// the check; otherwise the check runs again on the new file, so that a
+	// removed password is neither remembered nor, this once, accepted.
+	for range 3 {
 		v.mu.Lock()
-		if len(v.ok) > 10000 {
-			clear(v.ok)
-		}
-		v.ok[key] = now.Add(verifiedFor)
+		gen, hashes := v.gen, v.file.hashes[user]
 		v.mu.Unlock()
+		v.checks.Add(1)
+		match := false
+		if len(hashes) == 0 {
+			_ = v.compare(dummyHash, []byte(password))
+		}
+		for _, h := range hashes {
+			if v.compare(h, []byte(password)) == nil {
+				match = true
+			}
+		}
+		v.mu.Lock()
+		if v.gen != gen {
+			v.mu.Unlock()
+			continue
+		}
+		if match {
+			if len(v.ok) > 10000 {
+				clear(v.ok)
+			}
+			v.ok[key] = time.Now().Add(verifiedFor)
+		}
+		v.mu.Unlock()
+		return match, nil
 	}
-	return match
+	return false, ErrBusy // the file changed under every try: let the sender retry
 }

@@ -54,6 +54,23 @@ func (l *FailureLimiter) Fail(addr string) (limited bool, retryAfter time.Durati
 	return f.n > l.limit, f.reset.Sub(now)
 }
 
+// Limited reports, without counting anything, whether addr is over the
+// limit now, and when its window ends. It is asked before a costly check
+// (bcrypt) is run for wrong-looking credentials.
+func (l *FailureLimiter) Limited(addr string) (limited bool, retryAfter time.Duration) {
+	if l == nil || l.limit <= 0 {
+		return false, 0
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	now := l.now()
+	f := l.clients[addr]
+	if f == nil || now.After(f.reset) || f.n < l.limit {
+		return false, 0
+	}
+	return true, f.reset.Sub(now)
+}
+
 // sweep drops expired windows, and if that frees nothing, the entry closest
 // to expiry.
 func (l *FailureLimiter) sweep(now time.Time) {

@@ -9,6 +9,8 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"os"
+	"path/filepath"
 	"runtime"
 	"strings"
 	"testing"
@@ -16,7 +18,9 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/sirupsen/logrus"
+	"golang.org/x/crypto/bcrypt"
 
 	"github.com/cdse-jetstream/receiver/internal/auth"
 	"github.com/cdse-jetstream/receiver/internal/fixtures"
@@ -113,6 +117,55 @@ func TestAuthFailureLimit(t *testing.T) {
 	// The correct client, from the same address, is not slowed down.
 	if resp, b := e.post(t, fixtures.Notification(t, "created-s2.json")); resp.StatusCode != 200 {
 		t.Fatalf("correct credentials refused while the address is limited: %d %s", resp.StatusCode, b)
+	}
+}
+
+// TestAuthFailureLimitSparesBcrypt: with an htpasswd file, an address over
+// its failed-login limit is answered 429 before any bcrypt check runs, so
+// a wrong-password flood from it costs no CPU; the catalogue's password,
+// verified once, still passes from the same address.
+func TestAuthFailureLimitSparesBcrypt(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "htpasswd")
+	hash, err := bcrypt.GenerateFromPassword([]byte(password), bcrypt.MinCost)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte(user+":"+string(hash)+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	v, err := auth.NewBasic(nil, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := startWithVerifier(t, natstest.RunJetStream(t), v, func(o *Options) {
+		o.Limiter = auth.NewFailureLimiter(3, time.Minute, 100)
+	})
+	if resp, b := e.post(t, fixtures.Notification(t, "created-s2.json")); resp.StatusCode != 200 {
+		t.Fatalf("the right password: %d %s", resp.StatusCode, b)
+	}
+	checks := func() float64 {
+		return testutil.ToFloat64(mustCounter(t, e.reg, "cdse_receiver_auth_bcrypt_checks_total"))
+	}
+	if got := checks(); got != 1 {
+		t.Fatalf("%v bcrypt checks for the first request", got)
+	}
+	wrong := "Basic " + base64.StdEncoding.EncodeToString([]byte(user+":guess"))
+	var codes []int
+	for range 10 {
+		resp, _ := e.do(t, req{body: []byte("{}"), noAuth: true, headers: map[string]string{"Authorization": wrong}})
+		codes = append(codes, resp.StatusCode)
+	}
+	if fmt.Sprint(codes) != "[401 401 401 429 429 429 429 429 429 429]" {
+		t.Errorf("statuses %v", codes)
+	}
+	if got := checks(); got != 4 {
+		t.Errorf("%v bcrypt checks: the 7 requests answered 429 ran bcrypt too (want 1 + 3)", got)
+	}
+	if resp, b := e.post(t, fixtures.Notification(t, "created-s1.json")); resp.StatusCode != 200 {
+		t.Fatalf("the right password from the limited address: %d %s", resp.StatusCode, b)
+	}
+	if got := checks(); got != 4 {
+		t.Errorf("the verified password cost another bcrypt check (%v)", got)
 	}
 }
 

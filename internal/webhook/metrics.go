@@ -41,7 +41,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		}),
 		authFailures: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "cdse_receiver_auth_failures_total",
-			Help: "Webhook requests refused for credentials, by reason (missing, malformed, invalid; limited counts those answered 429).",
+			Help: "Webhook requests refused for credentials, by reason (missing, malformed, invalid; limited: answered 429; unchecked: no bcrypt check could run in time, answered 503).",
 		}, []string{"reason"}),
 		contentTypes: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "cdse_receiver_unexpected_content_type_total",
@@ -63,7 +63,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			m.notifications.WithLabelValues(string(ev), o)
 		}
 	}
-	for _, r := range []string{"missing", "malformed", "invalid", "limited"} {
+	for _, r := range []string{"missing", "malformed", "invalid", "limited", "unchecked"} {
 		m.authFailures.WithLabelValues(r)
 	}
 	for _, r := range []string{"too_large", "incomplete"} {

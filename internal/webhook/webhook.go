@@ -9,6 +9,7 @@ import (
 	"compress/gzip"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	stdlog "log"
 	"mime"
@@ -36,14 +37,20 @@ type Publisher interface {
 	Publish(ctx context.Context, msgs []publish.Message) ([]publish.Result, error)
 }
 
-// Verifier checks Basic credentials.
+// Verifier checks Basic credentials (internal/auth). Known is the check
+// that costs nothing (static credentials, passwords verified recently);
+// Verify may run a bcrypt check, waiting for its turn at most as long as
+// ctx, and fails with an error when it cannot check now.
 type Verifier interface {
-	Verify(user, password string) bool
+	Known(user, password string) bool
+	Verify(ctx context.Context, user, password string) (bool, error)
 }
 
 // FailureLimiter counts failed logins per client address and says when an
-// address is over its limit.
+// address is over its limit. Limited is asked before a costly check, Fail
+// after a failed one.
 type FailureLimiter interface {
+	Limited(addr string) (limited bool, retryAfter time.Duration)
 	Fail(addr string) (limited bool, retryAfter time.Duration)
 }
 
@@ -109,6 +116,14 @@ func New(o Options, pub Publisher, v Verifier, reg prometheus.Registerer, log lo
 	m, err := newMetrics(reg)
 	if err != nil {
 		return nil, err
+	}
+	if bc, ok := v.(interface{ BcryptChecks() uint64 }); ok {
+		if err := reg.Register(prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "cdse_receiver_auth_bcrypt_checks_total",
+			Help: "bcrypt checks of the htpasswd file's passwords (verified passwords are remembered for 10 minutes; an address over its failed-login limit costs none).",
+		}, func() float64 { return float64(bc.BcryptChecks()) })); err != nil {
+			return nil, fmt.Errorf("register webhook metrics: %w", err)
+		}
 	}
 	if o.Realm == "" {
 		o.Realm = "cdse-receiver"
@@ -455,24 +470,47 @@ func readAll(r io.Reader, b []byte) ([]byte, error) {
 }
 
 // basicAuth checks the catalogue's credentials before anything is read.
+// The order matters on a public endpoint: the free checks first (so the
+// catalogue, whose password is static or verified recently, is never
+// held up), then the failed-login limiter (an address over its limit gets
+// 429 without costing a bcrypt check), then the bcrypt check, bounded in
+// time and number (busy: 503, retry later, never 401 for a password not
+// checked).
 func basicAuth(v Verifier, lim FailureLimiter, realm string, m *metrics, log logrus.FieldLogger) echo.MiddlewareFunc {
 	challenge := `Basic realm="` + realm + `", charset="UTF-8"`
+	limited := func(c echo.Context, retry time.Duration) error {
+		m.authFailures.WithLabelValues("limited").Inc()
+		log.WithField("remote", c.RealIP()).Warn("too many failed logins from this address")
+		return &Error{Status: http.StatusTooManyRequests, Code: "too_many_auth_failures",
+			Message: "too many failed logins from this address; retry later", RetryAfter: max(int(retry.Seconds()+0.999), 1)}
+	}
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(c echo.Context) error {
 			user, pass, reason := basicCredentials(c.Request())
-			if reason == "" && !v.Verify(user, pass) {
-				reason = "invalid"
-			}
 			if reason == "" {
-				return next(c)
+				if v.Known(user, pass) {
+					return next(c)
+				}
+				if lim != nil {
+					if over, retry := lim.Limited(c.RealIP()); over {
+						return limited(c, retry)
+					}
+				}
+				ok, err := v.Verify(c.Request().Context(), user, pass)
+				if err != nil {
+					m.authFailures.WithLabelValues("unchecked").Inc()
+					return &Error{Status: http.StatusServiceUnavailable, Code: "unavailable",
+						Message: "the credentials could not be checked now; retry later", RetryAfter: retryAfterSeconds, cause: err}
+				}
+				if ok {
+					return next(c)
+				}
+				reason = "invalid"
 			}
 			m.authFailures.WithLabelValues(reason).Inc()
 			if lim != nil {
-				if limited, retry := lim.Fail(c.RealIP()); limited {
-					m.authFailures.WithLabelValues("limited").Inc()
-					log.WithField("remote", c.RealIP()).Warn("too many failed logins from this address")
-					return &Error{Status: http.StatusTooManyRequests, Code: "too_many_auth_failures",
-						Message: "too many failed logins from this address; retry later", RetryAfter: max(int(retry.Seconds()+0.999), 1)}
+				if over, retry := lim.Fail(c.RealIP()); over {
+					return limited(c, retry)
 				}
 			}
 			c.Response().Header().Set(echo.HeaderWWWAuthenticate, challenge)

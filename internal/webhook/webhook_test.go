@@ -53,6 +53,13 @@ func start(t *testing.T, srv *server.Server) *env {
 
 func startWith(t *testing.T, srv *server.Server, opt func(*Options)) *env {
 	t.Helper()
+	return startWithVerifier(t, srv, nil, opt)
+}
+
+// startWithVerifier is startWith with v checking the credentials (nil: the
+// static user and password).
+func startWithVerifier(t *testing.T, srv *server.Server, v Verifier, opt func(*Options)) *env {
+	t.Helper()
 	logger, hook := test.NewNullLogger()
 	logger.SetLevel(logrus.DebugLevel)
 	nc, err := publish.Connect(publish.ConnectOptions{URL: srv.ClientURL()}, nil, logger)
@@ -70,9 +77,10 @@ func startWith(t *testing.T, srv *server.Server, opt func(*Options)) *env {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	v, err := auth.NewBasic([]auth.Credential{{User: user, Password: password}}, "")
-	if err != nil {
-		t.Fatal(err)
+	if v == nil {
+		if v, err = auth.NewBasic([]auth.Credential{{User: user, Password: password}}, ""); err != nil {
+			t.Fatal(err)
+		}
 	}
 	q, err := quarantine.New(pub.JetStream(), quarantine.Options{Stream: quarantineStream, SubjectPrefix: "cdse.quarantine", Duplicates: time.Hour, Timeout: 2 * time.Second}, reg, logger)
 	if err != nil {
