@@ -1,6 +1,7 @@
 package auth
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -8,7 +9,6 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
-	"sync"
 	"time"
 
 	"golang.org/x/oauth2"
@@ -38,18 +38,24 @@ type PasswordConfig struct {
 	// is valid once and briefly, so it only serves the first login; later
 	// logins (after the refresh token expires) need a fresh one.
 	TOTP string
-	// HTTPClient for the token requests (nil: http.DefaultClient).
+	// HTTPClient for the token requests (nil: a client with a 30 s
+	// timeout; every request also carries the caller's context).
 	HTTPClient *http.Client
 	// Now is the clock (nil: time.Now); tests inject one.
 	Now func() time.Time
 }
 
-// PasswordTokenSource logs in once with the password grant, then refreshes
+// tokenTimeout bounds one token request when the caller's context does
+// not bound it sooner: a provider that accepts the connection and never
+// answers must not hold a pass, a probe or a shutdown.
+const tokenTimeout = 30 * time.Second
+
+// NewPasswordSource logs in once with the password grant, then refreshes
 // the access token with the refresh token before it expires, and logs in
 // again only when the refresh token has expired too: one session per
 // process, not one per request (the provider caps active sessions).
 // It is safe for concurrent use.
-func PasswordTokenSource(c PasswordConfig) oauth2.TokenSource {
+func NewPasswordSource(c PasswordConfig) *PasswordSource {
 	if c.ClientID == "" {
 		c.ClientID = DefaultClientID
 	}
@@ -57,17 +63,21 @@ func PasswordTokenSource(c PasswordConfig) oauth2.TokenSource {
 		c.TokenURL = DefaultTokenURL
 	}
 	if c.HTTPClient == nil {
-		c.HTTPClient = http.DefaultClient
+		c.HTTPClient = &http.Client{Timeout: tokenTimeout}
 	}
 	if c.Now == nil {
 		c.Now = time.Now
 	}
-	return &passwordSource{c: c}
+	return &PasswordSource{c: c, turn: make(chan struct{}, 1)}
 }
 
-type passwordSource struct {
-	c  PasswordConfig
-	mu sync.Mutex
+// PasswordSource is the catalogue login of NewPasswordSource.
+type PasswordSource struct {
+	c PasswordConfig
+	// turn serialises logins (one request to the provider at a time, so
+	// concurrent callers share one session); a caller waits for it only as
+	// long as its context lives.
+	turn chan struct{}
 
 	access        *oauth2.Token
 	refresh       string
@@ -79,15 +89,21 @@ type passwordSource struct {
 // early is how long before expiry a token is renewed.
 const early = 30 * time.Second
 
-func (s *passwordSource) Token() (*oauth2.Token, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
+// Token returns a valid access token, logging in or refreshing when
+// needed; ctx bounds the wait and the request.
+func (s *PasswordSource) Token(ctx context.Context) (*oauth2.Token, error) {
+	select {
+	case s.turn <- struct{}{}:
+	case <-ctx.Done():
+		return nil, fmt.Errorf("%w: %w", ErrTokenEndpoint, ctx.Err())
+	}
+	defer func() { <-s.turn }()
 	now := s.c.Now()
 	if s.access != nil && now.Add(early).Before(s.access.Expiry) {
 		return s.access, nil
 	}
 	if s.refresh != "" && now.Add(early).Before(s.refreshExpiry) {
-		err := s.request(url.Values{"grant_type": {"refresh_token"}, "refresh_token": {s.refresh}})
+		err := s.request(ctx, url.Values{"grant_type": {"refresh_token"}, "refresh_token": {s.refresh}})
 		if err == nil {
 			return s.access, nil
 		}
@@ -100,7 +116,7 @@ func (s *passwordSource) Token() (*oauth2.Token, error) {
 	if s.c.TOTP != "" {
 		form.Set("totp", s.c.TOTP)
 	}
-	if err := s.request(form); err != nil {
+	if err := s.request(ctx, form); err != nil {
 		return nil, err
 	}
 	s.logins++
@@ -119,10 +135,12 @@ type tokenResponse struct {
 
 // request posts form to the token endpoint and stores the tokens. Errors
 // never contain the form (it holds the password).
-func (s *passwordSource) request(form url.Values) error {
+func (s *PasswordSource) request(ctx context.Context, form url.Values) error {
 	grant := form.Get("grant_type")
 	form.Set("client_id", s.c.ClientID)
-	req, err := http.NewRequest(http.MethodPost, s.c.TokenURL, strings.NewReader(form.Encode()))
+	ctx, cancel := context.WithTimeout(ctx, tokenTimeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.c.TokenURL, strings.NewReader(form.Encode()))
 	if err != nil {
 		return fmt.Errorf("token request: %w", err)
 	}

@@ -1,7 +1,7 @@
 // Package catalogclient is a client of the catalogue's OData v1 API: the
 // subscription service (create, list, get, update, delete; Read and Ack of
 // PULL queues) and the Products listing. Every call carries a bearer token
-// from an oauth2.TokenSource; 429 and 5xx answers are retried with bounded,
+// from a TokenSource, asked with the call's context; 429 and 5xx answers are retried with bounded,
 // jittered backoff that honours Retry-After; every error names the
 // operation, the HTTP status and the server's message.
 package catalogclient
@@ -54,11 +54,18 @@ func (e *APIError) Unwrap() error {
 	return nil
 }
 
+// TokenSource gives the bearer token of a call (internal/auth's
+// PasswordSource); ctx bounds the login, so a hung identity provider holds
+// no caller longer than its context.
+type TokenSource interface {
+	Token(ctx context.Context) (*oauth2.Token, error)
+}
+
 // Client calls the catalogue.
 type Client struct {
 	base   string
 	http   *http.Client
-	tokens oauth2.TokenSource
+	tokens TokenSource
 	// MaxAttempts bounds the tries of one call on 429/5xx (default 4).
 	MaxAttempts int
 	// Backoff is the first wait between tries (default 500 ms, doubling, with
@@ -67,7 +74,7 @@ type Client struct {
 }
 
 // New returns a client of the API at baseURL (".../odata/v1").
-func New(baseURL string, tokens oauth2.TokenSource, hc *http.Client) *Client {
+func New(baseURL string, tokens TokenSource, hc *http.Client) *Client {
 	if hc == nil {
 		hc = &http.Client{Timeout: 60 * time.Second}
 	}
@@ -89,7 +96,7 @@ func (c *Client) do(ctx context.Context, op, method, path string, query url.Valu
 	}
 	wait := c.Backoff
 	for attempt := 1; ; attempt++ {
-		tok, err := c.tokens.Token()
+		tok, err := c.tokens.Token(ctx)
 		if err != nil {
 			return fmt.Errorf("%s: login: %w", op, err)
 		}

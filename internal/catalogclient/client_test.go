@@ -36,7 +36,7 @@ func setup(t *testing.T, o cdsesim.Options, wrap func(http.Handler) http.Handler
 	}
 	srv := httptest.NewServer(h)
 	t.Cleanup(func() { srv.Close(); sim.Close() })
-	ts := auth.PasswordTokenSource(auth.PasswordConfig{TokenURL: srv.URL + "/auth/realms/CDSE/protocol/openid-connect/token", Username: "alice", Password: "alice-pw", Now: c.Now})
+	ts := auth.NewPasswordSource(auth.PasswordConfig{TokenURL: srv.URL + "/auth/realms/CDSE/protocol/openid-connect/token", Username: "alice", Password: "alice-pw", Now: c.Now})
 	cl := New(srv.URL+"/odata/v1", ts, nil)
 	cl.Backoff = time.Millisecond
 	return fixture{sim: sim, srv: srv, client: cl, clock: c}
@@ -126,7 +126,7 @@ func TestErrors(t *testing.T) {
 
 type staticToken string
 
-func (s staticToken) Token() (*oauth2.Token, error) {
+func (s staticToken) Token(context.Context) (*oauth2.Token, error) {
 	return &oauth2.Token{AccessToken: string(s)}, nil
 }
 
@@ -311,7 +311,7 @@ func TestSkipLimit(t *testing.T) {
 	f.sim.Generate(cdsesim.Sentinel3, 3)
 	get := func(query string) (int, map[string]any) {
 		t.Helper()
-		tok, err := auth.PasswordTokenSource(auth.PasswordConfig{TokenURL: f.srv.URL + "/auth/realms/CDSE/protocol/openid-connect/token", Username: "alice", Password: "alice-pw", Now: f.clock.Now}).Token()
+		tok, err := auth.NewPasswordSource(auth.PasswordConfig{TokenURL: f.srv.URL + "/auth/realms/CDSE/protocol/openid-connect/token", Username: "alice", Password: "alice-pw", Now: f.clock.Now}).Token(context.Background())
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -345,7 +345,7 @@ func (a *App) sources() ([]func(context.Context), error) {
 	if cfg.PullSubscription == "" && cfg.ReconcileInterval == 0 {
 		return nil, nil
 	}
-	tokens := auth.PasswordTokenSource(auth.PasswordConfig{TokenURL: cfg.CDSETokenURL, ClientID: cfg.CDSEClientID,
+	tokens := auth.NewPasswordSource(auth.PasswordConfig{TokenURL: cfg.CDSETokenURL, ClientID: cfg.CDSEClientID,
 		Username: cfg.CDSEUsername, Password: cfg.CDSEPassword, TOTP: cfg.CDSETOTP})
 	api := catalogclient.New(cfg.CDSECatalogueURL, tokens, nil)
 	var run []func(context.Context)
@@ -550,8 +550,17 @@ func (a *App) Shutdown(ctx context.Context) error {
 	}
 	var errs []error
 	if a.stopBackground != nil {
+		// The sources end with their context (every outbound request
+		// carries it); the wait is bounded all the same, so that nothing
+		// that ignores it can hold the process past its shutdown bound.
 		a.stopBackground()
-		a.background.Wait()
+		done := make(chan struct{})
+		go func() { a.background.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-ctx.Done():
+			errs = append(errs, errors.New("background work (sources, stream keeper) did not stop in time"))
+		}
 	}
 	if a.web != nil {
 		if err := a.web.Shutdown(ctx); err != nil {

@@ -119,7 +119,7 @@ them, unless --replace says which one to pause (or cancel) first.
 			if err != nil {
 				return err
 			}
-			if err := c.login(); err != nil {
+			if err := c.login(cmd.Context()); err != nil {
 				return err
 			}
 			_, err = fmt.Fprintf(cmd.OutOrStdout(), "logged in as %s\n", getenv("CDSE_USERNAME"))
@@ -194,7 +194,7 @@ failed: run it from a Kubernetes CronJob (the chart's statusCheck) or by hand.
 
 type command struct {
 	api    *catalogclient.Client
-	login  func() error
+	login  func(context.Context) error
 	out    io.Writer
 	output *cli.Output
 	getenv func(string) string
@@ -215,7 +215,7 @@ func newCommand(getenv func(string) string, out io.Writer, output *cli.Output) (
 	if len(missing) > 0 {
 		return nil, fmt.Errorf("%w: set %s", errUsage, strings.Join(missing, " and "))
 	}
-	tokens := auth.PasswordTokenSource(auth.PasswordConfig{
+	tokens := auth.NewPasswordSource(auth.PasswordConfig{
 		TokenURL: getenv("CDSE_TOKEN_URL"), ClientID: getenv("CDSE_CLIENT_ID"),
 		Username: getenv("CDSE_USERNAME"), Password: password, TOTP: getenv("CDSE_TOTP"),
 	})
@@ -225,7 +225,7 @@ func newCommand(getenv func(string) string, out io.Writer, output *cli.Output) (
 	}
 	return &command{
 		api:    catalogclient.New(base, tokens, nil),
-		login:  func() error { _, err := tokens.Token(); return err },
+		login:  func(ctx context.Context) error { _, err := tokens.Token(ctx); return err },
 		out:    out,
 		output: output,
 		getenv: getenv,

@@ -1,4 +1,4 @@
-package main
+package binary_test
 
 import (
 	"bufio"
@@ -48,7 +48,7 @@ var buildReceiver = sync.OnceValues(func() (string, error) {
 	// -X, which --version and cdse_receiver_build_info must show.
 	out, err := exec.Command("go", "build", "-ldflags", "-X github.com/prometheus/common/version.Version="+testVersion+
 		" -X github.com/prometheus/common/version.Revision=0123abc -X github.com/prometheus/common/version.BuildDate=2026-01-02T03:04:05Z",
-		"-o", bin, ".").CombinedOutput()
+		"-o", bin, "github.com/cdse-jetstream/receiver/cmd/receiver").CombinedOutput()
 	if err != nil {
 		return "", &buildError{out: string(out), err: err}
 	}
@@ -139,11 +139,17 @@ func (s *syncBuffer) String() string {
 // and /readyz answers 200. extraEnv adds or overrides settings.
 func startReceiver(t *testing.T, dataDir string, extraEnv ...string) *proc {
 	t.Helper()
+	return startReceiverArgs(t, dataDir, nil, extraEnv...)
+}
+
+// startReceiverArgs is startReceiver with command-line arguments.
+func startReceiverArgs(t *testing.T, dataDir string, args []string, extraEnv ...string) *proc {
+	t.Helper()
 	bin, err := buildReceiver()
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(bin)
+	cmd := exec.Command(bin, args...)
 	cmd.Env = append(os.Environ(),
 		"RECEIVER_USERNAME="+user,
 		"RECEIVER_PASSWORD="+password,
@@ -184,6 +190,8 @@ func startReceiver(t *testing.T, dataDir string, extraEnv ...string) *proc {
 	select {
 	case line := <-started:
 		p.webhook, p.admin, p.natsURL = line["webhook_addr"].(string), line["admin_addr"].(string), line["nats_url"].(string)
+	case <-p.done:
+		t.Fatalf("receiver exited before it started (%v); logs:\n%s", p.err, p.logs.String())
 	case <-time.After(60 * time.Second):
 		t.Fatalf("receiver did not start; logs:\n%s", p.logs.String())
 	}

@@ -1,4 +1,4 @@
-package main
+package binary_test
 
 import (
 	"bytes"
@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -21,6 +22,13 @@ import (
 // command runs `receiver args...` with the settings env and returns its
 // output and exit code.
 func command(t *testing.T, env []string, args ...string) (stdout, stderr string, code int) {
+	t.Helper()
+	stdout, stderr, code, _ = commandRSS(t, env, args...)
+	return stdout, stderr, code
+}
+
+// commandRSS is command, with the process's peak resident memory in bytes.
+func commandRSS(t *testing.T, env []string, args ...string) (stdout, stderr string, code int, maxRSS int64) {
 	t.Helper()
 	bin, err := buildReceiver()
 	if err != nil {
@@ -38,7 +46,10 @@ func command(t *testing.T, env []string, args ...string) (stdout, stderr string,
 	case err != nil:
 		t.Fatal(err)
 	}
-	return out.String(), errOut.String(), code
+	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
+		maxRSS = ru.Maxrss << 10 // kilobytes on Linux
+	}
+	return out.String(), errOut.String(), code, maxRSS
 }
 
 type listed struct {
