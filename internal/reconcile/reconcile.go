@@ -81,10 +81,14 @@ type Reconciler struct {
 	events []notification.Event
 
 	// mu serialises passes of this replica (Run calls Pass one at a time;
-	// the lock makes concurrent callers safe too) and guards the fields below.
-	mu        sync.Mutex
+	// the lock makes concurrent callers safe too) and guards leaseRev. It is
+	// held for a whole pass, which can last minutes at the catalogue's
+	// request rate: nothing a status page calls may take it.
+	mu       sync.Mutex
+	leaseRev uint64
+	// bucketsMu guards the buckets, opened once (by a pass or a reader).
+	bucketsMu sync.Mutex
 	kv, lease jetstream.KeyValue
-	leaseRev  uint64
 }
 
 // New returns a reconciler; its metrics are registered on reg.
@@ -125,6 +129,8 @@ func (r *Reconciler) leaseTTL() time.Duration {
 }
 
 func (r *Reconciler) buckets(ctx context.Context) error {
+	r.bucketsMu.Lock()
+	defer r.bucketsMu.Unlock()
 	if r.kv != nil {
 		return nil
 	}
@@ -185,18 +191,16 @@ func (r *Reconciler) release(ctx context.Context) {
 	_ = r.lease.Delete(ctx, keyLease, jetstream.LastRevision(r.leaseRev))
 }
 
-// Watermark returns the stored watermark of an event (zero if none).
+// Watermark returns the stored watermark of an event (zero if none). It
+// reads the bucket, never waiting for a pass under way.
 func (r *Reconciler) Watermark(ctx context.Context, ev notification.Event) (time.Time, error) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
 	return r.watermark(ctx, ev)
 }
 
 // Watermarks are the stored watermarks of the events it reconciles, those
-// that have one.
+// that have one, as the bucket holds them now (a pass under way advances
+// them page by page; /status reads them without waiting for it).
 func (r *Reconciler) Watermarks(ctx context.Context) map[notification.Event]time.Time {
-	r.mu.Lock()
-	defer r.mu.Unlock()
 	out := map[notification.Event]time.Time{}
 	for _, ev := range r.events {
 		if t, err := r.watermark(ctx, ev); err == nil && !t.IsZero() {
