@@ -59,6 +59,21 @@ type Result struct {
 	Duplicate bool
 	// Seq is the stream sequence; 0 for duplicates answered locally.
 	Seq uint64
+	// Local is true when the answer came from the memory of ids this
+	// replica stored, without asking JetStream: nothing was confirmed now.
+	Local bool
+}
+
+// Confirmed says whether JetStream confirmed at least one of results now
+// (stored, or a duplicate it recognised), rather than every answer coming
+// from the local memory of stored ids.
+func Confirmed(results []Result) bool {
+	for _, r := range results {
+		if !r.Local {
+			return true
+		}
+	}
+	return false
 }
 
 // Publisher publishes to one stream with synchronous confirmation.
@@ -163,7 +178,7 @@ func (p *Publisher) Publish(ctx context.Context, msgs []Message) ([]Result, erro
 	if p.recent != nil {
 		for i, m := range msgs {
 			if p.recent.has(m.MsgID, start) {
-				results[i].Duplicate = true
+				results[i].Duplicate, results[i].Local = true, true
 				pending--
 			}
 		}

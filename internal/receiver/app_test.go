@@ -399,3 +399,41 @@ func TestStartHonoursItsContext(t *testing.T) {
 		t.Error("the webhook listens after a cancelled start")
 	}
 }
+
+// TestLastStoredNotBumpedByLocalDuplicates: a retry answered from the
+// receiver's memory of stored ids (even while NATS is away) confirms
+// nothing new, so it must not move the "last stored" time that /status,
+// register status and the silence alert read.
+func TestLastStoredNotBumpedByLocalDuplicates(t *testing.T) {
+	srv := natstest.RunJetStream(t)
+	c := testConfig(t, t.TempDir())
+	c.NATSURL = srv.ClientURL()
+	a, _ := startApp(t, c)
+	body := fixtures.Notification(t, "created-s2.json")
+	if code := post(t, a, c, body); code != 200 {
+		t.Fatalf("first delivery: %d", code)
+	}
+	first := a.Status(context.Background()).Sources[0].LastStored
+	if first == nil {
+		t.Fatal("no last stored time after a store")
+	}
+	srv.Shutdown()
+	srv.WaitForShutdown()
+	deadline := time.Now().Add(10 * time.Second)
+	for a.nc.IsConnected() {
+		if time.Now().After(deadline) {
+			t.Fatal("still connected to a stopped server")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	time.Sleep(10 * time.Millisecond) // a later clock reading than the first store's
+	if code := post(t, a, c, body); code != 200 {
+		t.Fatalf("retry of a stored notification while NATS is away: %d, want 200 (answered from memory)", code)
+	}
+	if got := a.Status(context.Background()).Sources[0].LastStored; got == nil || !got.Equal(*first) {
+		t.Errorf("last stored moved from %v to %v on a duplicate answered from memory with NATS down", first, got)
+	}
+	if got := a.lastStoredAny(); !got.Equal(*first) {
+		t.Errorf("cdse_receiver_last_stored_timestamp_seconds moved from %v to %v", first, got)
+	}
+}

@@ -18,7 +18,8 @@ import (
 // stamped is the publisher a source is given: it notes when JetStream last
 // confirmed one of the source's messages (stored or duplicate), for /status
 // and cdse_receiver_last_stored_timestamp_seconds (one atomic store per
-// publish).
+// publish). Duplicates answered from the local memory of stored ids do not
+// count: nothing reached JetStream, which may be down.
 type stamped struct {
 	pub  *publish.Publisher
 	last *atomic.Int64
@@ -26,7 +27,7 @@ type stamped struct {
 
 func (s stamped) Publish(ctx context.Context, msgs []publish.Message) ([]publish.Result, error) {
 	res, err := s.pub.Publish(ctx, msgs)
-	if err == nil {
+	if err == nil && publish.Confirmed(res) {
 		s.last.Store(time.Now().UnixNano())
 	}
 	return res, err
