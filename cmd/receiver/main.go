@@ -1,6 +1,9 @@
 // Command receiver turns the catalogue's PUSH notifications into a
-// deduplicated NATS JetStream feed. See README.md; `receiver --help` lists
-// every setting.
+// deduplicated NATS JetStream feed. One command line (spf13/cobra, as
+// kubectl and helm): the server is the default command (`receiver` and
+// `receiver serve` both run it), and the one-shot commands are siblings,
+// a file each: quarantine, backfill, version, completion. See README.md
+// and docs/configuration.md; `receiver --help` lists every setting.
 package main
 
 import (
@@ -9,16 +12,37 @@ import (
 	"os/signal"
 	"syscall"
 
+	"github.com/spf13/cobra"
 	// CA roots for an image without a system store (make image builds on
 	// an empty base); the system's store wins where there is one.
 	_ "golang.org/x/crypto/x509roots/fallback"
 
-	"github.com/cdse-jetstream/receiver/internal/receiver"
+	"github.com/cdse-jetstream/receiver/internal/cli"
 )
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	code := receiver.Run(ctx, os.Args, os.Getenv, os.Stdout, os.Stderr)
+	code := cli.Execute(ctx, newRoot(os.Getenv), os.Args[1:], os.Stdout, os.Stderr)
 	stop()
 	os.Exit(code)
 }
+
+// newRoot is the command tree; getenv reads the environment (tests give
+// their own).
+func newRoot(getenv func(string) string) *cobra.Command {
+	root := newServe(getenv, "receiver")
+	root.Short = "CDSE catalogue notifications into NATS JetStream"
+	serve := newServe(getenv, "serve")
+	serve.Short = "Run the receiver (what `receiver` alone does)"
+	root.AddCommand(serve, newQuarantine(getenv), newBackfill(getenv))
+	cli.AddVersion(root)
+	return root
+}
+
+// commandSettingsHelp ends the help of every one-shot command.
+const commandSettingsHelp = `The settings are the receiver's: the environment and, with --config, its
+YAML file (NATS_URL and its credentials; with the embedded server, run the
+command beside the running receiver, with the same RECEIVER_DATA_DIR, as
+with kubectl exec). They are validated as the server would validate them.
+
+Exit codes: 0 ok, 1 error, 2 usage.`

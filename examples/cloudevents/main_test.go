@@ -13,9 +13,9 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/cdse-jetstream/receiver/event"
+	"github.com/cdse-jetstream/receiver/internal/config"
 	"github.com/cdse-jetstream/receiver/internal/notification"
-	"github.com/cdse-jetstream/receiver/internal/receiver"
-	"github.com/cdse-jetstream/receiver/internal/receivertest"
+	"github.com/cdse-jetstream/receiver/internal/testkit/receivertest"
 )
 
 const catalogue = "https://catalogue.example/odata/v1"
@@ -58,7 +58,7 @@ func postFixtures(t *testing.T, r *receivertest.Receiver) map[string]sent {
 // valid CloudEvent whose attributes say what the notification says, and
 // whose data is the catalogue's bytes.
 func TestSDKReadsEveryNotification(t *testing.T) {
-	r := receivertest.Start(t, func(c *receiver.Config) { c.CDSECatalogueURL = catalogue })
+	r := receivertest.Start(t, func(c *config.Config) { c.CDSECatalogueURL = catalogue })
 	natsURL := r.NATSURL
 	want := postFixtures(t, r)
 

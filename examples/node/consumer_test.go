@@ -12,8 +12,8 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/cdse-jetstream/receiver/internal/natstest"
-	"github.com/cdse-jetstream/receiver/internal/receivertest"
+	"github.com/cdse-jetstream/receiver/internal/testkit/natstest"
+	"github.com/cdse-jetstream/receiver/internal/testkit/receivertest"
 )
 
 // install runs npm ci when node_modules is missing or older than the

@@ -54,13 +54,16 @@ type Options struct {
 	Since, Until time.Time // Until zero: up to now
 	Events       []notification.Event
 	Route        ingest.Route // how messages are shaped
-	// Stream is the product stream, read for the ids it holds.
-	Stream string
-	// Bucket holds the checkpoint (the receiver's state bucket).
-	Bucket   string
-	Replicas int
-	DryRun   bool
-	Now      func() time.Time
+	DryRun       bool
+	Now          func() time.Time
+}
+
+// Streams is what a run needs of internal/topology: the product stream,
+// read for the ids it holds, and the state bucket of the checkpoints.
+type Streams interface {
+	JetStream() jetstream.JetStream
+	ProductStream() string
+	State(ctx context.Context) (jetstream.KeyValue, error)
 }
 
 // Progress is where a run stands in one event's listing.
@@ -94,21 +97,21 @@ type Backfill struct {
 	list *reconcile.Lister
 	pub  Publisher
 	qu   Quarantine
-	js   jetstream.JetStream
+	st   Streams
 	log  logrus.FieldLogger
 	// OnPage, if set, is told after every page.
 	OnPage func(Progress)
 }
 
 // New prepares a run listing through list.
-func New(o Options, list *reconcile.Lister, pub Publisher, qu Quarantine, js jetstream.JetStream, log logrus.FieldLogger) *Backfill {
+func New(o Options, list *reconcile.Lister, pub Publisher, qu Quarantine, st Streams, log logrus.FieldLogger) *Backfill {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
 	if len(o.Events) == 0 {
 		o.Events = notification.Events
 	}
-	return &Backfill{o: o, list: list, pub: pub, qu: qu, js: js, log: log}
+	return &Backfill{o: o, list: list, pub: pub, qu: qu, st: st, log: log}
 }
 
 // checkpoint is the saved position of a run.
@@ -140,9 +143,9 @@ func (o Options) key() (string, string) {
 func (b *Backfill) Run(ctx context.Context) (Summary, error) {
 	start := time.Now()
 	sum := Summary{DryRun: b.o.DryRun}
-	kv, err := b.js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: b.o.Bucket, Description: "cdse receiver state (reconcile watermarks, backfill checkpoints)", Storage: jetstream.FileStorage, Replicas: max(b.o.Replicas, 1)})
+	kv, err := b.st.State(ctx)
 	if err != nil {
-		return sum, fmt.Errorf("kv bucket %s: %w", b.o.Bucket, err)
+		return sum, err
 	}
 	key, args := b.o.key()
 	cp := checkpoint{Args: args, Cursors: map[notification.Event]cursorAt{}}
@@ -270,13 +273,14 @@ const scanMargin = time.Hour
 // began (headers only) and returns them as a set.
 func (b *Backfill) scan(ctx context.Context) (map[string]bool, error) {
 	seen := map[string]bool{}
-	s, err := b.js.Stream(ctx, b.o.Stream)
+	name := b.st.ProductStream()
+	s, err := b.st.JetStream().Stream(ctx, name)
 	if err != nil {
-		return nil, fmt.Errorf("stream %s: %w", b.o.Stream, err)
+		return nil, fmt.Errorf("stream %s: %w", name, err)
 	}
 	info, err := s.Info(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("stream %s: %w", b.o.Stream, err)
+		return nil, fmt.Errorf("stream %s: %w", name, err)
 	}
 	last := info.State.LastSeq
 	if info.State.Msgs == 0 || info.State.LastTime.Before(b.o.Since.Add(-scanMargin)) {
@@ -285,12 +289,12 @@ func (b *Backfill) scan(ctx context.Context) (map[string]bool, error) {
 	from := b.o.Since.Add(-scanMargin)
 	cons, err := s.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{DeliverPolicy: jetstream.DeliverByStartTimePolicy, OptStartTime: &from, HeadersOnly: true})
 	if err != nil {
-		return nil, fmt.Errorf("scan %s: %w", b.o.Stream, err)
+		return nil, fmt.Errorf("scan %s: %w", name, err)
 	}
 	for {
 		batch, err := cons.Fetch(1000, jetstream.FetchMaxWait(2*time.Second))
 		if err != nil {
-			return nil, fmt.Errorf("scan %s: %w", b.o.Stream, err)
+			return nil, fmt.Errorf("scan %s: %w", name, err)
 		}
 		n := 0
 		var seq uint64
@@ -304,7 +308,7 @@ func (b *Backfill) scan(ctx context.Context) (map[string]bool, error) {
 			}
 		}
 		if err := batch.Error(); err != nil && !errors.Is(err, jetstream.ErrNoMessages) {
-			return nil, fmt.Errorf("scan %s: %w", b.o.Stream, err)
+			return nil, fmt.Errorf("scan %s: %w", name, err)
 		}
 		if n == 0 || seq >= last {
 			return seen, nil

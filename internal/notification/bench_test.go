@@ -5,7 +5,7 @@ import (
 	"encoding/json"
 	"testing"
 
-	"github.com/cdse-jetstream/receiver/internal/fixtures"
+	"github.com/cdse-jetstream/receiver/internal/testkit/fixtures"
 )
 
 // Micro-benchmarks of the hot path, per fixture; run with

@@ -14,7 +14,7 @@ import (
 
 	"github.com/go-json-experiment/json/jsontext"
 
-	"github.com/cdse-jetstream/receiver/internal/fixtures"
+	"github.com/cdse-jetstream/receiver/internal/testkit/fixtures"
 )
 
 // The seed corpora run with every `go test`; fuzz longer with e.g.

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cdse-jetstream/receiver/internal/fixtures"
+	"github.com/cdse-jetstream/receiver/internal/testkit/fixtures"
 )
 
 func TestParseFixtures(t *testing.T) {

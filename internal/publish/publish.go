@@ -1,7 +1,7 @@
 // Package publish stores notifications in NATS JetStream and reports when
-// they are stored. It owns everything that touches NATS: the connection, the
-// stream's configuration, the embedded server of the one-command default, and
-// the publisher that the notification sources call.
+// they are stored: the publisher every notification source calls, and its
+// memory of the ids it stored. (The connection is internal/natsconn's, the
+// streams internal/topology's, the embedded server internal/embedded's.)
 //
 // The one promise it keeps for its callers: Publish returns without error
 // only after JetStream has acknowledged every message (PubAck), either as

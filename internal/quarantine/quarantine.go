@@ -25,7 +25,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/sirupsen/logrus"
 
+	"github.com/cdse-jetstream/receiver/event"
 	"github.com/cdse-jetstream/receiver/internal/notification"
+	"github.com/cdse-jetstream/receiver/internal/topology"
 )
 
 // Reasons, the fixed words of the reason header and the metric label.
@@ -80,8 +82,8 @@ const (
 	// when the receiver decoded them, else what the sender said.
 	HeaderBodyEncoding = "Cdse-Body-Encoding"
 	HeaderReceivedAt   = "Cdse-Received-At"
-	HeaderSource       = notification.HeaderSource
-	HeaderProductID    = notification.HeaderProductID
+	HeaderSource       = event.HeaderSource
+	HeaderProductID    = event.HeaderProductID
 )
 
 // Entry is one refused body and why.
@@ -98,38 +100,28 @@ type Entry struct {
 	Body         []byte
 }
 
-// Options configure the quarantine stream.
-type Options struct {
-	Stream        string // "CDSE_QUARANTINE"
-	SubjectPrefix string // "cdse.quarantine": subjects <prefix>.<source>
-	Replicas      int
-	MaxAge        time.Duration // 0: keep
-	MaxBytes      int64         // 0: no limit
-	// Duplicates is the window in which the same body is stored once.
-	Duplicates time.Duration
-	// Timeout bounds one store (the PubAck).
-	Timeout time.Duration
-}
-
 // ErrUnavailable: the body could not be stored; the sender must retry.
 var ErrUnavailable = errors.New("quarantine unavailable")
 
-// Store writes refused bodies to the quarantine stream.
+// Store writes refused bodies to the quarantine stream, which
+// internal/topology declares and creates.
 type Store struct {
-	js  jetstream.JetStream
-	o   Options
-	log logrus.FieldLogger
-	now func() time.Time
+	t       *topology.Topology
+	js      jetstream.JetStream
+	timeout time.Duration
+	log     logrus.FieldLogger
+	now     func() time.Time
 
 	stored *prometheus.CounterVec
 }
 
-// New returns a store on js; its metrics are registered on reg.
-func New(js jetstream.JetStream, o Options, reg prometheus.Registerer, log logrus.FieldLogger) (*Store, error) {
-	if o.Timeout <= 0 {
-		o.Timeout = 5 * time.Second
+// New returns a store of t's quarantine; timeout bounds one store (its
+// PubAck). Its metrics are registered on reg.
+func New(t *topology.Topology, timeout time.Duration, reg prometheus.Registerer, log logrus.FieldLogger) (*Store, error) {
+	if timeout <= 0 {
+		timeout = 5 * time.Second
 	}
-	s := &Store{js: js, o: o, log: log.WithField("component", "quarantine"), now: time.Now,
+	s := &Store{t: t, js: t.JetStream(), timeout: timeout, log: log.WithField("component", "quarantine"), now: time.Now,
 		stored: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "cdse_receiver_quarantined_total",
 			Help: "Refused bodies stored on the quarantine stream (retries of the same body count once), by source and reason.",
@@ -148,40 +140,15 @@ func New(js jetstream.JetStream, o Options, reg prometheus.Registerer, log logru
 	return s, nil
 }
 
-// StreamConfig is the quarantine stream as the receiver creates it.
-func (o Options) StreamConfig() jetstream.StreamConfig {
-	maxBytes := o.MaxBytes
-	if maxBytes <= 0 {
-		maxBytes = -1
-	}
-	return jetstream.StreamConfig{
-		Name:        o.Stream,
-		Description: "Notifications the cdse receiver refused, kept verbatim for inspection and replay",
-		Subjects:    []string{o.SubjectPrefix + ".>"},
-		Storage:     jetstream.FileStorage,
-		Retention:   jetstream.LimitsPolicy,
-		Discard:     jetstream.DiscardOld,
-		Replicas:    max(o.Replicas, 1),
-		Duplicates:  o.Duplicates,
-		MaxAge:      o.MaxAge,
-		MaxBytes:    maxBytes,
-	}
-}
-
 // Ensure creates the quarantine stream or brings its limits to the
 // configured ones.
-func (s *Store) Ensure(ctx context.Context) error {
-	if _, err := s.js.CreateOrUpdateStream(ctx, s.o.StreamConfig()); err != nil {
-		return fmt.Errorf("quarantine stream %s: %w", s.o.Stream, err)
-	}
-	return nil
-}
+func (s *Store) Ensure(ctx context.Context) error { return s.t.EnsureQuarantine(ctx) }
 
 // Put stores e and returns once JetStream has acknowledged it (or knows it
 // from an earlier delivery of the same body). Any error wraps
 // ErrUnavailable: the caller must not report the body as kept.
 func (s *Store) Put(ctx context.Context, e Entry) error {
-	msg := &nats.Msg{Subject: s.o.SubjectPrefix + "." + notification.SanitizeToken(e.Source), Header: nats.Header{}, Data: e.Body}
+	msg := &nats.Msg{Subject: s.t.QuarantineSubject(event.SanitizeToken(e.Source)), Header: nats.Header{}, Data: e.Body}
 	h := msg.Header
 	h.Set(jetstream.MsgIDHeader, MsgID(e.Body))
 	h.Set(HeaderSource, e.Source)
@@ -198,15 +165,15 @@ func (s *Store) Put(ctx context.Context, e Entry) error {
 	set(HeaderBodyEncoding, e.BodyEncoding)
 	set(HeaderProductID, productID(e.Body))
 	h.Set(HeaderReceivedAt, s.now().UTC().Format(time.RFC3339Nano))
-	ctx, cancel := context.WithTimeout(ctx, s.o.Timeout)
+	ctx, cancel := context.WithTimeout(ctx, s.timeout)
 	defer cancel()
-	ack, err := s.js.PublishMsg(ctx, msg, jetstream.WithExpectStream(s.o.Stream))
+	ack, err := s.js.PublishMsg(ctx, msg, jetstream.WithExpectStream(s.t.QuarantineStream()))
 	if errors.Is(err, jetstream.ErrNoStreamResponse) || errors.Is(err, nats.ErrNoResponders) {
 		// The stream is gone (deleted by hand, a cluster rebuilt): the
 		// store owns it, so it creates it again and tries once more.
 		if err = s.Ensure(ctx); err == nil {
-			s.log.WithField("stream", s.o.Stream).Warn("quarantine stream was missing; created it again")
-			ack, err = s.js.PublishMsg(ctx, msg, jetstream.WithExpectStream(s.o.Stream))
+			s.log.WithField("stream", s.t.QuarantineStream()).Warn("quarantine stream was missing; created it again")
+			ack, err = s.js.PublishMsg(ctx, msg, jetstream.WithExpectStream(s.t.QuarantineStream()))
 		}
 	}
 	if err != nil {

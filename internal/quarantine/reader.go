@@ -7,8 +7,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strconv"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
@@ -41,33 +43,87 @@ func NewReader(js jetstream.JetStream, stream string) *Reader {
 // ErrNotFound: no quarantined body with that sequence.
 var ErrNotFound = errors.New("no such quarantined body")
 
-// List returns every quarantined body, oldest first.
+// List returns every quarantined body's metadata, oldest first, without
+// the bodies: it reads the headers only (a quarantine may hold a gigabyte).
 func (r *Reader) List(ctx context.Context) ([]Stored, error) {
+	out := []Stored{}
+	err := r.each(ctx, true, func(s Stored) error {
+		out = append(out, s)
+		return nil
+	})
+	return out, err
+}
+
+// Each calls fn for every quarantined body, oldest first, with its bytes,
+// one at a time: the reader holds a few bodies whatever the quarantine's
+// size. An error of fn stops it.
+func (r *Reader) Each(ctx context.Context, fn func(Stored) error) error {
+	return r.each(ctx, false, fn)
+}
+
+// bodiesPerFetch bounds what one fetch of bodies brings: a few bodies, each
+// at most the receiver's body limit. (Not FetchBytes: nats.go sizes that
+// fetch's channels for a million messages, 31 MB a call, measured with a
+// heap profile.)
+const bodiesPerFetch = 4
+
+// each reads the stream with an ordered consumer (no state on the server,
+// nothing to clean up), up to the last message there was when it began.
+func (r *Reader) each(ctx context.Context, headersOnly bool, fn func(Stored) error) error {
 	s, err := r.js.Stream(ctx, r.stream)
 	if err != nil {
-		return nil, fmt.Errorf("quarantine stream %s: %w", r.stream, err)
+		return fmt.Errorf("quarantine stream %s: %w", r.stream, err)
 	}
 	info, err := s.Info(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("quarantine stream %s: %w", r.stream, err)
+		return fmt.Errorf("quarantine stream %s: %w", r.stream, err)
 	}
-	var out []Stored
 	if info.State.Msgs == 0 {
-		return out, nil
+		return nil
 	}
-	// Sequences are read one by one: the quarantine is small by nature,
-	// and a direct get needs no consumer (nothing to clean up).
-	for seq := info.State.FirstSeq; seq <= info.State.LastSeq; seq++ {
-		m, err := s.GetMsg(ctx, seq)
-		if errors.Is(err, jetstream.ErrMsgNotFound) {
-			continue // removed by a replay
+	last := info.State.LastSeq
+	cons, err := s.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{HeadersOnly: headersOnly})
+	if err != nil {
+		return fmt.Errorf("read quarantine %s: %w", r.stream, err)
+	}
+	for {
+		var batch jetstream.MessageBatch
+		if headersOnly {
+			batch, err = cons.Fetch(500, jetstream.FetchMaxWait(2*time.Second))
+		} else {
+			batch, err = cons.Fetch(bodiesPerFetch, jetstream.FetchMaxWait(2*time.Second))
 		}
 		if err != nil {
-			return out, fmt.Errorf("read quarantined body %d: %w", seq, err)
+			return fmt.Errorf("read quarantine %s: %w", r.stream, err)
 		}
-		out = append(out, fromRaw(m))
+		n := 0
+		var seq uint64
+		for m := range batch.Messages() {
+			n++
+			md, err := m.Metadata()
+			if err != nil {
+				return fmt.Errorf("read quarantine %s: %w", r.stream, err)
+			}
+			seq = md.Sequence.Stream
+			st := stored(seq, md.Timestamp, m.Headers(), m.Data())
+			if headersOnly {
+				st.Body = nil
+				st.Bytes, _ = strconv.Atoi(m.Headers().Get(nats.MsgSize))
+			}
+			if err := fn(st); err != nil {
+				return err
+			}
+			if seq >= last {
+				return nil
+			}
+		}
+		if err := batch.Error(); err != nil && !errors.Is(err, jetstream.ErrNoMessages) {
+			return fmt.Errorf("read quarantine %s: %w", r.stream, err)
+		}
+		if n == 0 || seq >= last {
+			return nil
+		}
 	}
-	return out, nil
 }
 
 // Get returns one quarantined body.
@@ -99,12 +155,15 @@ func (r *Reader) Remove(ctx context.Context, seq uint64) error {
 }
 
 func fromRaw(m *jetstream.RawStreamMsg) Stored {
-	h := m.Header
+	return stored(m.Sequence, m.Time, m.Header, m.Data)
+}
+
+func stored(seq uint64, at time.Time, h nats.Header, data []byte) Stored {
 	return Stored{
-		Seq: m.Sequence, Time: m.Time, Source: h.Get(HeaderSource), Reason: h.Get(HeaderReason),
+		Seq: seq, Time: at, Source: h.Get(HeaderSource), Reason: h.Get(HeaderReason),
 		Error: h.Get(HeaderError), Field: h.Get(HeaderField), ProductID: h.Get(HeaderProductID),
 		ContentType: h.Get(HeaderContentType), BodyEncoding: h.Get(HeaderBodyEncoding),
-		Bytes: len(m.Data), Body: m.Data,
+		Bytes: len(data), Body: data,
 	}
 }
 

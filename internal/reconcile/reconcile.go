@@ -51,10 +51,14 @@ type Options struct {
 	PageSize       int           // default 100, at most 1000
 	RequestsPerSec float64       // catalogue request cap (default 2)
 	Route          ingest.Route  // how messages are shaped
-	// Bucket is the KV bucket of the watermarks and the lease.
-	Bucket   string
-	Replicas int
-	Now      func() time.Time
+	Now            func() time.Time
+}
+
+// Buckets opens the receiver's state bucket (the watermarks) and the lease
+// bucket; internal/topology owns both.
+type Buckets interface {
+	State(ctx context.Context) (jetstream.KeyValue, error)
+	Lease(ctx context.Context, ttl time.Duration) (jetstream.KeyValue, error)
 }
 
 const keyLease = "reconcile-lease"
@@ -74,7 +78,7 @@ type Reconciler struct {
 	list   *Lister
 	pub    Publisher
 	qu     Quarantine
-	js     jetstream.JetStream
+	bk     Buckets
 	log    logrus.FieldLogger
 	id     string // this replica, in the lease
 	m      *metrics
@@ -92,7 +96,7 @@ type Reconciler struct {
 }
 
 // New returns a reconciler; its metrics are registered on reg.
-func New(o Options, cat Catalogue, pub Publisher, qu Quarantine, js jetstream.JetStream, reg prometheus.Registerer, log logrus.FieldLogger) (*Reconciler, error) {
+func New(o Options, cat Catalogue, pub Publisher, qu Quarantine, bk Buckets, reg prometheus.Registerer, log logrus.FieldLogger) (*Reconciler, error) {
 	if o.Lookback <= 0 {
 		o.Lookback = 24 * time.Hour
 	}
@@ -105,9 +109,6 @@ func New(o Options, cat Catalogue, pub Publisher, qu Quarantine, js jetstream.Je
 	if o.RequestsPerSec <= 0 {
 		o.RequestsPerSec = 2
 	}
-	if o.Bucket == "" {
-		o.Bucket = "CDSE_RECEIVER"
-	}
 	if o.Now == nil {
 		o.Now = time.Now
 	}
@@ -118,7 +119,7 @@ func New(o Options, cat Catalogue, pub Publisher, qu Quarantine, js jetstream.Je
 	if err != nil {
 		return nil, err
 	}
-	return &Reconciler{o: o, list: NewLister(cat, o.PageSize, o.RequestsPerSec), pub: pub, qu: qu, js: js,
+	return &Reconciler{o: o, list: NewLister(cat, o.PageSize, o.RequestsPerSec), pub: pub, qu: qu, bk: bk,
 		log: log.WithField("component", "reconcile"), id: uuid.NewString(), m: m, events: o.Events}, nil
 }
 
@@ -134,13 +135,13 @@ func (r *Reconciler) buckets(ctx context.Context) error {
 	if r.kv != nil {
 		return nil
 	}
-	kv, err := r.js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: r.o.Bucket, Description: "cdse receiver state (reconcile watermarks, backfill checkpoints)", Storage: jetstream.FileStorage, Replicas: max(r.o.Replicas, 1)})
+	kv, err := r.bk.State(ctx)
 	if err != nil {
-		return fmt.Errorf("kv bucket %s: %w", r.o.Bucket, err)
+		return err
 	}
-	lease, err := r.js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: r.o.Bucket + "_LEASE", Description: "cdse receiver reconcile lease", TTL: r.leaseTTL(), Storage: jetstream.FileStorage, Replicas: max(r.o.Replicas, 1)})
+	lease, err := r.bk.Lease(ctx, r.leaseTTL())
 	if err != nil {
-		return fmt.Errorf("kv bucket %s_LEASE: %w", r.o.Bucket, err)
+		return err
 	}
 	r.kv, r.lease = kv, lease
 	return nil

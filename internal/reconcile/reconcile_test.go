@@ -18,9 +18,9 @@ import (
 	"github.com/cdse-jetstream/receiver/internal/catalogclient"
 	"github.com/cdse-jetstream/receiver/internal/cdsesim"
 	"github.com/cdse-jetstream/receiver/internal/ingest"
-	"github.com/cdse-jetstream/receiver/internal/natstest"
 	"github.com/cdse-jetstream/receiver/internal/notification"
-	"github.com/cdse-jetstream/receiver/internal/publish/publishtest"
+	"github.com/cdse-jetstream/receiver/internal/testkit/natstest"
+	"github.com/cdse-jetstream/receiver/internal/testkit/publishtest"
 )
 
 type world struct {
@@ -41,7 +41,7 @@ func setup(t *testing.T) *world {
 func (w *world) reconciler(t *testing.T, filter string) *Reconciler {
 	t.Helper()
 	log, _ := test.NewNullLogger()
-	r, err := New(Options{Filter: filter, Interval: time.Hour, Route: ingest.Route{Prefix: "cdse.product"}, PageSize: 30, RequestsPerSec: 1000}, w.api, w.env.Publisher, w.env.Quarantine, w.env.JS, prometheus.NewRegistry(), log)
+	r, err := New(Options{Filter: filter, Interval: time.Hour, Route: ingest.Route{Prefix: "cdse.product"}, PageSize: 30, RequestsPerSec: 1000}, w.api, w.env.Publisher, w.env.Quarantine, w.env.Topology, prometheus.NewRegistry(), log)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -339,7 +339,7 @@ func TestReconcilePastTheSkipLimit(t *testing.T) {
 	}
 	log, _ := test.NewNullLogger()
 	r, err := New(Options{Filter: "Collection/Name eq 'SENTINEL-2'", Events: []notification.Event{notification.Created}, Interval: time.Hour, Route: ingest.Route{Prefix: "cdse.product"},
-		PageSize: 1000, RequestsPerSec: 1000}, w.api, w.env.Publisher, w.env.Quarantine, w.env.JS, prometheus.NewRegistry(), log)
+		PageSize: 1000, RequestsPerSec: 1000}, w.api, w.env.Publisher, w.env.Quarantine, w.env.Topology, prometheus.NewRegistry(), log)
 	if err != nil {
 		t.Fatal(err)
 	}

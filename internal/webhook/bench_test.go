@@ -14,10 +14,10 @@ import (
 	"github.com/sirupsen/logrus"
 
 	"github.com/cdse-jetstream/receiver/internal/auth"
-	"github.com/cdse-jetstream/receiver/internal/fixtures"
 	"github.com/cdse-jetstream/receiver/internal/ingest"
 	"github.com/cdse-jetstream/receiver/internal/publish"
-	"github.com/cdse-jetstream/receiver/internal/publish/publishtest"
+	"github.com/cdse-jetstream/receiver/internal/testkit/fixtures"
+	"github.com/cdse-jetstream/receiver/internal/testkit/publishtest"
 )
 
 // BenchmarkHandler runs the whole request path in-process (no HTTP

@@ -9,8 +9,8 @@ import (
 	"testing"
 
 	"github.com/cdse-jetstream/receiver/event"
-	"github.com/cdse-jetstream/receiver/internal/fixtures"
-	"github.com/cdse-jetstream/receiver/internal/natstest"
+	"github.com/cdse-jetstream/receiver/internal/testkit/fixtures"
+	"github.com/cdse-jetstream/receiver/internal/testkit/natstest"
 )
 
 // TestEveryFixtureStoredAsSent sends every fixture of testdata/notifications

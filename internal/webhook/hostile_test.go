@@ -23,8 +23,8 @@ import (
 	"golang.org/x/crypto/bcrypt"
 
 	"github.com/cdse-jetstream/receiver/internal/auth"
-	"github.com/cdse-jetstream/receiver/internal/fixtures"
-	"github.com/cdse-jetstream/receiver/internal/natstest"
+	"github.com/cdse-jetstream/receiver/internal/testkit/fixtures"
+	"github.com/cdse-jetstream/receiver/internal/testkit/natstest"
 )
 
 // TestHostileBodies: every case gets its status and a JSON error body,

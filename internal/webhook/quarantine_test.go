@@ -19,11 +19,11 @@ import (
 	logtest "github.com/sirupsen/logrus/hooks/test"
 
 	"github.com/cdse-jetstream/receiver/internal/auth"
-	"github.com/cdse-jetstream/receiver/internal/fixtures"
 	"github.com/cdse-jetstream/receiver/internal/ingest"
-	"github.com/cdse-jetstream/receiver/internal/natstest"
 	"github.com/cdse-jetstream/receiver/internal/publish"
 	"github.com/cdse-jetstream/receiver/internal/quarantine"
+	"github.com/cdse-jetstream/receiver/internal/testkit/fixtures"
+	"github.com/cdse-jetstream/receiver/internal/testkit/natstest"
 )
 
 // withProduct gives a fixture a fresh ProductId, so each use is a new product.

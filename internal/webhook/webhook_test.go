@@ -21,11 +21,14 @@ import (
 	"github.com/sirupsen/logrus/hooks/test"
 
 	"github.com/cdse-jetstream/receiver/internal/auth"
-	"github.com/cdse-jetstream/receiver/internal/fixtures"
 	"github.com/cdse-jetstream/receiver/internal/ingest"
-	"github.com/cdse-jetstream/receiver/internal/natstest"
+	"github.com/cdse-jetstream/receiver/internal/natsconn"
 	"github.com/cdse-jetstream/receiver/internal/publish"
 	"github.com/cdse-jetstream/receiver/internal/quarantine"
+	"github.com/cdse-jetstream/receiver/internal/testkit/fixtures"
+	"github.com/cdse-jetstream/receiver/internal/testkit/natstest"
+	"github.com/cdse-jetstream/receiver/internal/testkit/publishtest"
+	"github.com/cdse-jetstream/receiver/internal/topology"
 )
 
 const (
@@ -62,7 +65,7 @@ func startWithVerifier(t *testing.T, srv *server.Server, v Verifier, opt func(*O
 	t.Helper()
 	logger, hook := test.NewNullLogger()
 	logger.SetLevel(logrus.DebugLevel)
-	nc, err := publish.Connect(publish.ConnectOptions{URL: srv.ClientURL()}, nil, logger)
+	nc, err := natsconn.Connect(natsconn.Options{URL: srv.ClientURL()}, logger)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -72,9 +75,9 @@ func startWithVerifier(t *testing.T, srv *server.Server, v Verifier, opt func(*O
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := publish.EnsureStream(context.Background(), pub.JetStream(), publish.StreamOptions{
-		Name: stream, Subjects: []string{"cdse.product.>"}, Duplicates: 24 * time.Hour,
-	}); err != nil {
+	topo := topology.New(pub.JetStream(), topology.Options{Stream: stream, SubjectPrefix: "cdse.product", Duplicates: 24 * time.Hour,
+		QuarantineStream: quarantineStream, QuarantinePrefix: "cdse.quarantine"})
+	if _, err := topo.EnsureProduct(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	if v == nil {
@@ -82,7 +85,7 @@ func startWithVerifier(t *testing.T, srv *server.Server, v Verifier, opt func(*O
 			t.Fatal(err)
 		}
 	}
-	q, err := quarantine.New(pub.JetStream(), quarantine.Options{Stream: quarantineStream, SubjectPrefix: "cdse.quarantine", Duplicates: time.Hour, Timeout: 2 * time.Second}, reg, logger)
+	q, err := quarantine.New(topo, 2*time.Second, reg, logger)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -155,11 +158,7 @@ func (e *env) count(t *testing.T) uint64 {
 
 func (e *env) quarantined(t *testing.T) []quarantine.Stored {
 	t.Helper()
-	list, err := quarantine.NewReader(e.js, quarantineStream).List(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	return list
+	return publishtest.Quarantined(t, e.js, quarantineStream)
 }
 
 func gz(b []byte) []byte {

@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/cdse-jetstream/receiver/internal/cdsesim"
-	"github.com/cdse-jetstream/receiver/internal/natstest"
+	"github.com/cdse-jetstream/receiver/internal/testkit/natstest"
 )
 
 type backfillSummary struct {

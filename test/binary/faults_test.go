@@ -15,7 +15,7 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/cdse-jetstream/receiver/internal/natstest"
+	"github.com/cdse-jetstream/receiver/internal/testkit/natstest"
 )
 
 // ledger records, per dedupe key, whether any request carrying it got a 2xx.

@@ -20,7 +20,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/cdse-jetstream/receiver/internal/natstest"
+	"github.com/cdse-jetstream/receiver/internal/testkit/natstest"
 )
 
 const (

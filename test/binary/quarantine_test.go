@@ -10,25 +10,18 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/nats-io/nats.go"
 
-	"github.com/cdse-jetstream/receiver/internal/natstest"
+	"github.com/cdse-jetstream/receiver/internal/testkit/natstest"
 )
 
 // command runs `receiver args...` with the settings env and returns its
 // output and exit code.
 func command(t *testing.T, env []string, args ...string) (stdout, stderr string, code int) {
-	t.Helper()
-	stdout, stderr, code, _ = commandRSS(t, env, args...)
-	return stdout, stderr, code
-}
-
-// commandRSS is command, with the process's peak resident memory in bytes.
-func commandRSS(t *testing.T, env []string, args ...string) (stdout, stderr string, code int, maxRSS int64) {
 	t.Helper()
 	bin, err := buildReceiver()
 	if err != nil {
@@ -46,11 +39,51 @@ func commandRSS(t *testing.T, env []string, args ...string) (stdout, stderr stri
 	case err != nil:
 		t.Fatal(err)
 	}
-	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
-		maxRSS = ru.Maxrss << 10 // kilobytes on Linux
-	}
-	return out.String(), errOut.String(), code, maxRSS
+	return out.String(), errOut.String(), code
 }
+
+// commandRSS is command, with the process's peak resident memory in
+// bytes, measured by the rusage helper (see its comment for why not here).
+func commandRSS(t *testing.T, env []string, args ...string) (stdout, stderr string, code int, maxRSS int64) {
+	t.Helper()
+	bin, err := buildReceiver()
+	if err != nil {
+		t.Fatal(err)
+	}
+	helper, err := buildRusage()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(t.TempDir(), "rusage")
+	cmd := exec.Command(helper, append([]string{bin}, args...)...)
+	cmd.Env = append([]string{"PATH=" + os.Getenv("PATH"), "RUSAGE_OUT=" + out}, env...)
+	var o, e bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &o, &e
+	err = cmd.Run()
+	var ee *exec.ExitError
+	switch {
+	case errors.As(err, &ee):
+		code = ee.ExitCode()
+	case err != nil:
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatalf("rusage: %v", err)
+	}
+	maxRSS, _ = strconv.ParseInt(string(b), 10, 64)
+	return o.String(), e.String(), code, maxRSS
+}
+
+// buildRusage compiles the rusage helper once per test run.
+var buildRusage = sync.OnceValues(func() (string, error) {
+	bin := filepath.Join(binDir, "rusage")
+	out, err := exec.Command("go", "build", "-o", bin, "github.com/cdse-jetstream/receiver/test/binary/internal/rusage").CombinedOutput()
+	if err != nil {
+		return "", &buildError{out: string(out), err: err}
+	}
+	return bin, nil
+})
 
 type listed struct {
 	Seq       uint64 `json:"seq"`

@@ -29,7 +29,7 @@ import (
 
 	"github.com/cdse-jetstream/receiver/bench/benchkit"
 	"github.com/cdse-jetstream/receiver/bench/loadgen"
-	"github.com/cdse-jetstream/receiver/internal/natsproc"
+	"github.com/cdse-jetstream/receiver/internal/testkit/natsproc"
 )
 
 func main() {

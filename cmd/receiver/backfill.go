@@ -1,0 +1,204 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/cdse-jetstream/receiver/internal/auth"
+	"github.com/cdse-jetstream/receiver/internal/backfill"
+	"github.com/cdse-jetstream/receiver/internal/catalogclient"
+	"github.com/cdse-jetstream/receiver/internal/cli"
+	"github.com/cdse-jetstream/receiver/internal/config"
+	"github.com/cdse-jetstream/receiver/internal/logging"
+	"github.com/cdse-jetstream/receiver/internal/publish"
+	"github.com/cdse-jetstream/receiver/internal/quarantine"
+	"github.com/cdse-jetstream/receiver/internal/reconcile"
+)
+
+// backfillHelp is the backfill command's long help.
+const backfillHelp = `Publishes a synthesized notification for every product the catalogue
+created, modified or deleted in [--since, --until) that matches --filter,
+exactly once: what the stream already holds is not published again, even
+beyond its duplicate window. Killed and started again with the same
+arguments, it continues where it stopped. Needs the catalogue login
+(CDSE_USERNAME, CDSE_PASSWORD or CDSE_PASSWORD_FILE) and the receiver's NATS
+settings.
+
+` + commandSettingsHelp
+
+// backfillOptions are the backfill command's flags.
+type backfillOptions struct {
+	config, filter, since, until, events string
+	out                                  *cli.Output // -o, checked before the run
+	dryRun                               bool
+	pageSize                             int
+	rate                                 float64
+}
+
+// newBackfill is `receiver backfill`.
+func newBackfill(getenv func(string) string) *cobra.Command {
+	var o backfillOptions
+	b := &cobra.Command{
+		Use:   "backfill --filter FILTER --since TIME",
+		Short: "Publish a past range of the catalogue, exactly once",
+		Long:  backfillHelp,
+		Example: `  receiver backfill --filter "Collection/Name eq 'SENTINEL-2'" --since 2026-11-01T00:00:00Z --until 2026-11-08T00:00:00Z
+  receiver backfill --filter "Collection/Name eq 'SENTINEL-1'" --since 2026-11-20T00:00:00Z --events deleted --dry-run -o json`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return backfillRun(cmd.Context(), o, getenv, cmd.OutOrStdout(), cmd.ErrOrStderr())
+		},
+	}
+	b.Flags().StringVar(&o.config, "config", getenv("RECEIVER_CONFIG"), "YAML settings file (as for the receiver); the environment is read too")
+	o.flags(b.Flags())
+	o.out = cli.AddOutputFlag(b)
+	b.PersistentPreRunE = func(*cobra.Command, []string) error { return o.out.Check() }
+	return b
+}
+
+func (o *backfillOptions) flags(fs *pflag.FlagSet) {
+	fs.StringVar(&o.filter, "filter", "", "OData filter of the products (required), e.g. \"Collection/Name eq 'SENTINEL-2'\"")
+	fs.StringVar(&o.since, "since", "", "start of the range, RFC 3339 (required), e.g. 2026-11-01T00:00:00Z")
+	fs.StringVar(&o.until, "until", "", "end of the range, RFC 3339, exclusive (default: now)")
+	fs.StringVar(&o.events, "events", "created,modified,deleted", "events to backfill")
+	fs.BoolVar(&o.dryRun, "dry-run", false, "count what would be published; publish nothing")
+	fs.IntVar(&o.pageSize, "page-size", 0, "products per catalogue request, at most 1000 (default RECONCILE_PAGE_SIZE)")
+	fs.Float64Var(&o.rate, "rate", 2, "catalogue requests per second, at most")
+}
+
+// backfillRun runs a backfill.
+func backfillRun(ctx context.Context, o backfillOptions, getenv func(string) string, stdout, stderr io.Writer) error {
+	var problems []string
+	if strings.TrimSpace(o.filter) == "" {
+		problems = append(problems, "--filter is required (an empty filter would list the whole catalogue)")
+	}
+	from, err := time.Parse(time.RFC3339Nano, o.since)
+	if err != nil {
+		problems = append(problems, fmt.Sprintf("--since %q is not an RFC 3339 time", o.since))
+	}
+	var to time.Time
+	if o.until != "" {
+		if to, err = time.Parse(time.RFC3339Nano, o.until); err != nil {
+			problems = append(problems, fmt.Sprintf("--until %q is not an RFC 3339 time", o.until))
+		} else if !to.After(from) {
+			problems = append(problems, "--until must be after --since")
+		}
+	}
+	evs, err := reconcile.ParseEvents(o.events)
+	if err != nil {
+		problems = append(problems, "--events: "+err.Error())
+	}
+	if o.pageSize < 0 || o.pageSize > 1000 || o.rate <= 0 {
+		problems = append(problems, "--page-size must be between 1 and 1000 and --rate positive")
+	}
+	if len(problems) > 0 {
+		return cli.Usagef("%s", strings.Join(problems, "; "))
+	}
+	cfg, err := commandConfig(o.config, getenv, config.Config.ValidateNATS, config.Config.ValidateStreams,
+		config.Config.ValidateRoute, config.Config.ValidateCatalogueLogin, config.Config.ValidateLogging)
+	if err != nil {
+		return err
+	}
+	route, err := cfg.Route()
+	if err != nil {
+		return cli.Usagef("%v", err)
+	}
+	if o.pageSize == 0 {
+		o.pageSize = cfg.ReconcilePageSize
+	}
+
+	log := logging.New(cfg.LogLevel, cfg.LogFormat, stderr)
+	nc, topo, err := connect(cfg, "cdse-receiver-backfill")
+	if err != nil {
+		return err
+	}
+	defer nc.Close()
+	if _, err := topo.EnsureProduct(ctx); err != nil {
+		return ctxDone(ctx, err)
+	}
+	reg := prometheus.NewRegistry()
+	qu, err := quarantine.New(topo, cfg.PublishTimeout, reg, log)
+	if err != nil {
+		return err
+	}
+	if !o.dryRun {
+		if err := qu.Ensure(ctx); err != nil {
+			return ctxDone(ctx, err)
+		}
+	}
+	pub, err := publish.NewPublisher(nc, publish.PublisherOptions{Stream: topo.ProductStream(), Timeout: cfg.PublishTimeout}, reg)
+	if err != nil {
+		return err
+	}
+	api := catalogclient.New(cfg.CDSECatalogueURL, auth.NewPasswordSource(cfg.Login()), nil)
+	bf := backfill.New(backfill.Options{Filter: o.filter, Since: from, Until: to, Events: evs, Route: route, DryRun: o.dryRun},
+		reconcile.NewLister(api, o.pageSize, o.rate), pub, qu, topo, log)
+
+	tty := o.out.Format == "table" && isTerminal(stderr)
+	began := map[string]time.Time{}
+	bf.OnPage = func(p backfill.Progress) {
+		if !tty {
+			log.WithField("event", p.Event).WithField("listed", p.Listed).WithField("total", p.Total).
+				WithField("published", p.Published).WithField("on_stream", p.OnStream).Info("backfill page stored")
+			return
+		}
+		fmt.Fprintf(stderr, "\r%s", progressLine(p, began))
+	}
+	log.WithField("since", from.Format(time.RFC3339)).WithField("until", o.until).WithField("dry_run", o.dryRun).Info("backfill started")
+	sum, err := bf.Run(ctx)
+	if tty {
+		fmt.Fprintln(stderr)
+	}
+	if err != nil {
+		return ctxDone(ctx, fmt.Errorf("%w (run the same command again to continue)", err))
+	}
+	return o.out.Print(stdout, sum, func(w io.Writer) error {
+		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+		verb := "PUBLISHED"
+		if sum.DryRun {
+			verb = "WOULD-PUBLISH"
+		}
+		fmt.Fprintf(tw, "EVENT\tLISTED\t%s\tON-STREAM\tQUARANTINED\tUNCHANGED\n", verb)
+		for _, p := range sum.Events {
+			fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\n", p.Event, p.Listed, p.Published, p.OnStream, p.Quarantined, p.Unchanged)
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+		_, err := fmt.Fprintf(w, "%d ids read from the stream; resumed: %v; took %s\n", sum.Scanned, sum.Resumed, sum.Took)
+		return err
+	})
+}
+
+// progressLine is "created  1200/3000  40%  520/s  ETA 3s".
+func progressLine(p backfill.Progress, began map[string]time.Time) string {
+	ev := string(p.Event)
+	if _, ok := began[ev]; !ok {
+		began[ev] = time.Now()
+	}
+	elapsed := time.Since(began[ev]).Seconds()
+	rate := float64(p.Listed) / max(elapsed, 0.001)
+	if p.Total <= 0 {
+		return fmt.Sprintf("%-9s %d listed  %.0f/s   ", ev, p.Listed, rate)
+	}
+	eta := time.Duration(float64(p.Total-p.Listed)/max(rate, 0.001)) * time.Second
+	return fmt.Sprintf("%-9s %d/%d  %3.0f%%  %.0f/s  ETA %s   ", ev, p.Listed, p.Total, 100*float64(p.Listed)/float64(p.Total), rate, eta.Round(time.Second))
+}
+
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	fi, err := f.Stat()
+	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+}

@@ -1,0 +1,105 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/KimMachineGun/automemlimit/memlimit"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/spf13/cobra"
+
+	"github.com/cdse-jetstream/receiver/internal/app"
+	"github.com/cdse-jetstream/receiver/internal/cli"
+	"github.com/cdse-jetstream/receiver/internal/config"
+	"github.com/cdse-jetstream/receiver/internal/logging"
+)
+
+// serveHelp is the server's long help; the flags' list follows it.
+var serveHelp = `Receives the catalogue's PUSH notifications over HTTPS (Basic auth), and
+optionally reads a PULL subscription and reconciles the catalogue's listing,
+and stores each product event once in a NATS JetStream stream.
+
+Every setting is read from, in rising precedence: a YAML file (--config or
+RECEIVER_CONFIG; its keys are the environment names), the environment, the
+flags. Values are taken as written; an empty one is no value. Each flag
+names its environment variable. Secrets have no flag (it would show in ps):
+set the variable or <NAME>_FILE (also in the YAML file):
+` + secretsList() + `
+The whole table: docs/configuration.md.`
+
+func secretsList() string {
+	var b strings.Builder
+	for _, s := range config.Settings() {
+		if s.Secret {
+			fmt.Fprintf(&b, "  %-24s %s\n", s.Name, s.Help)
+		}
+	}
+	return b.String()
+}
+
+// newServe is the server's command, named use ("receiver" at the root,
+// "serve" below it): the settings' flags and --config.
+func newServe(getenv func(string) string, use string) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:  use,
+		Long: serveHelp,
+		Args: cobra.NoArgs,
+	}
+	config.BindFlags(cmd.Flags())
+	configFile := addConfigFlag(cmd, getenv)
+	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
+		cfg, err := config.Load(config.Sources{File: *configFile, Getenv: getenv, Flags: cmd.Flags()})
+		if err == nil {
+			err = cfg.Validate()
+		}
+		if err != nil {
+			return cli.Usagef("invalid configuration:\n%v", err)
+		}
+		return serve(cmd.Context(), cfg, cmd)
+	}
+	return cmd
+}
+
+// addConfigFlag adds --config (default $RECEIVER_CONFIG) to cmd.
+func addConfigFlag(cmd *cobra.Command, getenv func(string) string) *string {
+	return cmd.Flags().String("config", getenv("RECEIVER_CONFIG"), "YAML file of settings, keys as the environment names (RECEIVER_CONFIG)")
+}
+
+// serve runs the receiver until ctx ends (SIGTERM, SIGINT) or a listener
+// fails, then shuts it down within RECEIVER_SHUTDOWN_TIMEOUT.
+func serve(ctx context.Context, cfg config.Config, cmd *cobra.Command) error {
+	log, flush := logging.NewBatched(cfg.LogLevel, cfg.LogFormat, cmd.OutOrStdout())
+	defer flush() // every line is written out before the process exits
+	if soft := app.SetMemoryLimit(memlimit.FromCgroup); soft > 0 {
+		log.WithField("gomemlimit_mib", soft>>20).Info("Go memory limit set to 90 % of the container's memory limit")
+	}
+	a, err := app.New(cfg, log, prometheus.NewRegistry())
+	if err != nil {
+		log.WithError(err).Error("receiver failed to start")
+		return err
+	}
+	if err := a.Start(ctx); err != nil {
+		log.WithError(err).Error("receiver failed to start")
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cfg.ShutdownTimeout)
+		defer cancel()
+		_ = a.Shutdown(sctx)
+		return err
+	}
+	var failed error
+	select {
+	case <-ctx.Done():
+		log.Info("shutting down")
+	case failed = <-a.Errors():
+		log.WithError(failed).Error("server failed")
+	}
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cfg.ShutdownTimeout)
+	defer cancel()
+	if err := a.Shutdown(sctx); err != nil {
+		log.WithError(err).Error("shutdown incomplete")
+		failed = errors.Join(failed, fmt.Errorf("shutdown incomplete: %w", err))
+	}
+	log.Info("stopped")
+	return failed
+}

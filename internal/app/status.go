@@ -1,0 +1,158 @@
+package app
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/cdse-jetstream/receiver/internal/buildinfo"
+	"github.com/cdse-jetstream/receiver/internal/ingest"
+	"github.com/cdse-jetstream/receiver/internal/publish"
+	"github.com/cdse-jetstream/receiver/internal/status"
+)
+
+// stamped is the publisher a source is given: it notes when JetStream last
+// confirmed one of the source's messages (stored or duplicate), for /status
+// and cdse_receiver_last_stored_timestamp_seconds (one atomic store per
+// publish). Duplicates answered from the local memory of stored ids do not
+// count: nothing reached JetStream, which may be down.
+type stamped struct {
+	pub  *publish.Publisher
+	last *atomic.Int64
+}
+
+func (s stamped) Publish(ctx context.Context, msgs []publish.Message) ([]publish.Result, error) {
+	res, err := s.pub.Publish(ctx, msgs)
+	if err == nil && publish.Confirmed(res) {
+		s.last.Store(time.Now().UnixNano())
+	}
+	return res, err
+}
+
+// stamp is the publisher of one source.
+func (a *App) stamp(source string) stamped {
+	return stamped{pub: a.pub, last: a.lastStored[source]}
+}
+
+func newClocks() map[string]*atomic.Int64 {
+	return map[string]*atomic.Int64{ingest.SourcePush: {}, ingest.SourcePull: {}, ingest.SourceReconcile: {}}
+}
+
+// Status is what GET /status answers.
+func (a *App) Status(ctx context.Context) status.Receiver {
+	cfg := a.cfg
+	st := status.Receiver{Version: buildinfo.Get().Version, Sources: []status.Source{}}
+	if err := a.Ready(ctx); err != nil {
+		st.NotReady = err.Error()
+	} else {
+		st.Ready = true
+	}
+	source := func(name, sub string) {
+		s := status.Source{Name: name, Subscription: sub}
+		if ns := a.lastStored[name].Load(); ns != 0 {
+			t := time.Unix(0, ns).UTC()
+			s.LastStored = &t
+		}
+		st.Sources = append(st.Sources, s)
+	}
+	if cfg.Webhook {
+		st.Webhook = &status.Webhook{Path: cfg.Path, Username: cfg.Username, TLS: cfg.TLSCertFile != ""}
+		source(ingest.SourcePush, "")
+	}
+	if cfg.PullSubscription != "" {
+		source(ingest.SourcePull, cfg.PullSubscription)
+	}
+	if cfg.ReconcileInterval > 0 {
+		source(ingest.SourceReconcile, "")
+	}
+	if a.pub == nil {
+		return st
+	}
+	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	defer cancel()
+	st.Stream = a.streamState(ctx, cfg.Stream)
+	st.Quarantine = a.streamState(ctx, cfg.QuarantineStream)
+	if a.reconciler != nil {
+		for ev, t := range a.reconciler.Watermarks(ctx) {
+			if st.Watermarks == nil {
+				st.Watermarks = map[string]time.Time{}
+			}
+			st.Watermarks[string(ev)] = t.UTC()
+		}
+	}
+	return st
+}
+
+// streamState is a stream's size as JetStream reports it now; nil when it
+// cannot be read (NATS away, the stream missing).
+func (a *App) streamState(ctx context.Context, name string) *status.Stream {
+	s, err := a.pub.JetStream().Stream(ctx, name)
+	if err != nil {
+		return nil
+	}
+	info, err := s.Info(ctx)
+	if err != nil {
+		return nil
+	}
+	return &status.Stream{Name: name, Messages: info.State.Msgs, Bytes: info.State.Bytes, LastTime: info.State.LastTime.UTC()}
+}
+
+// lastStoredAny is when JetStream last confirmed a message of any source:
+// the newest of the sources' clocks, or the process's start before the
+// first (so that a receiver that has never stored anything is silent from
+// its start, not from 1970).
+func (a *App) lastStoredAny() time.Time {
+	newest := a.started
+	for _, c := range a.lastStored {
+		if ns := c.Load(); ns > newest.UnixNano() {
+			newest = time.Unix(0, ns)
+		}
+	}
+	return newest
+}
+
+func (a *App) statusHandler(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	_ = enc.Encode(a.Status(r.Context()))
+}
+
+// streamCollector exports the sizes of the product stream and the
+// quarantine, read from JetStream at each scrape (two stream lookups), so
+// that dashboards need no NATS exporter for them.
+type streamCollector struct {
+	a               *App
+	messages, bytes *prometheus.Desc
+}
+
+func newStreamCollector(a *App) *streamCollector {
+	return &streamCollector{a: a,
+		messages: prometheus.NewDesc("cdse_receiver_stream_messages", "Messages in the stream (the product stream and the quarantine), read from JetStream at scrape time.", []string{"stream"}, nil),
+		bytes:    prometheus.NewDesc("cdse_receiver_stream_bytes", "Bytes in the stream (the product stream and the quarantine), read from JetStream at scrape time.", []string{"stream"}, nil),
+	}
+}
+
+func (c *streamCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- c.messages
+	ch <- c.bytes
+}
+
+func (c *streamCollector) Collect(ch chan<- prometheus.Metric) {
+	if c.a.pub == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	for _, name := range []string{c.a.cfg.Stream, c.a.cfg.QuarantineStream} {
+		if st := c.a.streamState(ctx, name); st != nil {
+			ch <- prometheus.MustNewConstMetric(c.messages, prometheus.GaugeValue, float64(st.Messages), name)
+			ch <- prometheus.MustNewConstMetric(c.bytes, prometheus.GaugeValue, float64(st.Bytes), name)
+		}
+	}
+}

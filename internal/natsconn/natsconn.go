@@ -1,0 +1,157 @@
+// Package natsconn connects the receiver and its commands to NATS: the
+// server's long-lived connection (reconnecting forever, never buffering a
+// publish while disconnected), a one-shot command's connection, and the
+// check of the server's version.
+package natsconn
+
+import (
+	"fmt"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/sirupsen/logrus"
+)
+
+// Options say how to reach NATS: an external server or cluster, or the
+// embedded one in this process (InProcess).
+type Options struct {
+	URL       string
+	CredsFile string
+	User      string
+	Password  string
+	Token     string
+	CAFile    string
+	// InProcess, when set, connects to that server inside this process
+	// (the embedded one) instead of dialling URL.
+	InProcess nats.InProcessConnProvider
+}
+
+// Connect dials NATS and keeps reconnecting forever. While disconnected,
+// publishes fail at once instead of being buffered (ReconnectBufSize -1): a
+// request must get a 503 the sender retries, not a 2xx for bytes held in
+// memory, and memory must not grow with an outage.
+func Connect(o Options, log logrus.FieldLogger) (*nats.Conn, error) {
+	opts := []nats.Option{
+		nats.Name("cdse-receiver"),
+		nats.MaxReconnects(-1),
+		nats.ReconnectWait(500 * time.Millisecond),
+		nats.ReconnectJitter(250*time.Millisecond, time.Second),
+		nats.ReconnectBufSize(-1),
+		nats.RetryOnFailedConnect(true),
+		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) {
+			if err == nil {
+				return // a deliberate close or drain
+			}
+			log.WithError(err).Warn("nats disconnected; requests get 503 until it is back")
+		}),
+		nats.ConnectHandler(func(nc *nats.Conn) { checkServer(nc, log, "nats connected") }),
+		nats.ReconnectHandler(func(nc *nats.Conn) { checkServer(nc, log, "nats reconnected") }),
+		nats.ErrorHandler(func(_ *nats.Conn, _ *nats.Subscription, err error) {
+			log.WithError(err).Error("nats error")
+		}),
+	}
+	nc, err := nats.Connect(o.URL, append(opts, o.auth()...)...)
+	if err != nil {
+		return nil, fmt.Errorf("connect to nats: %w", err)
+	}
+	return nc, nil
+}
+
+// MinServerVersion is the oldest nats-server release the receiver is tested
+// with (internal/e2e TestServerVersions). An older server is not refused —
+// everything the receiver uses is older still — but a connection to one is
+// logged as a warning, so an operator learns it at start, not from a
+// failure later.
+const MinServerVersion = "2.10.0"
+
+// checkServer logs the version of the server nc reached, as a warning when
+// it is older than MinServerVersion.
+func checkServer(nc *nats.Conn, log logrus.FieldLogger, msg string) {
+	v := nc.ConnectedServerVersion()
+	entry := log.WithFields(logrus.Fields{"server": nc.ConnectedUrlRedacted(), "server_version": v})
+	if !VersionAtLeast(v, MinServerVersion) {
+		entry.Warnf("%s to nats-server %s, older than %s, the oldest release this receiver is tested with: upgrade the server (README: NATS server versions)", msg, v, MinServerVersion)
+		return
+	}
+	entry.Info(msg)
+}
+
+// VersionAtLeast compares "major.minor.patch" versions, ignoring a "v"
+// prefix and a "-pre-release" suffix; an unparsable v is not at least min.
+func VersionAtLeast(v, min string) bool {
+	a, ok1 := versionParts(v)
+	b, ok2 := versionParts(min)
+	if !ok1 || !ok2 {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return a[i] > b[i]
+		}
+	}
+	return true
+}
+
+func versionParts(v string) ([3]int, bool) {
+	var out [3]int
+	v, _, _ = strings.Cut(strings.TrimPrefix(v, "v"), "-")
+	parts := strings.Split(v, ".")
+	if len(parts) != 3 {
+		return out, false
+	}
+	for i, p := range parts {
+		n, err := strconv.Atoi(p)
+		if err != nil {
+			return out, false
+		}
+		out[i] = n
+	}
+	return out, true
+}
+
+// auth are the options that log in and verify the servers.
+func (o Options) auth() []nats.Option {
+	var opts []nats.Option
+	if o.CredsFile != "" {
+		opts = append(opts, nats.UserCredentials(o.CredsFile))
+	}
+	if o.User != "" {
+		opts = append(opts, nats.UserInfo(o.User, o.Password))
+	}
+	if o.Token != "" {
+		opts = append(opts, nats.Token(o.Token))
+	}
+	if o.CAFile != "" {
+		opts = append(opts, nats.RootCAs(o.CAFile))
+	}
+	if o.InProcess != nil {
+		opts = append(opts, nats.InProcessServer(o.InProcess))
+	}
+	return opts
+}
+
+// ConnectOnce dials NATS for a one-shot command (receiver quarantine,
+// backfill): it fails at once when no server answers instead of waiting
+// for one, and does not reconnect for long.
+func ConnectOnce(o Options, name string) (*nats.Conn, error) {
+	nc, err := nats.Connect(o.URL, append([]nats.Option{nats.Name(name), nats.Timeout(5 * time.Second),
+		nats.MaxReconnects(10), nats.ReconnectBufSize(-1)}, o.auth()...)...)
+	if err != nil {
+		return nil, fmt.Errorf("connect to nats at %s: %w", RedactURL(o.URL), err)
+	}
+	return nc, nil
+}
+
+// RedactURL hides a password written into a NATS URL list.
+func RedactURL(s string) string {
+	parts := strings.Split(s, ",")
+	for i, p := range parts {
+		if u, err := url.Parse(strings.TrimSpace(p)); err == nil && u.User != nil {
+			parts[i] = u.Redacted()
+		}
+	}
+	return strings.Join(parts, ",")
+}

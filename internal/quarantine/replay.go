@@ -1,0 +1,100 @@
+package quarantine
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+
+	"github.com/cdse-jetstream/receiver/internal/ingest"
+	"github.com/cdse-jetstream/receiver/internal/notification"
+	"github.com/cdse-jetstream/receiver/internal/publish"
+)
+
+// HeaderReplayed marks a message published by a replay; its value is the
+// body's sequence in the quarantine.
+const HeaderReplayed = "Cdse-Replayed"
+
+// Publisher stores messages on the product stream (internal/publish).
+type Publisher interface {
+	Publish(ctx context.Context, msgs []publish.Message) ([]publish.Result, error)
+}
+
+// ReplayOptions say how a replay validates and shapes what it publishes:
+// as the receiver does, with its route and limits.
+type ReplayOptions struct {
+	Route            ingest.Route
+	MaxBody          int64
+	MaxNotifications int
+	DryRun           bool
+}
+
+// ReplaySummary is what a replay did.
+type ReplaySummary struct {
+	DryRun       bool         `json:"dryRun"`
+	Checked      int          `json:"checked"`
+	Replayed     int          `json:"replayed"`   // bodies that pass now (removed from the quarantine unless dry)
+	Stored       int          `json:"stored"`     // notifications newly stored
+	Duplicates   int          `json:"duplicates"` // already on the stream (another source brought them)
+	StillRefused int          `json:"stillRefused"`
+	Items        []ReplayItem `json:"items"`
+}
+
+// ReplayItem is the fate of one quarantined body.
+type ReplayItem struct {
+	Seq       uint64 `json:"seq"`
+	ProductID string `json:"productId,omitempty"`
+	Result    string `json:"result"` // replayed, would-replay, refused
+	Detail    string `json:"detail,omitempty"`
+}
+
+// Replay validates every quarantined body with this version's validator
+// and publishes those that pass, as their source would have: same subject,
+// headers (plus Cdse-Replayed) and dedupe key, so a product that reached
+// the stream meanwhile (through the reconciler, say) is a duplicate, not a
+// second message. A body is removed from the quarantine only after its
+// PubAck. Bodies are read one at a time (Each).
+func (r *Reader) Replay(ctx context.Context, pub Publisher, o ReplayOptions) (ReplaySummary, error) {
+	sum := ReplaySummary{DryRun: o.DryRun, Items: []ReplayItem{}}
+	err := r.Each(ctx, func(s Stored) error {
+		sum.Checked++
+		item := ReplayItem{Seq: s.Seq, ProductID: s.ProductID}
+		body, err := s.Decoded(o.MaxBody)
+		var ns []notification.Notification
+		if err == nil {
+			ns, err = notification.Parse(body, o.MaxNotifications)
+		}
+		if err != nil {
+			sum.StillRefused++
+			item.Result, item.Detail = "refused", err.Error()
+			sum.Items = append(sum.Items, item)
+			return nil
+		}
+		sum.Replayed++
+		if o.DryRun {
+			item.Result, item.Detail = "would-replay", fmt.Sprintf("%d notification(s)", len(ns))
+			sum.Items = append(sum.Items, item)
+			return nil
+		}
+		source := s.Source
+		if source == "" {
+			source = ingest.SourcePush
+		}
+		msgs := ingest.Messages(ns, &o.Route, source)
+		for i := range msgs {
+			msgs[i].MessageHeader()[HeaderReplayed] = []string{strconv.FormatUint(s.Seq, 10)}
+		}
+		res, err := pub.Publish(ctx, msgs)
+		if err != nil {
+			return fmt.Errorf("replay quarantined body %d (left in the quarantine): %w", s.Seq, err)
+		}
+		c := ingest.Count(res)
+		sum.Stored, sum.Duplicates = sum.Stored+c.Accepted, sum.Duplicates+c.Duplicates
+		if err := r.Remove(ctx, s.Seq); err != nil {
+			return fmt.Errorf("replayed body %d is stored, but %w; a second replay finds it a duplicate", s.Seq, err)
+		}
+		item.Result, item.Detail = "replayed", fmt.Sprintf("%d stored, %d duplicate", c.Accepted, c.Duplicates)
+		sum.Items = append(sum.Items, item)
+		return nil
+	})
+	return sum, err
+}

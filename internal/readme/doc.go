@@ -1,3 +1,0 @@
-// Package readme checks that what the README tells users to type works: its
-// test runs the README's nats CLI lines against a real receiver.
-package readme

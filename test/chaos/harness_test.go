@@ -1,0 +1,521 @@
+package chaos
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"math/rand/v2"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/cdse-jetstream/receiver/internal/cdsesim"
+	"github.com/cdse-jetstream/receiver/internal/notification"
+	"github.com/cdse-jetstream/receiver/internal/register"
+	"github.com/cdse-jetstream/receiver/internal/testkit/natsproc"
+	"github.com/cdse-jetstream/receiver/internal/testkit/natstest"
+)
+
+const (
+	stream           = "CDSE_PRODUCTS"
+	quarantineStream = "CDSE_QUARANTINE"
+	webhookUser      = "catalogue"
+	webhookPass      = "a-long-webhook-password"
+	// Two catalogue accounts, as the catalogue allows two running
+	// subscriptions per account and created/modified cannot share one with
+	// deleted: the first has the PUSH ones, the second the PULL one and
+	// the reconciler's login.
+	pushUser, pullUser, simPass = "push@example.org", "pull@example.org", "account-pw"
+	filter                      = "Collection/Name eq 'SENTINEL-1' or Collection/Name eq 'SENTINEL-2' or Collection/Name eq 'SENTINEL-3' or Collection/Name eq 'SENTINEL-5P'"
+)
+
+// Config of a run.
+type Config struct {
+	Seed     int64
+	Duration time.Duration
+	Rate     int // product events per second (default 20)
+	// ReceiverBin and NATSBin are the binaries (BuildReceiver,
+	// natsproc.Binary).
+	ReceiverBin, NATSBin string
+}
+
+// Report is what a run did and found. Problems is empty when the promise
+// held.
+type Report struct {
+	Seed           int64
+	Duration       time.Duration
+	Faults         []Fault
+	Events         map[string]int // announced by the simulator, by event
+	Stored         map[string]int // on the stream, by Cdse-Source
+	Status         map[int]int    // the load balancer's answers to the catalogue
+	Acked          int            // product events a replica answered 2xx for
+	Pushed         int64          // the simulator's deliveries that got a 2xx
+	Dropped        int64          // given up after the retries
+	Settle         time.Duration  // from the end of the traffic until the stream held every event
+	QuarantineMsgs uint64
+	Problems       []string
+}
+
+func (r Report) String() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "chaos run: seed %d, %s of traffic, replay with CHAOS_SEED=%d\n", r.Seed, r.Duration, r.Seed)
+	fmt.Fprintf(&b, "faults (%d):\n", len(r.Faults))
+	for _, f := range r.Faults {
+		rec := "no request until the end"
+		if f.Recovery > 0 {
+			rec = fmt.Sprintf("next 2xx %.2fs after", f.Recovery.Seconds())
+		}
+		if f.Ready > 0 {
+			rec += fmt.Sprintf(", restarted replica ready in %.2fs", f.Ready.Seconds())
+		}
+		fmt.Fprintf(&b, "  %s  %s\n", f, rec)
+	}
+	fmt.Fprintf(&b, "events announced: %s\n", counts(r.Events))
+	fmt.Fprintf(&b, "stored, by source: %s\n", counts(r.Stored))
+	var st []string
+	for _, c := range slices.Sorted(maps.Keys(r.Status)) {
+		st = append(st, fmt.Sprintf("%d: %d", c, r.Status[c]))
+	}
+	fmt.Fprintf(&b, "answers to the catalogue: %s\n", strings.Join(st, ", "))
+	fmt.Fprintf(&b, "simulator: %d deliveries acknowledged, %d dropped after 3 retries; %d events acknowledged by a replica\n", r.Pushed, r.Dropped, r.Acked)
+	fmt.Fprintf(&b, "settled %.1fs after the traffic stopped; quarantine %d\n", r.Settle.Seconds(), r.QuarantineMsgs)
+	if len(r.Problems) == 0 {
+		b.WriteString("every event on the stream exactly once\n")
+	}
+	for _, p := range r.Problems {
+		fmt.Fprintf(&b, "PROBLEM: %s\n", p)
+	}
+	return b.String()
+}
+
+func counts[K comparable](m map[K]int) string {
+	var parts []string
+	total := 0
+	for k, v := range m {
+		parts = append(parts, fmt.Sprintf("%v %d", k, v))
+		total += v
+	}
+	sort.Strings(parts)
+	return fmt.Sprintf("%d (%s)", total, strings.Join(parts, ", "))
+}
+
+// BuildReceiver builds the receiver binary into dir.
+func BuildReceiver(t testing.TB, dir string) string {
+	t.Helper()
+	bin := filepath.Join(dir, "receiver")
+	out, err := exec.Command("go", "build", "-o", bin, "github.com/cdse-jetstream/receiver/cmd/receiver").CombinedOutput()
+	if err != nil {
+		t.Fatalf("build receiver: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// world is everything a run starts.
+type world struct {
+	t        testing.TB
+	dir      string
+	nodes    []*natsproc.Server
+	replicas []*replica
+	sim      *cdsesim.Sim
+	front    *front
+
+	mu       sync.Mutex
+	expected map[string]string // dedupe key → event
+}
+
+// Run starts the world, runs traffic and faults for c.Duration, heals
+// everything and checks the stream. It fails t only when the world cannot
+// be set up; what the check finds is in the report.
+func Run(t testing.TB, c Config) Report {
+	t.Helper()
+	if c.Rate <= 0 {
+		c.Rate = 20
+	}
+	w := &world{t: t, dir: t.TempDir(), expected: map[string]string{}}
+	rep := Report{Seed: c.Seed, Duration: c.Duration, Faults: Schedule(c.Seed, c.Duration), Events: map[string]int{}, Stored: map[string]int{}, Status: map[int]int{}}
+
+	w.nodes = natsproc.StartCluster(t, c.NATSBin, filepath.Join(w.dir, "nats"), 3)
+	w.sim = cdsesim.New(cdsesim.Options{Users: map[string]cdsesim.User{pushUser: {Password: simPass}, pullUser: {Password: simPass}}, Journal: w.journal})
+	simSrv := httptest.NewServer(w.sim.Handler())
+	t.Cleanup(func() { simSrv.Close(); w.sim.Close() })
+
+	var backends []string
+	ports := natstest.FreePorts(t, 4)
+	for i := range 2 {
+		name := "r" + strconv.Itoa(i+1)
+		r := &replica{Process: natsproc.Process{Name: name, Path: c.ReceiverBin, Log: filepath.Join(w.dir, name+".log")},
+			dir: filepath.Join(w.dir, name), webhookPort: ports[2*i], adminPort: ports[2*i+1]}
+		if err := os.MkdirAll(r.dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		var urls []string
+		for _, n := range w.nodes {
+			p, err := newTCPProxy("127.0.0.1:" + strconv.Itoa(n.Port))
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(p.close)
+			r.proxies = append(r.proxies, p)
+			urls = append(urls, p.URL())
+		}
+		r.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + w.dir,
+			"RECEIVER_ADDR=127.0.0.1:" + strconv.Itoa(r.webhookPort),
+			"RECEIVER_ADMIN_ADDR=127.0.0.1:" + strconv.Itoa(r.adminPort),
+			"RECEIVER_USERNAME=" + webhookUser, "RECEIVER_PASSWORD=" + webhookPass,
+			"RECEIVER_DATA_DIR=" + r.dir,
+			"RECEIVER_PUBLISH_TIMEOUT=2s",
+			"NATS_URL=" + strings.Join(urls, ","),
+			"NATS_STREAM_REPLICAS=3",
+			"LOG_FORMAT=json",
+		}
+		backends = append(backends, "http://127.0.0.1:"+strconv.Itoa(r.webhookPort)+"/notifications")
+		w.replicas = append(w.replicas, r)
+	}
+	w.front = newFront(backends)
+	frontSrv := httptest.NewServer(w.front)
+	t.Cleanup(frontSrv.Close)
+
+	env := map[string]string{
+		"CDSE_USERNAME": pushUser, "CDSE_PASSWORD": simPass,
+		"CDSE_TOKEN_URL":     simSrv.URL + "/auth/realms/CDSE/protocol/openid-connect/token",
+		"CDSE_CATALOGUE_URL": simSrv.URL + "/odata/v1",
+		"RECEIVER_USERNAME":  webhookUser, "RECEIVER_PASSWORD": webhookPass,
+	}
+	for _, events := range []string{"created,modified", "deleted"} {
+		registerCmd(t, env, "create", "--endpoint", frontSrv.URL+"/notifications", "--insecure-endpoint", "--filter", filter, "--events", events)
+	}
+	env["CDSE_USERNAME"] = pullUser
+	var subs []struct{ Id string }
+	out := registerCmd(t, env, "-o", "json", "create", "--type", "pull", "--filter", filter, "--events", "created,modified")
+	if err := json.Unmarshal([]byte(out), &subs); err != nil || len(subs) != 1 {
+		t.Fatalf("register create --type pull: %q: %v", out, err)
+	}
+	// PULL and the reconciler on the first replica only, as a deployment
+	// runs them (one reader of the queue).
+	w.replicas[0].Env = append(w.replicas[0].Env,
+		"CDSE_USERNAME="+pullUser, "CDSE_PASSWORD="+simPass,
+		"CDSE_TOKEN_URL="+env["CDSE_TOKEN_URL"], "CDSE_CATALOGUE_URL="+env["CDSE_CATALOGUE_URL"],
+		"PULL_SUBSCRIPTION_ID="+subs[0].Id, "PULL_INTERVAL=200ms",
+		"RECONCILE_INTERVAL=1m", "RECONCILE_LOOKBACK=1h", "RECONCILE_FILTER="+filter)
+	for _, r := range w.replicas {
+		if err := r.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(r.Kill)
+	}
+	for _, r := range w.replicas {
+		if err := r.waitReady(60 * time.Second); err != nil {
+			t.Fatalf("%v\n%s", err, r.LogTail(30))
+		}
+	}
+	w.sim.SetDuplicateSends(true)
+
+	// Traffic and faults.
+	start := time.Now()
+	ctx, cancel := context.WithTimeout(context.Background(), c.Duration)
+	defer cancel()
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() { defer wg.Done(); w.traffic(ctx, c.Seed, c.Rate) }()
+	heals := w.inject(start, rep.Faults)
+	wg.Wait()
+	trafficEnd := time.Now()
+
+	// Heal whatever is left (nothing, by the schedule's construction), let
+	// the simulator finish its retries, and wait for the stream to hold
+	// every event.
+	w.healAll()
+	w.sim.WaitPushes()
+	js, closeNC := natstest.JetStream(t, clusterURL(w.nodes))
+	defer closeNC()
+	msgs := w.settle(js, 3*time.Minute) // a deleted event both PUSH sends of which were dropped waits for the next reconcile pass (every minute)
+	rep.Settle = time.Since(trafficEnd)
+	// A PULL read or a late retry after that must not add anything: watch
+	// the stream a little longer.
+	msgs = w.stable(js, msgs, 3*time.Second)
+
+	acked, answers := w.front.snapshot()
+	for _, a := range answers {
+		rep.Status[a.status]++
+	}
+	for i := range rep.Faults {
+		end := heals[i]
+		for _, a := range answers {
+			if a.at.After(end) && a.status/100 == 2 {
+				rep.Faults[i].Recovery = a.at.Sub(end)
+				break
+			}
+		}
+	}
+	st := w.sim.Stats()
+	rep.Pushed, rep.Dropped, rep.Acked = st.Pushed, st.PushDropped, len(acked)
+	rep.QuarantineMsgs = streamMsgs(js, quarantineStream)
+	rep.Problems = w.check(msgs, acked, &rep)
+	if rep.QuarantineMsgs != 0 {
+		rep.Problems = append(rep.Problems, fmt.Sprintf("%d bodies quarantined", rep.QuarantineMsgs))
+	}
+	for code := range rep.Status {
+		if code/100 != 2 && code != http.StatusServiceUnavailable && code != http.StatusBadGateway {
+			rep.Problems = append(rep.Problems, fmt.Sprintf("%d answers with status %d (only 2xx, 503 and the balancer's 502 are expected)", rep.Status[code], code))
+		}
+	}
+	if len(rep.Problems) > 0 {
+		for _, r := range w.replicas {
+			t.Logf("%s log tail:\n%s", r.Name, r.LogTail(30))
+		}
+	}
+	return rep
+}
+
+func registerCmd(t testing.TB, env map[string]string, args ...string) string {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	if code := register.Run(context.Background(), append([]string{"register"}, args...), func(k string) string { return env[k] }, &out, &errOut); code != 0 {
+		t.Fatalf("register %v: exit %d: %s", args, code, errOut.String())
+	}
+	return out.String()
+}
+
+func clusterURL(nodes []*natsproc.Server) string {
+	var urls []string
+	for _, n := range nodes {
+		urls = append(urls, n.URL())
+	}
+	return strings.Join(urls, ",")
+}
+
+// journal is the simulator's ground truth: the dedupe key the receiver
+// must store each event under.
+func (w *world) journal(event string, p cdsesim.Product) {
+	key := notification.DedupeKey(notification.Event(event), p.ID, p.ModificationDate)
+	w.mu.Lock()
+	w.expected[key] = event
+	w.mu.Unlock()
+}
+
+// traffic creates, modifies and deletes products at rate per second until
+// ctx ends.
+func (w *world) traffic(ctx context.Context, seed int64, rate int) {
+	r := rand.New(rand.NewPCG(uint64(seed)+1, 7))
+	tick := time.NewTicker(time.Second / time.Duration(rate))
+	defer tick.Stop()
+	var live []string
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		switch x := r.Float64(); {
+		case x < 0.25 && len(live) > 0:
+			_ = w.sim.ModifyProduct(live[r.IntN(len(live))])
+		case x < 0.35 && len(live) > 0:
+			i := r.IntN(len(live))
+			_ = w.sim.DeleteProduct(live[i], "Corrupted product")
+			live = slices.Delete(live, i, i+1)
+		default:
+			p := w.sim.Generate(cdsesim.Missions[r.IntN(len(cdsesim.Missions))], 1)[0]
+			live = append(live, p.ID)
+		}
+	}
+}
+
+// inject runs the schedule and returns when each fault was healed.
+func (w *world) inject(start time.Time, faults []Fault) []time.Time {
+	heals := make([]time.Time, len(faults))
+	for i, f := range faults {
+		time.Sleep(time.Until(start.Add(f.At)))
+		w.t.Logf("fault %s", f)
+		end := time.Now().Add(f.For)
+		switch f.Kind {
+		case KillReceiver:
+			r := w.replicas[f.Receiver]
+			r.Kill()
+			time.Sleep(time.Until(end))
+			if err := r.Start(); err != nil {
+				w.t.Error(err)
+			}
+			started := time.Now()
+			if err := r.waitReady(30 * time.Second); err != nil {
+				w.t.Error(err)
+			}
+			faults[i].Ready = time.Since(started)
+		case CutNATS:
+			for _, p := range w.replicas[f.Receiver].proxies {
+				p.setCut(true)
+			}
+			time.Sleep(time.Until(end))
+			for _, p := range w.replicas[f.Receiver].proxies {
+				p.setCut(false)
+			}
+		case KillNode, LoseQuorum:
+			for _, n := range f.Nodes {
+				w.nodes[n].Kill()
+			}
+			time.Sleep(time.Until(end))
+			for _, n := range f.Nodes {
+				if err := w.nodes[n].Restart(); err != nil {
+					w.t.Error(err)
+				}
+			}
+		case PauseNode, FreezeQuorum:
+			for _, n := range f.Nodes {
+				w.nodes[n].Stop()
+			}
+			time.Sleep(time.Until(end))
+			for _, n := range f.Nodes {
+				w.nodes[n].Continue()
+			}
+		case SlowNode:
+			n := w.nodes[f.Nodes[0]]
+			for time.Now().Before(end) {
+				n.Stop()
+				time.Sleep(100 * time.Millisecond)
+				n.Continue()
+				time.Sleep(100 * time.Millisecond)
+			}
+		}
+		heals[i] = time.Now()
+	}
+	return heals
+}
+
+// healAll makes sure every process runs and every link is up.
+func (w *world) healAll() {
+	for _, n := range w.nodes {
+		if !n.Running() {
+			if err := n.Restart(); err != nil {
+				w.t.Error(err)
+			}
+		}
+		n.Continue()
+	}
+	for _, r := range w.replicas {
+		for _, p := range r.proxies {
+			p.setCut(false)
+		}
+		if !r.Running() {
+			if err := r.Start(); err != nil {
+				w.t.Error(err)
+			}
+		}
+	}
+}
+
+// settle waits until the stream holds every expected event (or d passed)
+// and returns its messages.
+func (w *world) settle(js jetstream.JetStream, d time.Duration) []natstest.Msg {
+	w.mu.Lock()
+	want := uint64(len(w.expected))
+	w.mu.Unlock()
+	deadline := time.Now().Add(d)
+	for streamMsgs(js, stream) < want && time.Now().Before(deadline) {
+		time.Sleep(200 * time.Millisecond)
+	}
+	return natstest.StreamMessages(w.t, js, stream)
+}
+
+// stable reads the stream again after d and returns the later reading;
+// the check then sees anything added meanwhile.
+func (w *world) stable(js jetstream.JetStream, msgs []natstest.Msg, d time.Duration) []natstest.Msg {
+	deadline := time.Now().Add(d)
+	for time.Now().Before(deadline) {
+		if streamMsgs(js, stream) != uint64(len(msgs)) {
+			break
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	return natstest.StreamMessages(w.t, js, stream)
+}
+
+func streamMsgs(js jetstream.JetStream, name string) uint64 {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	s, err := js.Stream(ctx, name)
+	if err != nil {
+		return 0
+	}
+	info, err := s.Info(ctx)
+	if err != nil {
+		return 0
+	}
+	return info.State.Msgs
+}
+
+// check compares the stream with the simulator's journal and the
+// balancer's ledger.
+func (w *world) check(msgs []natstest.Msg, acked map[string]bool, rep *Report) []string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, ev := range w.expected {
+		rep.Events[ev]++
+	}
+	var problems []string
+	seen := map[string]int{}
+	for _, m := range msgs {
+		id := m.Header.Get("Nats-Msg-Id")
+		seen[id]++
+		rep.Stored[m.Header.Get("Cdse-Source")]++
+		if seen[id] == 2 {
+			problems = append(problems, "stored twice: "+id)
+		}
+		if _, ok := w.expected[id]; !ok && seen[id] == 1 {
+			problems = append(problems, "stored but never announced: "+id)
+		}
+	}
+	var missing, ackedMissing int
+	for id := range w.expected {
+		if seen[id] == 0 {
+			missing++
+			if acked[id] {
+				ackedMissing++
+			}
+			if missing <= 10 {
+				problems = append(problems, "announced, not on the stream: "+id)
+			}
+		}
+	}
+	if missing > 0 {
+		problems = append(problems, fmt.Sprintf("%d of %d events missing, %d of them acknowledged with a 2xx", missing, len(w.expected), ackedMissing))
+	}
+	return problems
+}
+
+// replica is one receiver process.
+type replica struct {
+	natsproc.Process
+	dir                    string
+	webhookPort, adminPort int
+	proxies                []*tcpProxy
+}
+
+func (r *replica) waitReady(d time.Duration) error {
+	deadline := time.Now().Add(d)
+	url := "http://127.0.0.1:" + strconv.Itoa(r.adminPort) + "/readyz"
+	for {
+		resp, err := http.Get(url)
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return nil
+			}
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%s not ready within %s: %v", r.Name, d, err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}

@@ -1,0 +1,103 @@
+package docs
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cdse-jetstream/receiver/internal/testkit/receivertest"
+)
+
+// natsLines are the README's block between the nats-cli-test markers: the
+// commands (lines starting "nats "), in order.
+func natsLines(t *testing.T) []string {
+	t.Helper()
+	readme, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, rest, ok := strings.Cut(string(readme), "<!-- nats-cli-test:begin -->")
+	block, _, ok2 := strings.Cut(rest, "<!-- nats-cli-test:end -->")
+	if !ok || !ok2 {
+		t.Fatal("the README has no nats-cli-test block")
+	}
+	var cmds []string
+	for _, line := range strings.Split(block, "\n") {
+		if strings.HasPrefix(line, "nats ") {
+			cmds = append(cmds, line)
+		}
+	}
+	return cmds
+}
+
+// buildNATS builds the nats CLI pinned by tools/go.mod.
+func buildNATS(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "nats")
+	out, err := exec.Command("go", "build", "-C", filepath.Join("..", "..", "tools"), "-o", bin, "github.com/nats-io/natscli/nats").CombinedOutput()
+	if err != nil {
+		t.Fatalf("building the nats CLI: %v\n%s", err, out)
+	}
+	return bin
+}
+
+func TestREADMENatsCLILines(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the nats CLI")
+	}
+	// What each line must print, by the line's first words: every line of
+	// the block needs an entry, so a new line is a test to write.
+	want := map[string][]*regexp.Regexp{
+		"nats stream subjects": {regexp.MustCompile(`cdse\.product\.created\.SENTINEL-2\.S2MSI2A`), regexp.MustCompile(`cdse\.product\.deleted\.SENTINEL-5P\.L2__CH4___`)},
+		"nats stream get":      {regexp.MustCompile(`Cdse-Product-Type: S2MSI2A`), regexp.MustCompile(`ce-type: eu\.copernicus\.dataspace\.product\.created`), regexp.MustCompile(`"ProductId": "0f6b4c1e-8d2a-4f3b-9c5e-7a1d2b3c4e5f"`)},
+		"nats consumer add":    {regexp.MustCompile(`l2a-downloader`), regexp.MustCompile(`Filter Subject: cdse\.product\.created\.SENTINEL-2\.S2MSI2A`), regexp.MustCompile(`Ack Policy: Explicit`)},
+		"nats consumer next":   {regexp.MustCompile(`Cdse-S3-Path: /eodata/Sentinel-2/MSI/L2A/`), regexp.MustCompile(`(?i)acknowledged`)},
+		"nats sub":             {regexp.MustCompile(`(?s)(Cdse-Event: deleted.*){3}`)},
+	}
+	cmds := natsLines(t)
+	if len(cmds) != len(want) {
+		t.Errorf("the README's block has %d nats lines, the test knows %d", len(cmds), len(want))
+	}
+	bin := buildNATS(t)
+	r := receivertest.Start(t, nil)
+	r.PostFixtures(t)
+	// The lines run in a shell as a user types them, with the nats on the
+	// PATH being the one built above, and a home of their own (the CLI
+	// keeps its contexts there).
+	path := filepath.Dir(bin) + string(os.PathListSeparator) + os.Getenv("PATH")
+	home := t.TempDir()
+	for _, line := range cmds {
+		var checks []*regexp.Regexp
+		for prefix, c := range want {
+			if strings.HasPrefix(line, prefix+" ") {
+				checks = c
+			}
+		}
+		if checks == nil {
+			t.Errorf("no expectations for the README line %q", line)
+			continue
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		cmd := exec.CommandContext(ctx, "bash", "-c", line)
+		cmd.Env = []string{"PATH=" + path, "HOME=" + home, "XDG_CONFIG_HOME=" + filepath.Join(home, ".config"), "NATS_URL=" + r.NATSURL, "NO_COLOR=1"}
+		var out bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &out
+		err := cmd.Run()
+		cancel()
+		if err != nil {
+			t.Errorf("%s: %v\n%s", line, err, out.String())
+			continue
+		}
+		for _, re := range checks {
+			if !re.Match(out.Bytes()) {
+				t.Errorf("%s: output does not match %s:\n%s", line, re, out.String())
+			}
+		}
+	}
+}
