@@ -21,7 +21,6 @@ import (
 	"github.com/cdse-jetstream/receiver/internal/logging"
 	"github.com/cdse-jetstream/receiver/internal/publish"
 	"github.com/cdse-jetstream/receiver/internal/quarantine"
-	"github.com/cdse-jetstream/receiver/internal/reconcile"
 )
 
 // backfillHelp is the backfill command's long help.
@@ -93,7 +92,7 @@ func backfillRun(ctx context.Context, o backfillOptions, getenv func(string) str
 			problems = append(problems, "--until must be after --since")
 		}
 	}
-	evs, err := reconcile.ParseEvents(o.events)
+	evs, err := catalogclient.ParseEvents(o.events)
 	if err != nil {
 		problems = append(problems, "--events: "+err.Error())
 	}
@@ -141,7 +140,7 @@ func backfillRun(ctx context.Context, o backfillOptions, getenv func(string) str
 	}
 	api := catalogclient.New(cfg.CDSECatalogueURL, auth.NewPasswordSource(cfg.Login()), nil)
 	bf := backfill.New(backfill.Options{Filter: o.filter, Since: from, Until: to, Events: evs, Route: route, DryRun: o.dryRun},
-		reconcile.NewLister(api, o.pageSize, o.rate), pub, qu, topo, log)
+		catalogclient.NewLister(api, o.pageSize, o.rate), pub, qu, topo, log)
 
 	tty := o.out.Format == "table" && isTerminal(stderr)
 	began := map[string]time.Time{}

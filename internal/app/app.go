@@ -295,7 +295,7 @@ func (a *App) sources() ([]func(context.Context), error) {
 		run = append(run, func(ctx context.Context) { _ = src.Run(ctx) })
 	}
 	if cfg.ReconcileInterval > 0 {
-		events, _ := reconcile.ParseEvents(cfg.ReconcileEvents) // checked by Validate
+		events, _ := catalogclient.ParseEvents(cfg.ReconcileEvents) // checked by Validate
 		rec, err := reconcile.New(reconcile.Options{Filter: cfg.ReconcileFilter, Events: events, PageSize: cfg.ReconcilePageSize, Interval: cfg.ReconcileInterval, Lookback: cfg.ReconcileLookback,
 			Overlap: cfg.ReconcileOverlap, Route: a.route}, api, a.stamp(ingest.SourceReconcile), a.quarantine, a.topo, a.reg, a.log)
 		if err != nil {

@@ -31,8 +31,9 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/sirupsen/logrus"
 
+	"github.com/cdse-jetstream/receiver/event"
+	"github.com/cdse-jetstream/receiver/internal/catalogclient"
 	"github.com/cdse-jetstream/receiver/internal/ingest"
-	"github.com/cdse-jetstream/receiver/internal/notification"
 	"github.com/cdse-jetstream/receiver/internal/publish"
 	"github.com/cdse-jetstream/receiver/internal/quarantine"
 	"github.com/cdse-jetstream/receiver/internal/reconcile"
@@ -52,7 +53,7 @@ type Quarantine interface {
 type Options struct {
 	Filter       string
 	Since, Until time.Time // Until zero: up to now
-	Events       []notification.Event
+	Events       []event.Kind
 	Route        ingest.Route // how messages are shaped
 	DryRun       bool
 	Now          func() time.Time
@@ -68,7 +69,7 @@ type Streams interface {
 
 // Progress is where a run stands in one event's listing.
 type Progress struct {
-	Event notification.Event `json:"event"`
+	Event event.Kind `json:"event"`
 	// Listed of Total products of the range (Total -1 when unknown).
 	Listed int64 `json:"listed"`
 	Total  int64 `json:"total"`
@@ -94,7 +95,7 @@ type Summary struct {
 // Backfill is one run.
 type Backfill struct {
 	o    Options
-	list *reconcile.Lister
+	list *catalogclient.Lister
 	pub  Publisher
 	qu   Quarantine
 	st   Streams
@@ -104,24 +105,24 @@ type Backfill struct {
 }
 
 // New prepares a run listing through list.
-func New(o Options, list *reconcile.Lister, pub Publisher, qu Quarantine, st Streams, log logrus.FieldLogger) *Backfill {
+func New(o Options, list *catalogclient.Lister, pub Publisher, qu Quarantine, st Streams, log logrus.FieldLogger) *Backfill {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
 	if len(o.Events) == 0 {
-		o.Events = notification.Events
+		o.Events = event.Kinds
 	}
 	return &Backfill{o: o, list: list, pub: pub, qu: qu, st: st, log: log}
 }
 
 // checkpoint is the saved position of a run.
 type checkpoint struct {
-	Args    string                          `json:"args"`
-	Cursors map[notification.Event]cursorAt `json:"cursors"`
+	Args    string                  `json:"args"`
+	Cursors map[event.Kind]cursorAt `json:"cursors"`
 }
 
 type cursorAt struct {
-	reconcile.Cursor
+	catalogclient.Cursor
 	Done     bool     `json:"done"`
 	Progress Progress `json:"progress"`
 }
@@ -148,13 +149,13 @@ func (b *Backfill) Run(ctx context.Context) (Summary, error) {
 		return sum, err
 	}
 	key, args := b.o.key()
-	cp := checkpoint{Args: args, Cursors: map[notification.Event]cursorAt{}}
+	cp := checkpoint{Args: args, Cursors: map[event.Kind]cursorAt{}}
 	if e, err := kv.Get(ctx, key); err == nil {
 		if json.Unmarshal(e.Value(), &cp) == nil && cp.Args == args && !b.o.DryRun {
 			sum.Resumed = true
 			b.log.WithField("checkpoint", key).Info("resuming an earlier run of the same backfill")
 		} else {
-			cp = checkpoint{Args: args, Cursors: map[notification.Event]cursorAt{}}
+			cp = checkpoint{Args: args, Cursors: map[event.Kind]cursorAt{}}
 		}
 	} else if !errors.Is(err, jetstream.ErrKeyNotFound) {
 		return sum, fmt.Errorf("read checkpoint: %w", err)
@@ -168,7 +169,7 @@ func (b *Backfill) Run(ctx context.Context) (Summary, error) {
 		at := cp.Cursors[ev]
 		at.Progress.Event = ev
 		if !at.Done {
-			if err := b.event(ctx, reconcile.KindOf(ev), &at, seen, func() error {
+			if err := b.event(ctx, catalogclient.KindOf(ev), &at, seen, func() error {
 				cp.Cursors[ev] = at
 				if b.o.DryRun {
 					return nil
@@ -195,9 +196,9 @@ func (b *Backfill) Run(ctx context.Context) (Summary, error) {
 }
 
 // event backfills one event's listing from the cursor at.
-func (b *Backfill) event(ctx context.Context, k reconcile.Kind, at *cursorAt, seen map[string]bool, save func() error) error {
+func (b *Backfill) event(ctx context.Context, k catalogclient.Kind, at *cursorAt, seen map[string]bool, save func() error) error {
 	p := &at.Progress
-	rng := reconcile.Range{Filter: b.o.Filter, From: b.o.Since, Until: b.o.Until, After: at.Cursor}
+	rng := catalogclient.Range{Filter: b.o.Filter, From: b.o.Since, Until: b.o.Until, After: at.Cursor}
 	first := true
 	for {
 		items, total, err := b.list.Page(ctx, k, rng, first)
@@ -249,7 +250,7 @@ func (b *Backfill) event(ctx context.Context, k reconcile.Kind, at *cursorAt, se
 			seen[m.MsgID] = true
 		}
 		last := items[len(items)-1]
-		at.Cursor = reconcile.Cursor{Date: last.Date, ID: last.ID}
+		at.Cursor = catalogclient.Cursor{Date: last.Date, ID: last.ID}
 		rng.After = at.Cursor
 		if err := save(); err != nil {
 			return err

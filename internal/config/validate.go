@@ -12,9 +12,9 @@ import (
 	"github.com/sirupsen/logrus"
 
 	"github.com/cdse-jetstream/receiver/event"
+	"github.com/cdse-jetstream/receiver/internal/catalogclient"
 	"github.com/cdse-jetstream/receiver/internal/ingest"
 	"github.com/cdse-jetstream/receiver/internal/natsconn"
-	"github.com/cdse-jetstream/receiver/internal/reconcile"
 )
 
 // Validate checks everything the server uses and reports every problem at
@@ -252,7 +252,7 @@ func (c Config) ValidateSources() error {
 		if strings.TrimSpace(c.ReconcileFilter) == "" {
 			p.add("RECONCILE_FILTER is required with RECONCILE_INTERVAL (an empty filter would list the whole catalogue)")
 		}
-		if _, err := reconcile.ParseEvents(c.ReconcileEvents); err != nil {
+		if _, err := catalogclient.ParseEvents(c.ReconcileEvents); err != nil {
 			p.add("RECONCILE_EVENTS: %v", err)
 		}
 		if c.ReconcileInterval < time.Minute {

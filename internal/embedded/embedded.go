@@ -14,8 +14,9 @@ import (
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nuid"
 
-	"github.com/cdse-jetstream/receiver/internal/natsconn"
 	"github.com/sirupsen/logrus"
+
+	"github.com/cdse-jetstream/receiver/internal/natsconn"
 )
 
 // Options configure the in-process nats-server of the default mode.

@@ -7,7 +7,7 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/cdse-jetstream/receiver/internal/notification"
+	"github.com/cdse-jetstream/receiver/event"
 )
 
 // TestBaseHeadersOnly: the baseline that make bench-headers compares with
@@ -19,8 +19,8 @@ func TestBaseHeadersOnly(t *testing.T) {
 		StacURL: "https://stac.example/v1", StacCollections: map[string]string{n.ProductType: "sentinel-2-l2a"}}
 	h := headers(n, n.DedupeKey(), SourcePush, r)
 	got := slices.Sorted(maps.Keys(h))
-	want := []string{notification.HeaderCollection, notification.HeaderEvent, notification.HeaderProductID, notification.HeaderProductName,
-		notification.HeaderSource, notification.HeaderSubscriptionID, notification.HeaderMsgID}
+	want := []string{event.HeaderCollection, event.HeaderEvent, event.HeaderProductID, event.HeaderProductName,
+		event.HeaderSource, event.HeaderSubscriptionID, event.HeaderMsgID}
 	slices.Sort(want)
 	if !slices.Equal(got, want) {
 		t.Errorf("headers %v, want %v", got, want)

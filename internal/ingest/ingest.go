@@ -29,9 +29,9 @@ const (
 // depend on the receiver's settings.
 type Route struct {
 	// Prefix starts every subject ("cdse.product"); Template lays out the
-	// rest (the zero Template is notification.DefaultTemplate).
+	// rest (the zero Template is event.DefaultTemplate).
 	Prefix   string
-	Template notification.Template
+	Template event.Template
 	// CloudEvents adds the attributes of the CloudEvents NATS binding's
 	// binary content mode (ce-* headers); the data stays the catalogue's.
 	CloudEvents bool
@@ -61,7 +61,7 @@ func ParseStacCollections(s string) (map[string]string, error) {
 		}
 		typ, coll, ok := strings.Cut(pair, "=")
 		typ, coll = strings.TrimSpace(typ), strings.TrimSpace(coll)
-		if !ok || typ == "" || coll == "" || notification.SanitizeToken(typ) != typ || url.PathEscape(coll) != coll {
+		if !ok || typ == "" || coll == "" || event.SanitizeToken(typ) != typ || url.PathEscape(coll) != coll {
 			errs = append(errs, fmt.Errorf("%q is not productType=collection (a product type as in subjects, a collection id that needs no escaping)", pair))
 			continue
 		}
@@ -74,7 +74,7 @@ func ParseStacCollections(s string) (map[string]string, error) {
 const (
 	HeaderDownloadURL = event.HeaderDownloadURL
 	HeaderStacURL     = event.HeaderStacURL
-	// CloudEventsType prefixes ce-type: eu.copernicus.dataspace.product.created.
+	// event.CloudEventsTypePrefix prefixes ce-type: eu.copernicus.dataspace.product.created.
 	CloudEventsType = event.CloudEventsTypePrefix
 )
 
@@ -184,8 +184,8 @@ func headers(n *notification.Notification, id, source string, r *Route) map[stri
 		vals = append(vals, v)
 		h[k] = vals[len(vals)-1 : len(vals) : len(vals)]
 	}
-	set(HeaderDownloadURL, value(download))
-	set(HeaderStacURL, value(stac))
+	set(event.HeaderDownloadURL, value(download))
+	set(event.HeaderStacURL, value(stac))
 	if r.CloudEvents {
 		// The attributes of the CloudEvents NATS binding's binary content
 		// mode: lower-case ce-* headers, and datacontenttype as
@@ -194,7 +194,7 @@ func headers(n *notification.Notification, id, source string, r *Route) map[stri
 		set("ce-id", id)
 		typ, ok := cloudEventsTypes[n.Event]
 		if !ok {
-			typ = CloudEventsType + string(n.Event)
+			typ = event.CloudEventsTypePrefix + string(n.Event)
 		}
 		set("ce-type", typ)
 		set("ce-source", value(ceSource))
@@ -206,10 +206,10 @@ func headers(n *notification.Notification, id, source string, r *Route) map[stri
 }
 
 // cloudEventsTypes are the ce-type values, built once rather than per message.
-var cloudEventsTypes = map[notification.Event]string{
-	notification.Created:  CloudEventsType + string(notification.Created),
-	notification.Modified: CloudEventsType + string(notification.Modified),
-	notification.Deleted:  CloudEventsType + string(notification.Deleted),
+var cloudEventsTypes = map[event.Kind]string{
+	event.Created:  event.CloudEventsTypePrefix + string(event.Created),
+	event.Modified: event.CloudEventsTypePrefix + string(event.Modified),
+	event.Deleted:  event.CloudEventsTypePrefix + string(event.Deleted),
 }
 
 // Outcome counts what JetStream said.

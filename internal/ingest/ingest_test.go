@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cdse-jetstream/receiver/event"
 	"github.com/cdse-jetstream/receiver/internal/notification"
 )
 
@@ -34,32 +35,32 @@ func TestHeadersComposed(t *testing.T) {
 		want  map[string]string // "" for a header that must be absent
 	}{
 		{"everything", n, Route{CloudEvents: true, CatalogueURL: base + "/", StacURL: stac, StacCollections: stacColls}, map[string]string{
-			HeaderDownloadURL: base + "/Products(" + n.ProductID + ")/$value",
-			HeaderStacURL:     stac + "/collections/sentinel-2-l2a/items/" + name[:len(name)-len(".SAFE")],
-			"ce-source":       base + "/Subscriptions(" + sub + ")",
-			"ce-time":         n.NotificationDate.UTC().Format(time.RFC3339Nano),
-			"ce-id":           id,
-			"ce-type":         "eu.copernicus.dataspace.product.created",
-			"ce-subject":      name,
-			"ce-specversion":  "1.0",
-			"content-type":    "application/json",
+			event.HeaderDownloadURL: base + "/Products(" + n.ProductID + ")/$value",
+			event.HeaderStacURL:     stac + "/collections/sentinel-2-l2a/items/" + name[:len(name)-len(".SAFE")],
+			"ce-source":             base + "/Subscriptions(" + sub + ")",
+			"ce-time":               n.NotificationDate.UTC().Format(time.RFC3339Nano),
+			"ce-id":                 id,
+			"ce-type":               "eu.copernicus.dataspace.product.created",
+			"ce-subject":            name,
+			"ce-specversion":        "1.0",
+			"content-type":          "application/json",
 		}},
 		{"no catalogue URL", n, Route{CloudEvents: true}, map[string]string{
-			HeaderDownloadURL: "", HeaderStacURL: "", "ce-source": "urn:cdse:catalogue",
+			event.HeaderDownloadURL: "", event.HeaderStacURL: "", "ce-source": "urn:cdse:catalogue",
 			"ce-time": n.NotificationDate.UTC().Format(time.RFC3339Nano),
 		}},
 		{"no subscription", &noSub, Route{CloudEvents: true, CatalogueURL: base}, map[string]string{
-			"ce-source": base, HeaderDownloadURL: base + "/Products(" + n.ProductID + ")/$value",
+			"ce-source": base, event.HeaderDownloadURL: base + "/Products(" + n.ProductID + ")/$value",
 		}},
 		{"no notification date", &noDate, Route{CloudEvents: true, CatalogueURL: base}, map[string]string{
 			"ce-time": "", "ce-source": base + "/Subscriptions(" + sub + ")",
 		}},
 		{"product type without a STAC collection", n, Route{StacURL: stac, StacCollections: map[string]string{"S2MSI1C": "sentinel-2-l1c"}}, map[string]string{
-			HeaderStacURL: "",
+			event.HeaderStacURL: "",
 		}},
 		{"CloudEvents off", n, Route{CatalogueURL: base}, map[string]string{
 			"ce-id": "", "ce-source": "", "ce-time": "", "content-type": "",
-			HeaderDownloadURL: base + "/Products(" + n.ProductID + ")/$value",
+			event.HeaderDownloadURL: base + "/Products(" + n.ProductID + ")/$value",
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -73,7 +74,7 @@ func TestHeadersComposed(t *testing.T) {
 					t.Errorf("%s = %q, want %q", k, got, want)
 				}
 			}
-			if got := h[notification.HeaderMsgID]; len(got) != 1 || got[0] != tc.n.DedupeKey() {
+			if got := h[event.HeaderMsgID]; len(got) != 1 || got[0] != tc.n.DedupeKey() {
 				t.Errorf("Nats-Msg-Id = %q", got)
 			}
 		})

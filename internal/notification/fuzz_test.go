@@ -14,6 +14,7 @@ import (
 
 	"github.com/go-json-experiment/json/jsontext"
 
+	"github.com/cdse-jetstream/receiver/event"
 	"github.com/cdse-jetstream/receiver/internal/testkit/fixtures"
 )
 
@@ -53,7 +54,7 @@ func FuzzParse(f *testing.F) {
 func checkNotification(t *testing.T, n Notification) {
 	t.Helper()
 	switch n.Event {
-	case Created, Modified, Deleted:
+	case event.Created, event.Modified, event.Deleted:
 	default:
 		t.Fatalf("accepted event %q", n.Event)
 	}
@@ -91,7 +92,7 @@ func FuzzSubject(f *testing.F) {
 		f.Add(s, s)
 	}
 	f.Fuzz(func(t *testing.T, platform, name string) {
-		n := Notification{Event: Created, Collection: collectionOf(platform, name), ProductType: SanitizeToken(name)}
+		n := Notification{Event: event.Created, Collection: collectionOf(platform, name), ProductType: event.SanitizeToken(name)}
 		checkSubject(t, n.Subject("cdse.product"))
 	})
 }
@@ -104,8 +105,8 @@ func FuzzDedupeKey(f *testing.F) {
 		const pid = "0f6b4c1e-8d2a-4f3b-9c5e-7a1d2b3c4e5f"
 		ta, oka := ParseTime(a)
 		tb, okb := ParseTime(b)
-		ka := DedupeKey(Modified, pid, ta)
-		kb := DedupeKey(Modified, pid, tb)
+		ka := DedupeKey(event.Modified, pid, ta)
+		kb := DedupeKey(event.Modified, pid, tb)
 		if strings.ContainsAny(ka, "\r\n ") {
 			t.Fatalf("key %q holds whitespace", ka)
 		}

@@ -22,21 +22,6 @@ import (
 	"github.com/cdse-jetstream/receiver/event"
 )
 
-// Event is the SubscriptionEvent of a notification (the public event
-// package's Kind, which consumers decode).
-type Event = event.Kind
-
-// The events the catalogue emits. The values are lowercase on the wire;
-// anything else ("Created") is unknown.
-const (
-	Created  = event.Created
-	Modified = event.Modified
-	Deleted  = event.Deleted
-)
-
-// Events lists every known event, in a stable order (metrics, docs).
-var Events = event.Kinds
-
 // UnknownCollection is the collection token used when neither the product's
 // platformShortName attribute nor its name tells the mission.
 const UnknownCollection = "UNKNOWN"
@@ -87,7 +72,7 @@ func (e *ValidationError) Unwrap() error { return ErrInvalid }
 
 // Notification is one validated notification.
 type Notification struct {
-	Event     Event
+	Event     event.Kind
 	ProductID string // canonical lowercase UUID
 	// ProductName is the top-level ProductName, else value.Name.
 	ProductName    string
@@ -250,9 +235,9 @@ func decode(raw []byte, idx int) (Notification, error) {
 			if !ok {
 				return bad(m.name, "must be a string: one of created, modified, deleted")
 			}
-			switch Event(s) {
-			case Created, Modified, Deleted:
-				n.Event = Event(s)
+			switch event.Kind(s) {
+			case event.Created, event.Modified, event.Deleted:
+				n.Event = event.Kind(s)
 			default:
 				return bad(m.name, fmt.Sprintf("unknown event %s: must be one of created, modified, deleted (lowercase)", quoteShort(s)))
 			}
@@ -506,9 +491,9 @@ func setToken(dst *string, value []byte) {
 		return
 	}
 	if s, ok := stringValue(value); ok {
-		*dst = SanitizeToken(s)
+		*dst = event.SanitizeToken(s)
 	} else if isDigits(value) {
-		*dst = SanitizeToken(string(value))
+		*dst = event.SanitizeToken(string(value))
 	}
 }
 
@@ -531,7 +516,7 @@ func platformOf(name string) string {
 	if !found || len(p) < 2 || len(p) > 8 {
 		return ""
 	}
-	return SanitizeToken(p)
+	return event.SanitizeToken(p)
 }
 
 // DedupeKey identifies the fact a notification announces: the same product
@@ -545,8 +530,8 @@ func (n *Notification) DedupeKey() string {
 
 // DedupeKey builds the key from its parts; productID must be canonical.
 // A modification without ModificationDate falls back to product + event.
-func DedupeKey(ev Event, productID string, modified time.Time) string {
-	if ev == Modified && !modified.IsZero() {
+func DedupeKey(ev event.Kind, productID string, modified time.Time) string {
+	if ev == event.Modified && !modified.IsZero() {
 		return string(ev) + ":" + productID + ":" + modified.UTC().Format(time.RFC3339Nano)
 	}
 	return string(ev) + ":" + productID
@@ -555,26 +540,8 @@ func DedupeKey(ev Event, productID string, modified time.Time) string {
 // Subject is the notification's subject under prefix with the default
 // template: "<prefix>.<event>.<collection>.<productType>".
 func (n *Notification) Subject(prefix string) string {
-	return DefaultTemplate.Subject(prefix, n)
+	return event.DefaultTemplate.Subject(prefix, n)
 }
-
-// Header names set on every published message (the public event package
-// names them for consumers).
-const (
-	HeaderMsgID            = event.HeaderMsgID
-	HeaderEvent            = event.HeaderEvent
-	HeaderProductID        = event.HeaderProductID
-	HeaderProductName      = event.HeaderProductName
-	HeaderSubscriptionID   = event.HeaderSubscriptionID
-	HeaderCollection       = event.HeaderCollection
-	HeaderSource           = event.HeaderSource
-	HeaderProductType      = event.HeaderProductType
-	HeaderPublicationDate  = event.HeaderPublicationDate
-	HeaderModificationDate = event.HeaderModificationDate
-	HeaderContentLength    = event.HeaderContentLength
-	HeaderS3Path           = event.HeaderS3Path
-	HeaderOnline           = event.HeaderOnline
-)
 
 // Headers returns the NATS headers of the message (empty values omitted).
 // source says where the notification came from: "push", "pull", "reconcile".
@@ -600,31 +567,31 @@ func (n *Notification) AppendHeaders(h map[string][]string, vals []string, id, s
 		vals = append(vals, v)
 		h[k] = vals[len(vals)-1 : len(vals) : len(vals)]
 	}
-	set(HeaderMsgID, id)
-	set(HeaderEvent, string(n.Event))
-	set(HeaderProductID, n.ProductID)
-	set(HeaderCollection, n.Collection)
-	set(HeaderProductName, n.ProductName)
-	set(HeaderSubscriptionID, n.SubscriptionID)
-	set(HeaderSource, source)
+	set(event.HeaderMsgID, id)
+	set(event.HeaderEvent, string(n.Event))
+	set(event.HeaderProductID, n.ProductID)
+	set(event.HeaderCollection, n.Collection)
+	set(event.HeaderProductName, n.ProductName)
+	set(event.HeaderSubscriptionID, n.SubscriptionID)
+	set(event.HeaderSource, source)
 	if !ConsumerHeaders {
 		return vals
 	}
-	set(HeaderProductType, n.ProductType)
-	set(HeaderPublicationDate, n.PublicationDate)
+	set(event.HeaderProductType, n.ProductType)
+	set(event.HeaderPublicationDate, n.PublicationDate)
 	if !n.ModificationDate.IsZero() {
-		set(HeaderModificationDate, n.ModificationDate.UTC().Format(time.RFC3339Nano))
+		set(event.HeaderModificationDate, n.ModificationDate.UTC().Format(time.RFC3339Nano))
 	}
-	set(HeaderContentLength, n.ContentLength)
-	set(HeaderS3Path, n.S3Path)
-	set(HeaderOnline, n.Online)
+	set(event.HeaderContentLength, n.ContentLength)
+	set(event.HeaderS3Path, n.S3Path)
+	set(event.HeaderOnline, n.Online)
 	return vals
 }
 
 // collectionOf derives the collection token: the platformShortName attribute
 // when present, else the mission prefix of the product name, else UNKNOWN.
 func collectionOf(platform, name string) string {
-	if c := SanitizeToken(platform); c != "" {
+	if c := event.SanitizeToken(platform); c != "" {
 		return c
 	}
 	switch {
@@ -639,12 +606,6 @@ func collectionOf(platform, name string) string {
 	}
 	return UnknownCollection
 }
-
-// SanitizeToken makes s usable as one NATS subject token: every byte outside
-// [A-Za-z0-9_-] becomes '_' (so "." ">" "*" and spaces can never add tokens
-// or wildcards), and the result is at most 64 bytes. It is the event
-// package's, so consumers' filters sanitise alike.
-func SanitizeToken(s string) string { return event.SanitizeToken(s) }
 
 // ParseTime accepts the date-time spellings the catalogue uses (the event
 // package's, which consumers decode with).

@@ -9,26 +9,27 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cdse-jetstream/receiver/event"
 	"github.com/cdse-jetstream/receiver/internal/testkit/fixtures"
 )
 
 func TestParseFixtures(t *testing.T) {
 	tests := []struct {
 		file       string
-		event      Event
+		event      event.Kind
 		productID  string
 		collection string
 		nameSuffix string
 		modified   string
 		product    string // the productType token
 	}{
-		{"created-s2.json", Created, "0f6b4c1e-8d2a-4f3b-9c5e-7a1d2b3c4e5f", "SENTINEL-2", "T132945.SAFE", "", "S2MSI2A"},
-		{"created-s1.json", Created, "b1e2c3d4-a5b6-4c7d-8e9f-0a1b2c3d4e5f", "SENTINEL-1", "C3D4_COG.SAFE", "", "IW_GRDH_1S-COG"},
-		{"created-s3.json", Created, "c3d4e5f6-0718-4293-a4b5-c6d7e8f90a1b", "SENTINEL-3", "004.SEN3", "", "OL_1_EFR___"},
-		{"created-s5p.json", Created, "d5e6f708-1a2b-4c3d-8e4f-5a6b7c8d9e0f", "SENTINEL-5P", ".nc", "", "L2__NO2___"},
-		{"modified-s2.json", Modified, "0f6b4c1e-8d2a-4f3b-9c5e-7a1d2b3c4e5f", "SENTINEL-2", ".SAFE", "2026-11-22T08:01:02.654321Z", "S2MSI2A"},
-		{"deleted-s1.json", Deleted, "b1e2c3d4-a5b6-4c7d-8e9f-0a1b2c3d4e5f", "SENTINEL-1", ".SAFE", "", "IW_GRDH_1S-COG"},
-		{"created-short.json", Created, "e7f8091a-2b3c-4d5e-8f6a-7b8c9d0e1f2a", UnknownCollection, "", "", UnknownToken},
+		{"created-s2.json", event.Created, "0f6b4c1e-8d2a-4f3b-9c5e-7a1d2b3c4e5f", "SENTINEL-2", "T132945.SAFE", "", "S2MSI2A"},
+		{"created-s1.json", event.Created, "b1e2c3d4-a5b6-4c7d-8e9f-0a1b2c3d4e5f", "SENTINEL-1", "C3D4_COG.SAFE", "", "IW_GRDH_1S-COG"},
+		{"created-s3.json", event.Created, "c3d4e5f6-0718-4293-a4b5-c6d7e8f90a1b", "SENTINEL-3", "004.SEN3", "", "OL_1_EFR___"},
+		{"created-s5p.json", event.Created, "d5e6f708-1a2b-4c3d-8e4f-5a6b7c8d9e0f", "SENTINEL-5P", ".nc", "", "L2__NO2___"},
+		{"modified-s2.json", event.Modified, "0f6b4c1e-8d2a-4f3b-9c5e-7a1d2b3c4e5f", "SENTINEL-2", ".SAFE", "2026-11-22T08:01:02.654321Z", "S2MSI2A"},
+		{"deleted-s1.json", event.Deleted, "b1e2c3d4-a5b6-4c7d-8e9f-0a1b2c3d4e5f", "SENTINEL-1", ".SAFE", "", "IW_GRDH_1S-COG"},
+		{"created-short.json", event.Created, "e7f8091a-2b3c-4d5e-8f6a-7b8c9d0e1f2a", UnknownCollection, "", "", event.UnknownToken},
 	}
 	for _, tt := range tests {
 		t.Run(tt.file, func(t *testing.T) {
@@ -175,11 +176,11 @@ func TestDedupeKey(t *testing.T) {
 		same bool
 	}{
 		{"same modification, other spelling",
-			DedupeKey(Modified, pid, mod("2026-11-22T08:01:02.654Z")),
-			DedupeKey(Modified, pid, mod("2026-11-22T09:01:02.654000+01:00")), true},
-		{"two modifications", DedupeKey(Modified, pid, mod("2026-11-22T08:01:02Z")), DedupeKey(Modified, pid, mod("2026-11-22T08:01:03Z")), false},
-		{"created vs deleted", DedupeKey(Created, pid, time.Time{}), DedupeKey(Deleted, pid, time.Time{}), false},
-		{"created ignores modification date", DedupeKey(Created, pid, mod("2026-11-22T08:01:02Z")), DedupeKey(Created, pid, time.Time{}), true},
+			DedupeKey(event.Modified, pid, mod("2026-11-22T08:01:02.654Z")),
+			DedupeKey(event.Modified, pid, mod("2026-11-22T09:01:02.654000+01:00")), true},
+		{"two modifications", DedupeKey(event.Modified, pid, mod("2026-11-22T08:01:02Z")), DedupeKey(event.Modified, pid, mod("2026-11-22T08:01:03Z")), false},
+		{"created vs deleted", DedupeKey(event.Created, pid, time.Time{}), DedupeKey(event.Deleted, pid, time.Time{}), false},
+		{"created ignores modification date", DedupeKey(event.Created, pid, mod("2026-11-22T08:01:02Z")), DedupeKey(event.Created, pid, time.Time{}), true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -220,20 +221,20 @@ func TestHeaders(t *testing.T) {
 	}
 	h := ns[0].Headers("push")
 	want := map[string]string{
-		HeaderMsgID:          "created:0f6b4c1e-8d2a-4f3b-9c5e-7a1d2b3c4e5f",
-		HeaderEvent:          "created",
-		HeaderProductID:      "0f6b4c1e-8d2a-4f3b-9c5e-7a1d2b3c4e5f",
-		HeaderProductName:    "S2B_MSIL2A_20261121T103319_N0511_R108_T32TQM_20261121T132945.SAFE",
-		HeaderSubscriptionID: "7d3f9c2e-5b1a-4c8d-9e6f-0a1b2c3d4e5f",
-		HeaderCollection:     "SENTINEL-2",
-		HeaderSource:         "push",
+		event.HeaderMsgID:          "created:0f6b4c1e-8d2a-4f3b-9c5e-7a1d2b3c4e5f",
+		event.HeaderEvent:          "created",
+		event.HeaderProductID:      "0f6b4c1e-8d2a-4f3b-9c5e-7a1d2b3c4e5f",
+		event.HeaderProductName:    "S2B_MSIL2A_20261121T103319_N0511_R108_T32TQM_20261121T132945.SAFE",
+		event.HeaderSubscriptionID: "7d3f9c2e-5b1a-4c8d-9e6f-0a1b2c3d4e5f",
+		event.HeaderCollection:     "SENTINEL-2",
+		event.HeaderSource:         "push",
 		// From the product entity.
-		HeaderProductType:      "S2MSI2A",
-		HeaderPublicationDate:  "2026-11-21T13:55:12.123456Z",
-		HeaderModificationDate: "2026-11-21T13:55:12.123456Z",
-		HeaderContentLength:    "1132462080",
-		HeaderS3Path:           "/eodata/Sentinel-2/MSI/L2A/2026/11/21/S2B_MSIL2A_20261121T103319_N0511_R108_T32TQM_20261121T132945.SAFE",
-		HeaderOnline:           "true",
+		event.HeaderProductType:      "S2MSI2A",
+		event.HeaderPublicationDate:  "2026-11-21T13:55:12.123456Z",
+		event.HeaderModificationDate: "2026-11-21T13:55:12.123456Z",
+		event.HeaderContentLength:    "1132462080",
+		event.HeaderS3Path:           "/eodata/Sentinel-2/MSI/L2A/2026/11/21/S2B_MSIL2A_20261121T103319_N0511_R108_T32TQM_20261121T132945.SAFE",
+		event.HeaderOnline:           "true",
 	}
 	for k, v := range want {
 		if got := h[k]; len(got) != 1 || got[0] != v {
@@ -318,7 +319,7 @@ func TestTemplates(t *testing.T) {
 		{strings.Repeat("event.", 14) + "event", "", "at most 16"},
 	}
 	for _, tt := range tests {
-		tmpl, err := ParseTemplate(tt.template, "cdse.product")
+		tmpl, err := event.ParseTemplate(tt.template, "cdse.product")
 		if tt.err != "" {
 			if err == nil || !strings.Contains(err.Error(), tt.err) {
 				t.Errorf("%q: error %v, want one with %q", tt.template, err, tt.err)
@@ -333,7 +334,7 @@ func TestTemplates(t *testing.T) {
 			t.Errorf("%q: subject %q, want %q", tt.template, got, tt.want)
 		}
 	}
-	if (Template{}).Subject("p", n) != DefaultTemplate.Subject("p", n) {
-		t.Error("the zero Template is not the default")
+	if (event.Template{}).Subject("p", n) != event.DefaultTemplate.Subject("p", n) {
+		t.Error("the zero event.Template is not the default")
 	}
 }

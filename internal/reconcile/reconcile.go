@@ -5,9 +5,9 @@
 // JetStream as a duplicate and one that PUSH lost is stored. Each event
 // kind has its own watermark in a JetStream KV bucket, advanced only after
 // every product up to it is stored; a lease in a second bucket lets one
-// replica reconcile at a time. The listing pages by key (listing.go), so a
-// pass is not limited by the catalogue's 10 000 $skip ceiling; the backfill
-// command uses the same listing.
+// replica reconcile at a time. The listing is internal/catalogclient's
+// Lister, which the backfill uses too; the notifications it synthesizes
+// (synthesize.go) are the backfill's as well.
 package reconcile
 
 import (
@@ -22,8 +22,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/sirupsen/logrus"
 
+	"github.com/cdse-jetstream/receiver/event"
+	"github.com/cdse-jetstream/receiver/internal/catalogclient"
 	"github.com/cdse-jetstream/receiver/internal/ingest"
-	"github.com/cdse-jetstream/receiver/internal/notification"
 	"github.com/cdse-jetstream/receiver/internal/publish"
 	"github.com/cdse-jetstream/receiver/internal/quarantine"
 )
@@ -44,7 +45,7 @@ type Options struct {
 	// the subscription's.
 	Filter string
 	// Events are reconciled (default created, modified, deleted).
-	Events         []notification.Event
+	Events         []event.Kind
 	Interval       time.Duration // between passes
 	Lookback       time.Duration // first watermark: now - Lookback (default 24 h)
 	Overlap        time.Duration // each pass re-lists this much before the watermark (default 10 min)
@@ -65,8 +66,8 @@ const keyLease = "reconcile-lease"
 
 // watermarkKey is where an event's watermark lives; created keeps the key
 // of the versions that reconciled only created.
-func watermarkKey(ev notification.Event) string {
-	if ev == notification.Created {
+func watermarkKey(ev event.Kind) string {
+	if ev == event.Created {
 		return "reconcile-watermark"
 	}
 	return "reconcile-watermark-" + string(ev)
@@ -75,14 +76,14 @@ func watermarkKey(ev notification.Event) string {
 // Reconciler runs passes.
 type Reconciler struct {
 	o      Options
-	list   *Lister
+	list   *catalogclient.Lister
 	pub    Publisher
 	qu     Quarantine
 	bk     Buckets
 	log    logrus.FieldLogger
 	id     string // this replica, in the lease
 	m      *metrics
-	events []notification.Event
+	events []event.Kind
 
 	// mu serialises passes of this replica (Run calls Pass one at a time;
 	// the lock makes concurrent callers safe too) and guards leaseRev. It is
@@ -96,7 +97,7 @@ type Reconciler struct {
 }
 
 // New returns a reconciler; its metrics are registered on reg.
-func New(o Options, cat Catalogue, pub Publisher, qu Quarantine, bk Buckets, reg prometheus.Registerer, log logrus.FieldLogger) (*Reconciler, error) {
+func New(o Options, cat catalogclient.Lists, pub Publisher, qu Quarantine, bk Buckets, reg prometheus.Registerer, log logrus.FieldLogger) (*Reconciler, error) {
 	if o.Lookback <= 0 {
 		o.Lookback = 24 * time.Hour
 	}
@@ -113,13 +114,13 @@ func New(o Options, cat Catalogue, pub Publisher, qu Quarantine, bk Buckets, reg
 		o.Now = time.Now
 	}
 	if len(o.Events) == 0 {
-		o.Events = notification.Events
+		o.Events = event.Kinds
 	}
 	m, err := newMetrics(reg)
 	if err != nil {
 		return nil, err
 	}
-	return &Reconciler{o: o, list: NewLister(cat, o.PageSize, o.RequestsPerSec), pub: pub, qu: qu, bk: bk,
+	return &Reconciler{o: o, list: catalogclient.NewLister(cat, o.PageSize, o.RequestsPerSec), pub: pub, qu: qu, bk: bk,
 		log: log.WithField("component", "reconcile"), id: uuid.NewString(), m: m, events: o.Events}, nil
 }
 
@@ -194,15 +195,15 @@ func (r *Reconciler) release(ctx context.Context) {
 
 // Watermark returns the stored watermark of an event (zero if none). It
 // reads the bucket, never waiting for a pass under way.
-func (r *Reconciler) Watermark(ctx context.Context, ev notification.Event) (time.Time, error) {
+func (r *Reconciler) Watermark(ctx context.Context, ev event.Kind) (time.Time, error) {
 	return r.watermark(ctx, ev)
 }
 
 // Watermarks are the stored watermarks of the events it reconciles, those
 // that have one, as the bucket holds them now (a pass under way advances
 // them page by page; /status reads them without waiting for it).
-func (r *Reconciler) Watermarks(ctx context.Context) map[notification.Event]time.Time {
-	out := map[notification.Event]time.Time{}
+func (r *Reconciler) Watermarks(ctx context.Context) map[event.Kind]time.Time {
+	out := map[event.Kind]time.Time{}
 	for _, ev := range r.events {
 		if t, err := r.watermark(ctx, ev); err == nil && !t.IsZero() {
 			out[ev] = t
@@ -211,7 +212,7 @@ func (r *Reconciler) Watermarks(ctx context.Context) map[notification.Event]time
 	return out
 }
 
-func (r *Reconciler) watermark(ctx context.Context, ev notification.Event) (time.Time, error) {
+func (r *Reconciler) watermark(ctx context.Context, ev event.Kind) (time.Time, error) {
 	if err := r.buckets(ctx); err != nil {
 		return time.Time{}, err
 	}
@@ -246,7 +247,7 @@ func (r *Reconciler) Pass(ctx context.Context) error {
 	defer r.release(context.WithoutCancel(ctx))
 	var errs []error
 	for _, ev := range r.events {
-		if err := r.passEvent(ctx, KindOf(ev)); err != nil {
+		if err := r.passEvent(ctx, catalogclient.KindOf(ev)); err != nil {
 			if errors.Is(err, ErrLeaseHeld) || ctx.Err() != nil {
 				return err
 			}
@@ -259,7 +260,7 @@ func (r *Reconciler) Pass(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
-func (r *Reconciler) passEvent(ctx context.Context, k Kind) error {
+func (r *Reconciler) passEvent(ctx context.Context, k catalogclient.Kind) error {
 	wm, err := r.watermark(ctx, k.Event)
 	if err != nil {
 		return fmt.Errorf("watermark: %w", err)
@@ -270,7 +271,7 @@ func (r *Reconciler) passEvent(ctx context.Context, k Kind) error {
 	// Where this pass starts, even when it finds nothing to advance it.
 	r.m.watermark.WithLabelValues(string(k.Event)).Set(float64(wm.Unix()))
 	start := time.Now()
-	rng := Range{Filter: r.o.Filter, From: wm.Add(-r.o.Overlap)}
+	rng := catalogclient.Range{Filter: r.o.Filter, From: wm.Add(-r.o.Overlap)}
 	var stored, dups int
 	for {
 		items, _, err := r.list.Page(ctx, k, rng, false)
@@ -294,7 +295,7 @@ func (r *Reconciler) passEvent(ctx context.Context, k Kind) error {
 			wm = last.Date
 			r.m.watermark.WithLabelValues(string(k.Event)).Set(float64(last.Date.Unix()))
 		}
-		rng.After = Cursor{last.Date, last.ID}
+		rng.After = catalogclient.Cursor{Date: last.Date, ID: last.ID}
 		if err := r.acquire(ctx); err != nil {
 			return err
 		}
@@ -311,7 +312,7 @@ func (r *Reconciler) passEvent(ctx context.Context, k Kind) error {
 // store publishes the notifications of a page; what fails validation is
 // quarantined (kept, not skipped: the watermark moves past it, so the
 // quarantine is the only place it will be found again).
-func (r *Reconciler) store(ctx context.Context, k Kind, items []Item) (ingest.Outcome, error) {
+func (r *Reconciler) store(ctx context.Context, k catalogclient.Kind, items []catalogclient.Item) (ingest.Outcome, error) {
 	ns, refused := Notifications(k, items, r.o.Now(), ingest.SourceReconcile)
 	for _, e := range refused {
 		if err := r.qu.Put(ctx, e); err != nil {
@@ -347,7 +348,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			return nil, fmt.Errorf("register reconcile metrics: %w", err)
 		}
 	}
-	for _, ev := range notification.Events {
+	for _, ev := range event.Kinds {
 		m.stored.WithLabelValues(string(ev))
 	}
 	return m, nil

@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/sirupsen/logrus/hooks/test"
 
+	"github.com/cdse-jetstream/receiver/event"
 	"github.com/cdse-jetstream/receiver/internal/auth"
 	"github.com/cdse-jetstream/receiver/internal/catalogclient"
 	"github.com/cdse-jetstream/receiver/internal/cdsesim"
@@ -100,14 +101,14 @@ func TestReconcileRecoversLostPushes(t *testing.T) {
 	if distinct != 100 || bySource["push"] != 20 || bySource["reconcile"] != 80 {
 		t.Fatalf("after the pass: %d distinct products, by source %v; want 100 = 20 push + 80 reconcile", distinct, bySource)
 	}
-	wm, err := r.Watermark(context.Background(), notification.Created)
+	wm, err := r.Watermark(context.Background(), event.Created)
 	if err != nil || !wm.Equal(products[99].PublicationDate.Truncate(time.Microsecond)) {
 		t.Errorf("watermark %v (%v), want the last product's PublicationDate %v", wm, err, products[99].PublicationDate)
 	}
 
 	// A restarted receiver keeps the watermark and publishes nothing twice.
 	r2 := w.reconciler(t, "Collection/Name eq 'SENTINEL-2'")
-	if wm2, _ := r2.Watermark(context.Background(), notification.Created); !wm2.Equal(wm) {
+	if wm2, _ := r2.Watermark(context.Background(), event.Created); !wm2.Equal(wm) {
 		t.Errorf("watermark after restart %v, want %v", wm2, wm)
 	}
 	w.sim.Generate(cdsesim.Sentinel2, 5)
@@ -276,7 +277,7 @@ func TestReconcileModifiedAndDeleted(t *testing.T) {
 	if !found {
 		t.Errorf("no message with the key %s", key)
 	}
-	for _, ev := range notification.Events {
+	for _, ev := range event.Kinds {
 		if wm, err := r.Watermark(ctx, ev); err != nil || wm.IsZero() {
 			t.Errorf("%s watermark %v %v", ev, wm, err)
 		}
@@ -338,7 +339,7 @@ func TestReconcilePastTheSkipLimit(t *testing.T) {
 		clock.Add(time.Second)
 	}
 	log, _ := test.NewNullLogger()
-	r, err := New(Options{Filter: "Collection/Name eq 'SENTINEL-2'", Events: []notification.Event{notification.Created}, Interval: time.Hour, Route: ingest.Route{Prefix: "cdse.product"},
+	r, err := New(Options{Filter: "Collection/Name eq 'SENTINEL-2'", Events: []event.Kind{event.Created}, Interval: time.Hour, Route: ingest.Route{Prefix: "cdse.product"},
 		PageSize: 1000, RequestsPerSec: 1000}, w.api, w.env.Publisher, w.env.Quarantine, w.env.Topology, prometheus.NewRegistry(), log)
 	if err != nil {
 		t.Fatal(err)

@@ -5,7 +5,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/cdse-jetstream/receiver/internal/notification"
+	"github.com/cdse-jetstream/receiver/event"
 )
 
 // metrics of the webhook. Label values are fixed words (status codes,
@@ -58,7 +58,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		}
 	}
 	// Pre-create the series so dashboards and alerts see zeros.
-	for _, ev := range notification.Events {
+	for _, ev := range event.Kinds {
 		for _, o := range []string{"accepted", "duplicate", "failed"} {
 			m.notifications.WithLabelValues(string(ev), o)
 		}

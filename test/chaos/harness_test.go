@@ -22,6 +22,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/cdse-jetstream/receiver/event"
 	"github.com/cdse-jetstream/receiver/internal/cdsesim"
 	"github.com/cdse-jetstream/receiver/internal/notification"
 	"github.com/cdse-jetstream/receiver/internal/register"
@@ -299,10 +300,10 @@ func clusterURL(nodes []*natsproc.Server) string {
 
 // journal is the simulator's ground truth: the dedupe key the receiver
 // must store each event under.
-func (w *world) journal(event string, p cdsesim.Product) {
-	key := notification.DedupeKey(notification.Event(event), p.ID, p.ModificationDate)
+func (w *world) journal(ev string, p cdsesim.Product) {
+	key := notification.DedupeKey(event.Kind(ev), p.ID, p.ModificationDate)
 	w.mu.Lock()
-	w.expected[key] = event
+	w.expected[key] = ev
 	w.mu.Unlock()
 }
 

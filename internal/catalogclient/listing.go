@@ -1,4 +1,4 @@
-package reconcile
+package catalogclient
 
 import (
 	"context"
@@ -10,20 +10,19 @@ import (
 
 	"golang.org/x/time/rate"
 
-	"github.com/cdse-jetstream/receiver/internal/catalogclient"
+	"github.com/cdse-jetstream/receiver/event"
 	"github.com/cdse-jetstream/receiver/internal/notification"
-	"github.com/cdse-jetstream/receiver/internal/quarantine"
 )
 
-// Catalogue is the part of the catalogue API the listings use.
-type Catalogue interface {
-	List(ctx context.Context, q catalogclient.Query) (catalogclient.Page, error)
+// Lists is the call a Lister pages through (Client.List).
+type Lists interface {
+	List(ctx context.Context, q Query) (Page, error)
 }
 
 // Kind says where the catalogue lists the products behind one event and by
 // which date they are ordered.
 type Kind struct {
-	Event     notification.Event
+	Event     event.Kind
 	EntitySet string // Products, DeletedProducts
 	DateField string // PublicationDate, ModificationDate, DeletionDate
 }
@@ -31,24 +30,24 @@ type Kind struct {
 // KindOf is the listing of an event: created products by PublicationDate,
 // modified ones by ModificationDate (both in Products), deleted ones by
 // DeletionDate in DeletedProducts.
-func KindOf(ev notification.Event) Kind {
+func KindOf(ev event.Kind) Kind {
 	switch ev {
-	case notification.Modified:
+	case event.Modified:
 		return Kind{ev, "Products", "ModificationDate"}
-	case notification.Deleted:
+	case event.Deleted:
 		return Kind{ev, "DeletedProducts", "DeletionDate"}
 	}
-	return Kind{notification.Created, "Products", "PublicationDate"}
+	return Kind{event.Created, "Products", "PublicationDate"}
 }
 
 // ParseEvents reads a comma-separated list of events ("created,deleted").
-func ParseEvents(s string) ([]notification.Event, error) {
-	var out []notification.Event
-	seen := map[notification.Event]bool{}
+func ParseEvents(s string) ([]event.Kind, error) {
+	var out []event.Kind
+	seen := map[event.Kind]bool{}
 	for _, f := range strings.Split(s, ",") {
-		ev := notification.Event(strings.TrimSpace(f))
+		ev := event.Kind(strings.TrimSpace(f))
 		switch ev {
-		case notification.Created, notification.Modified, notification.Deleted:
+		case event.Created, event.Modified, event.Deleted:
 		default:
 			return nil, fmt.Errorf("unknown event %q: want created, modified, deleted", ev)
 		}
@@ -77,9 +76,9 @@ type Item struct {
 	Date, Published, Modified time.Time
 }
 
-// odataTime is how dates are written into filters: the catalogue keeps
+// ODataTime is how dates are written into filters: the catalogue keeps
 // microseconds.
-const odataTime = "2006-01-02T15:04:05.000000Z"
+const ODataTime = "2006-01-02T15:04:05.000000Z"
 
 // Range is what one listing covers: the kind's date from From (inclusive)
 // up to Until (exclusive; zero for no end), continuing after After.
@@ -99,13 +98,13 @@ func (k Kind) filter(r Range) string {
 	d := k.DateField
 	var parts []string
 	if r.After.ID == "" {
-		parts = append(parts, d+" ge "+r.From.UTC().Format(odataTime))
+		parts = append(parts, d+" ge "+r.From.UTC().Format(ODataTime))
 	} else {
-		at := r.After.Date.UTC().Format(odataTime)
+		at := r.After.Date.UTC().Format(ODataTime)
 		parts = append(parts, "("+d+" gt "+at+" or ("+d+" eq "+at+" and Id gt "+r.After.ID+"))")
 	}
 	if !r.Until.IsZero() {
-		parts = append(parts, d+" lt "+r.Until.UTC().Format(odataTime))
+		parts = append(parts, d+" lt "+r.Until.UTC().Format(ODataTime))
 	}
 	if strings.TrimSpace(r.Filter) != "" {
 		parts = append(parts, "("+r.Filter+")")
@@ -116,14 +115,14 @@ func (k Kind) filter(r Range) string {
 // Lister reads one page of a kind's listing at a time, within a request
 // rate.
 type Lister struct {
-	cat      Catalogue
+	cat      Lists
 	limit    *rate.Limiter
 	pageSize int
 }
 
 // NewLister lists through cat, pageSize products a request (at most 1000),
 // at most perSec requests a second.
-func NewLister(cat Catalogue, pageSize int, perSec float64) *Lister {
+func NewLister(cat Lists, pageSize int, perSec float64) *Lister {
 	return &Lister{cat: cat, limit: rate.NewLimiter(rate.Limit(perSec), 1), pageSize: min(max(pageSize, 1), 1000)}
 }
 
@@ -138,7 +137,7 @@ func (l *Lister) Page(ctx context.Context, k Kind, r Range, count bool) ([]Item,
 	if err := l.limit.Wait(ctx); err != nil {
 		return nil, 0, err
 	}
-	page, err := l.cat.List(ctx, catalogclient.Query{EntitySet: k.EntitySet, Filter: k.filter(r), OrderBy: k.DateField + " asc,Id asc", Top: l.pageSize, Count: count})
+	page, err := l.cat.List(ctx, Query{EntitySet: k.EntitySet, Filter: k.filter(r), OrderBy: k.DateField + " asc,Id asc", Top: l.pageSize, Count: count})
 	if err != nil {
 		return nil, 0, err
 	}
@@ -150,7 +149,7 @@ func (l *Lister) Page(ctx context.Context, k Kind, r Range, count bool) ([]Item,
 			return nil, 0, err
 		}
 		if prev.ID != "" && (it.Date.Before(prev.Date) || it.Date.Equal(prev.Date) && it.ID <= prev.ID) {
-			return nil, 0, fmt.Errorf("%w: %s %s after %s %s", ErrNoProgress, it.Date.Format(odataTime), it.ID, prev.Date.Format(odataTime), prev.ID)
+			return nil, 0, fmt.Errorf("%w: %s %s after %s %s", ErrNoProgress, it.Date.Format(ODataTime), it.ID, prev.Date.Format(ODataTime), prev.ID)
 		}
 		prev = Cursor{it.Date, it.ID}
 		items = append(items, it)
@@ -182,43 +181,4 @@ func (k Kind) item(raw json.RawMessage) (Item, error) {
 		return Item{}, fmt.Errorf("listed product %q has no valid Id and %s (%q)", p.ID, k.DateField, date)
 	}
 	return it, nil
-}
-
-// Notifications synthesizes the notification a subscription would have
-// sent for each item — same shape, SubscriptionId empty, NotificationDate
-// now — so that its dedupe key is the one a pushed notification has. A
-// modified listing also holds products never modified since their first
-// publication (a created, not a modified): those are left out. Items that
-// fail validation come back as quarantine entries.
-func Notifications(k Kind, items []Item, now time.Time, source string) ([]notification.Notification, []quarantine.Entry) {
-	at := now.UTC().Format(odataTime)
-	var (
-		ns      []notification.Notification
-		refused []quarantine.Entry
-	)
-	for _, it := range items {
-		if k.Event == notification.Modified && !it.Modified.After(it.Published) {
-			continue
-		}
-		body, err := json.Marshal(struct {
-			Context          string          `json:"@odata.context"`
-			Event            string          `json:"SubscriptionEvent"`
-			ProductID        string          `json:"ProductId"`
-			ProductName      string          `json:"ProductName"`
-			SubscriptionID   string          `json:"SubscriptionId"`
-			NotificationDate string          `json:"NotificationDate"`
-			Value            json.RawMessage `json:"value"`
-		}{"$metadata#Notification/$entity", string(k.Event), it.ID, it.Name, "", at, it.Raw})
-		if err != nil {
-			continue // cannot happen: Raw is valid JSON
-		}
-		n, err := notification.Decode(body)
-		if err != nil {
-			refused = append(refused, quarantine.Entry{Source: source, Reason: quarantine.ReasonOf(err),
-				Error: err.Error(), Field: quarantine.FieldOf(err), ContentType: "application/json", Body: body})
-			continue
-		}
-		ns = append(ns, n)
-	}
-	return ns, refused
 }
