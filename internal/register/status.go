@@ -39,27 +39,28 @@ type Report struct {
 	Matched  []catalogclient.Subscription `json:"subscriptions"`
 }
 
-// errChecksFailed makes the exit code 1 once the report is printed.
-var errChecksFailed = errors.New("checks failed")
+// ErrChecksFailed makes the exit code 1 once the report is printed.
+var ErrChecksFailed = errors.New("checks failed")
 
-type statusOptions struct {
-	receiver, endpoint string
-	maxSilence         time.Duration
+// StatusOptions are the flags of status.
+type StatusOptions struct {
+	Receiver, Endpoint string
+	MaxSilence         time.Duration
 }
 
-// status joins what the catalogue and the receiver say into checks.
-func (c *command) status(ctx context.Context, o statusOptions, client *http.Client, now time.Time) (Report, error) {
+// Status joins what the catalogue and the receiver say into checks.
+func (c *Session) Status(ctx context.Context, o StatusOptions, client *http.Client, now time.Time) (Report, error) {
 	var r Report
 	add := r.add
 	// The receiver first: it says which path, user and PULL subscription
 	// to look for in the catalogue.
-	if o.receiver != "" {
-		st, err := status.Fetch(ctx, client, o.receiver)
+	if o.Receiver != "" {
+		st, err := status.Fetch(ctx, client, o.Receiver)
 		if err != nil {
 			add("receiver", checkFail, "%v", err)
 		} else {
 			r.Receiver = st
-			add("receiver", checkOK, "%s answers, version %s", o.receiver, st.Version)
+			add("receiver", checkOK, "%s answers, version %s", o.Receiver, st.Version)
 			if st.Ready {
 				add("receiver ready", checkOK, "/readyz 200")
 			} else {
@@ -72,8 +73,8 @@ func (c *command) status(ctx context.Context, o statusOptions, client *http.Clie
 				add("stream", checkWarn, "%s is empty", s.Name)
 			default:
 				age := now.Sub(s.LastTime)
-				if age > o.maxSilence {
-					add("stream", checkFail, "%s: %d messages, the newest %s old (more than --max-silence %s)", s.Name, s.Messages, age.Round(time.Second), o.maxSilence)
+				if age > o.MaxSilence {
+					add("stream", checkFail, "%s: %d messages, the newest %s old (more than --max-silence %s)", s.Name, s.Messages, age.Round(time.Second), o.MaxSilence)
 				} else {
 					add("stream", checkOK, "%s: %d messages, %d bytes, the newest %s old", s.Name, s.Messages, s.Bytes, age.Round(time.Second))
 				}
@@ -85,12 +86,12 @@ func (c *command) status(ctx context.Context, o statusOptions, client *http.Clie
 			}
 		}
 	}
-	subs, err := c.api.ListSubscriptions(ctx)
+	subs, err := c.API.ListSubscriptions(ctx)
 	if err != nil {
 		add("catalogue", checkFail, "%v", err)
 		return r.done(), nil
 	}
-	add("catalogue", checkOK, "logged in as %s, %d subscription(s)", c.getenv("CDSE_USERNAME"), len(subs))
+	add("catalogue", checkOK, "logged in as %s, %d subscription(s)", c.User(), len(subs))
 
 	var webhook *status.Webhook
 	pullID := ""
@@ -103,10 +104,10 @@ func (c *command) status(ctx context.Context, o statusOptions, client *http.Clie
 		}
 	}
 	// PUSH: the subscription(s) pointing at this receiver.
-	if o.endpoint != "" || webhook != nil {
+	if o.Endpoint != "" || webhook != nil {
 		var push []catalogclient.Subscription
 		for _, s := range subs {
-			if s.SubscriptionType == "push" && pushMatches(s, o.endpoint, webhook) {
+			if s.SubscriptionType == "push" && pushMatches(s, o.Endpoint, webhook) {
 				push = append(push, s)
 			}
 		}
@@ -116,7 +117,7 @@ func (c *command) status(ctx context.Context, o statusOptions, client *http.Clie
 	if pullID != "" {
 		r.checkPull(subs, pullID, o, now)
 	}
-	if o.endpoint == "" && webhook == nil && pullID == "" {
+	if o.Endpoint == "" && webhook == nil && pullID == "" {
 		add("subscription", checkSkip, "give --endpoint (the receiver's public URL) or --receiver (its admin URL) to say which subscription feeds it")
 	}
 	return r.done(), nil
@@ -150,7 +151,7 @@ func pushMatches(s catalogclient.Subscription, endpoint string, webhook *status.
 	return err == nil && webhook != nil && u.Path == webhook.Path
 }
 
-func (r *Report) checkPush(push []catalogclient.Subscription, o statusOptions, webhook *status.Webhook, now time.Time) {
+func (r *Report) checkPush(push []catalogclient.Subscription, o StatusOptions, webhook *status.Webhook, now time.Time) {
 	add := r.add
 	var running []catalogclient.Subscription
 	for _, s := range push {
@@ -158,7 +159,7 @@ func (r *Report) checkPush(push []catalogclient.Subscription, o statusOptions, w
 			running = append(running, s)
 		}
 	}
-	target := o.endpoint
+	target := o.Endpoint
 	if target == "" {
 		target = "*" + webhook.Path
 	}
@@ -185,7 +186,7 @@ func (r *Report) checkPush(push []catalogclient.Subscription, o statusOptions, w
 	r.checkLast("last notification", s, o, now)
 }
 
-func (r *Report) checkPull(subs []catalogclient.Subscription, id string, o statusOptions, now time.Time) {
+func (r *Report) checkPull(subs []catalogclient.Subscription, id string, o StatusOptions, now time.Time) {
 	add := r.add
 	for _, s := range subs {
 		if s.ID != id {
@@ -206,22 +207,22 @@ func (r *Report) checkPull(subs []catalogclient.Subscription, id string, o statu
 	add("pull subscription", checkFail, "the receiver reads PULL subscription %s, which the account does not have", id)
 }
 
-func (r *Report) checkLast(name string, s catalogclient.Subscription, o statusOptions, now time.Time) {
+func (r *Report) checkLast(name string, s catalogclient.Subscription, o StatusOptions, now time.Time) {
 	add := r.add
 	if s.LastNotificationDate.IsZero() {
 		add(name, checkWarn, "the catalogue has sent nothing yet on %s", s.ID)
 		return
 	}
 	age := now.Sub(s.LastNotificationDate.Time)
-	if age > o.maxSilence {
-		add(name, checkFail, "%s old (more than --max-silence %s)", age.Round(time.Second), o.maxSilence)
+	if age > o.MaxSilence {
+		add(name, checkFail, "%s old (more than --max-silence %s)", age.Round(time.Second), o.MaxSilence)
 		return
 	}
 	add(name, checkOK, "%s ago", age.Round(time.Second))
 }
 
-// printReport writes the checks as a table (✔ ok, ✘ fail, ! warn, - skip).
-func printReport(w io.Writer, r Report) error {
+// PrintReport writes the checks as a table (✔ ok, ✘ fail, ! warn, - skip).
+func PrintReport(w io.Writer, r Report) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "CHECK\tOK\tDETAIL")
 	mark := map[string]string{checkOK: "✔", checkFail: "✘", checkWarn: "!", checkSkip: "-"}

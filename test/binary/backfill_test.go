@@ -93,10 +93,7 @@ func TestBinaryBackfill(t *testing.T) {
 	}
 
 	// The real run, killed once a third of the products are stored.
-	bin, err := buildReceiver()
-	if err != nil {
-		t.Fatal(err)
-	}
+	bin := receiverBin(t)
 	// Slowly, so that it can be caught halfway.
 	cmd := exec.Command(bin, append(args, "--rate", "5")...)
 	cmd.Env = append([]string{"PATH=" + os.Getenv("PATH")}, env...)

@@ -20,6 +20,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/cdse-jetstream/receiver/internal/testkit/bins"
 	"github.com/cdse-jetstream/receiver/internal/testkit/natstest"
 )
 
@@ -28,32 +29,20 @@ const (
 	password = "binary-test-password-1"
 )
 
-var binDir string
-
 func TestMain(m *testing.M) {
-	var err error
-	if binDir, err = os.MkdirTemp("", "receiver-bin"); err != nil {
-		panic(err)
-	}
 	code := m.Run()
-	os.RemoveAll(binDir)
+	bins.Cleanup()
 	os.Exit(code)
 }
 
-// buildReceiver compiles the real binary once per test run.
-var buildReceiver = sync.OnceValues(func() (string, error) {
-	dir := binDir
-	bin := filepath.Join(dir, "receiver")
-	// Built as make build builds it: the version, commit and date set with
-	// -X, which --version and cdse_receiver_build_info must show.
-	out, err := exec.Command("go", "build", "-ldflags", "-X github.com/prometheus/common/version.Version="+testVersion+
-		" -X github.com/prometheus/common/version.Revision=0123abc -X github.com/prometheus/common/version.BuildDate=2026-01-02T03:04:05Z",
-		"-o", bin, "github.com/cdse-jetstream/receiver/cmd/receiver").CombinedOutput()
-	if err != nil {
-		return "", &buildError{out: string(out), err: err}
-	}
-	return bin, nil
-})
+// receiverBin is the real binary, built as make build builds it: the
+// version, commit and date set with -X, which --version and
+// cdse_receiver_build_info must show.
+func receiverBin(t testing.TB) string {
+	t.Helper()
+	return bins.Build(t, "github.com/cdse-jetstream/receiver/cmd/receiver", "-ldflags", "-X github.com/prometheus/common/version.Version="+testVersion+
+		" -X github.com/prometheus/common/version.Revision=0123abc -X github.com/prometheus/common/version.BuildDate=2026-01-02T03:04:05Z")
+}
 
 const testVersion = "v0.0.0-test"
 
@@ -61,10 +50,7 @@ func TestBinaryVersion(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs the binary")
 	}
-	bin, err := buildReceiver()
-	if err != nil {
-		t.Fatal(err)
-	}
+	bin := receiverBin(t)
 	want := "receiver version " + testVersion + " (revision 0123abc, built 2026-01-02T03:04:05Z, " + runtime.Version() + ", " + runtime.GOOS + "/" + runtime.GOARCH + ")\n"
 	for _, args := range [][]string{{"--version"}, {"version"}} {
 		out, err := exec.Command(bin, args...).CombinedOutput()
@@ -99,13 +85,6 @@ func exitCode(err error) int {
 	}
 	return 0
 }
-
-type buildError struct {
-	out string
-	err error
-}
-
-func (e *buildError) Error() string { return e.err.Error() + ": " + e.out }
 
 type proc struct {
 	cmd     *exec.Cmd
@@ -145,10 +124,7 @@ func startReceiver(t *testing.T, dataDir string, extraEnv ...string) *proc {
 // startReceiverArgs is startReceiver with command-line arguments.
 func startReceiverArgs(t *testing.T, dataDir string, args []string, extraEnv ...string) *proc {
 	t.Helper()
-	bin, err := buildReceiver()
-	if err != nil {
-		t.Fatal(err)
-	}
+	bin := receiverBin(t)
 	cmd := exec.Command(bin, args...)
 	cmd.Env = append(os.Environ(),
 		"RECEIVER_USERNAME="+user,
@@ -347,10 +323,7 @@ func TestBinaryRefusesToStartWithoutCredentials(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs the binary")
 	}
-	bin, err := buildReceiver()
-	if err != nil {
-		t.Fatal(err)
-	}
+	bin := receiverBin(t)
 	cmd := exec.Command(bin)
 	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "RECEIVER_DATA_DIR=" + t.TempDir()}
 	out, err := cmd.CombinedOutput()

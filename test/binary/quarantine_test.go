@@ -10,12 +10,12 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/nats-io/nats.go"
 
+	"github.com/cdse-jetstream/receiver/internal/testkit/bins"
 	"github.com/cdse-jetstream/receiver/internal/testkit/natstest"
 )
 
@@ -23,15 +23,12 @@ import (
 // output and exit code.
 func command(t *testing.T, env []string, args ...string) (stdout, stderr string, code int) {
 	t.Helper()
-	bin, err := buildReceiver()
-	if err != nil {
-		t.Fatal(err)
-	}
+	bin := receiverBin(t)
 	cmd := exec.Command(bin, args...)
 	cmd.Env = append([]string{"PATH=" + os.Getenv("PATH")}, env...)
 	var out, errOut bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errOut
-	err = cmd.Run()
+	err := cmd.Run()
 	var ee *exec.ExitError
 	switch {
 	case errors.As(err, &ee):
@@ -46,20 +43,14 @@ func command(t *testing.T, env []string, args ...string) (stdout, stderr string,
 // bytes, measured by the rusage helper (see its comment for why not here).
 func commandRSS(t *testing.T, env []string, args ...string) (stdout, stderr string, code int, maxRSS int64) {
 	t.Helper()
-	bin, err := buildReceiver()
-	if err != nil {
-		t.Fatal(err)
-	}
-	helper, err := buildRusage()
-	if err != nil {
-		t.Fatal(err)
-	}
+	bin := receiverBin(t)
+	helper := bins.Build(t, "github.com/cdse-jetstream/receiver/test/binary/internal/rusage")
 	out := filepath.Join(t.TempDir(), "rusage")
 	cmd := exec.Command(helper, append([]string{bin}, args...)...)
 	cmd.Env = append([]string{"PATH=" + os.Getenv("PATH"), "RUSAGE_OUT=" + out}, env...)
 	var o, e bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &o, &e
-	err = cmd.Run()
+	err := cmd.Run()
 	var ee *exec.ExitError
 	switch {
 	case errors.As(err, &ee):
@@ -74,16 +65,6 @@ func commandRSS(t *testing.T, env []string, args ...string) (stdout, stderr stri
 	maxRSS, _ = strconv.ParseInt(string(b), 10, 64)
 	return o.String(), e.String(), code, maxRSS
 }
-
-// buildRusage compiles the rusage helper once per test run.
-var buildRusage = sync.OnceValues(func() (string, error) {
-	bin := filepath.Join(binDir, "rusage")
-	out, err := exec.Command("go", "build", "-o", bin, "github.com/cdse-jetstream/receiver/test/binary/internal/rusage").CombinedOutput()
-	if err != nil {
-		return "", &buildError{out: string(out), err: err}
-	}
-	return bin, nil
-})
 
 type listed struct {
 	Seq       uint64 `json:"seq"`

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cdse-jetstream/receiver/internal/testkit/bins"
 	"github.com/cdse-jetstream/receiver/internal/testkit/natsproc"
 )
 
@@ -22,8 +23,7 @@ func TestChaos(t *testing.T) {
 	d := env(t, "CHAOS_DURATION", 60*time.Second, time.ParseDuration)
 	runs := env(t, "CHAOS_RUNS", 1, strconv.Atoi)
 	seed := env(t, "CHAOS_SEED", time.Now().UnixNano()%1_000_000, func(s string) (int64, error) { return strconv.ParseInt(s, 10, 64) })
-	dir := t.TempDir()
-	rcv := BuildReceiver(t, dir)
+	rcv := bins.Build(t, "github.com/cdse-jetstream/receiver/cmd/receiver")
 	nats := natsproc.Binary(t, natsproc.EmbeddedVersion(t))
 	for i := range runs {
 		s := seed + int64(i)

@@ -1,7 +1,6 @@
 package chaos
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -10,7 +9,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"sort"
@@ -25,7 +23,7 @@ import (
 	"github.com/cdse-jetstream/receiver/event"
 	"github.com/cdse-jetstream/receiver/internal/cdsesim"
 	"github.com/cdse-jetstream/receiver/internal/notification"
-	"github.com/cdse-jetstream/receiver/internal/register"
+	"github.com/cdse-jetstream/receiver/internal/testkit/bins"
 	"github.com/cdse-jetstream/receiver/internal/testkit/natsproc"
 	"github.com/cdse-jetstream/receiver/internal/testkit/natstest"
 )
@@ -48,7 +46,7 @@ type Config struct {
 	Seed     int64
 	Duration time.Duration
 	Rate     int // product events per second (default 20)
-	// ReceiverBin and NATSBin are the binaries (BuildReceiver,
+	// ReceiverBin and NATSBin are the binaries (bins.Build,
 	// natsproc.Binary).
 	ReceiverBin, NATSBin string
 }
@@ -111,17 +109,6 @@ func counts[K comparable](m map[K]int) string {
 	}
 	sort.Strings(parts)
 	return fmt.Sprintf("%d (%s)", total, strings.Join(parts, ", "))
-}
-
-// BuildReceiver builds the receiver binary into dir.
-func BuildReceiver(t testing.TB, dir string) string {
-	t.Helper()
-	bin := filepath.Join(dir, "receiver")
-	out, err := exec.Command("go", "build", "-o", bin, "github.com/cdse-jetstream/receiver/cmd/receiver").CombinedOutput()
-	if err != nil {
-		t.Fatalf("build receiver: %v\n%s", err, out)
-	}
-	return bin
 }
 
 // world is everything a run starts.
@@ -283,11 +270,11 @@ func Run(t testing.TB, c Config) Report {
 
 func registerCmd(t testing.TB, env map[string]string, args ...string) string {
 	t.Helper()
-	var out, errOut bytes.Buffer
-	if code := register.Run(context.Background(), append([]string{"register"}, args...), func(k string) string { return env[k] }, &out, &errOut); code != 0 {
-		t.Fatalf("register %v: exit %d: %s", args, code, errOut.String())
+	code, out, errOut := bins.Run(t, bins.Register(t), env, args...)
+	if code != 0 {
+		t.Fatalf("register %v: exit %d: %s", args, code, errOut)
 	}
-	return out.String()
+	return out
 }
 
 func clusterURL(nodes []*natsproc.Server) string {

@@ -1,8 +1,6 @@
 package e2e
 
 import (
-	"bytes"
-	"context"
 	"encoding/json"
 	"net/http/httptest"
 	"sort"
@@ -16,7 +14,7 @@ import (
 	"github.com/cdse-jetstream/receiver/internal/app"
 	"github.com/cdse-jetstream/receiver/internal/cdsesim"
 	"github.com/cdse-jetstream/receiver/internal/config"
-	"github.com/cdse-jetstream/receiver/internal/register"
+	"github.com/cdse-jetstream/receiver/internal/testkit/bins"
 	"github.com/cdse-jetstream/receiver/internal/testkit/natstest"
 	"github.com/cdse-jetstream/receiver/internal/testkit/receivertest"
 )
@@ -89,12 +87,11 @@ func (w *world) waitMessages(t *testing.T, n int) []string {
 
 func (w *world) register(t *testing.T, args ...string) string {
 	t.Helper()
-	var out, errOut bytes.Buffer
-	code := register.Run(context.Background(), append([]string{"register"}, args...), func(k string) string { return w.env[k] }, &out, &errOut)
+	code, out, errOut := bins.Run(t, bins.Register(t), w.env, args...)
 	if code != 0 {
-		t.Fatalf("register %v: exit %d: %s", args, code, errOut.String())
+		t.Fatalf("register %v: exit %d: %s", args, code, errOut)
 	}
-	return out.String()
+	return out
 }
 
 // messages returns "subject product-id source" of each stored message, in order.

@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"net/http"
@@ -12,14 +11,13 @@ import (
 	"github.com/cdse-jetstream/receiver/internal/cdsesim"
 	"github.com/cdse-jetstream/receiver/internal/register"
 	"github.com/cdse-jetstream/receiver/internal/status"
+	"github.com/cdse-jetstream/receiver/internal/testkit/bins"
 )
 
 // runRegister runs register and returns its exit code and output.
 func (w *world) runRegister(t *testing.T, args ...string) (int, string, string) {
 	t.Helper()
-	var out, errOut bytes.Buffer
-	code := register.Run(context.Background(), append([]string{"register"}, args...), func(k string) string { return w.env[k] }, &out, &errOut)
-	return code, out.String(), errOut.String()
+	return bins.Run(t, bins.Register(t), w.env, args...)
 }
 
 // checks runs register status -o json and returns the exit code and each

@@ -1,4 +1,4 @@
-package register
+package main
 
 import (
 	"bytes"
@@ -13,6 +13,7 @@ import (
 
 	"github.com/cdse-jetstream/receiver/internal/catalogclient"
 	"github.com/cdse-jetstream/receiver/internal/cdsesim"
+	"github.com/cdse-jetstream/receiver/internal/cli"
 )
 
 const cdsePassword = "cdse-account-pw"
@@ -40,7 +41,7 @@ func newHarness(t *testing.T) *harness {
 // run runs the command and returns the exit code and both outputs.
 func (h *harness) run(args ...string) (int, string, string) {
 	var out, errOut bytes.Buffer
-	code := Run(context.Background(), append([]string{"register"}, args...), func(k string) string { return h.env[k] }, &out, &errOut)
+	code := cli.Execute(context.Background(), newRoot(func(k string) string { return h.env[k] }), args, &out, &errOut)
 	return code, out.String(), errOut.String()
 }
 
@@ -197,13 +198,13 @@ func TestCommands(t *testing.T) {
 var update = flag.Bool("update", false, "rewrite the golden files of testdata/")
 
 // The help texts are golden files: a change to them is a change users see,
-// reviewed as such (go test ./internal/register -update rewrites them).
+// reviewed as such (go test ./cmd/register -update rewrites them).
 func TestHelpGolden(t *testing.T) {
 	for _, args := range [][]string{{"--help"}, {"create", "--help"}, {"list", "--help"}, {"get", "--help"}} {
 		name := strings.ReplaceAll(strings.Join(args, "_"), "-", "")
 		t.Run(name, func(t *testing.T) {
 			var out, errOut bytes.Buffer
-			code := Run(context.Background(), append([]string{"register"}, args...), func(string) string { return "" }, &out, &errOut)
+			code := cli.Execute(context.Background(), newRoot(func(string) string { return "" }), args, &out, &errOut)
 			if code != 0 || errOut.Len() != 0 {
 				t.Fatalf("exit %d: %s", code, errOut.String())
 			}
