@@ -1,0 +1,189 @@
+// Package arch holds the tests of the package graph: data flows one way
+// (no package imports one further up the flow), no production package
+// depends on the test kit or on package testing, and a package that grows
+// past about 1 000 lines of code says why it is still one idea.
+package arch
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+)
+
+const module = "github.com/cdse-jetstream/receiver"
+
+// layers orders the production packages along the flow: a package may
+// import only packages of a lower layer (and the standard library and
+// third-party modules). A package not listed here fails the test: a new
+// package is placed deliberately.
+var layers = [][]string{
+	{"event", "internal/buildinfo"},
+	{"internal/notification", "internal/cli", "internal/status"},
+	{"internal/publish", "internal/natsconn", "internal/topology", "internal/auth", "internal/catalogclient", "internal/productfilter"},
+	{"internal/embedded", "internal/ingest", "internal/cdsesim"},
+	{"internal/quarantine", "internal/interest"},
+	{"internal/webhook", "internal/pull", "internal/reconcile"},
+	{"internal/backfill", "internal/logging"},
+	{"internal/config", "internal/preflight"},
+	{"internal/register", "internal/acme"},
+	{"internal/app"},
+	{"cmd/receiver", "cmd/register", "cmd/cdse-sim", "examples/subscribe"},
+}
+
+// large are the packages allowed past ~1 000 lines of code, and why each is
+// still one idea.
+var large = map[string]string{
+	"internal/notification": "a notification from bytes to routing values; its strict JSON scanner (scan.go, valid.go) exists only to refuse what validation must refuse, and is measured there",
+	"internal/cdsesim":      "the stand-in for the live catalogue and its identity provider, one remote service as users see it",
+}
+
+type pkg struct {
+	ImportPath string
+	Dir        string
+	Name       string
+	GoFiles    []string
+	Imports    []string
+	Deps       []string
+}
+
+func packages(t *testing.T) []pkg {
+	t.Helper()
+	cmd := exec.Command("go", "list", "-json", "./...")
+	cmd.Dir = filepath.Join("..", "..")
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	var pkgs []pkg
+	dec := json.NewDecoder(bytes.NewReader(out))
+	for dec.More() {
+		var p pkg
+		if err := dec.Decode(&p); err != nil {
+			t.Fatal(err)
+		}
+		p.ImportPath = strings.TrimPrefix(strings.TrimPrefix(p.ImportPath, module), "/")
+		pkgs = append(pkgs, p)
+	}
+	return pkgs
+}
+
+// production says whether a package ships in a binary or is imported by
+// consumers: not the test kit, the tests, the benchmark harness or tools.
+func production(path string) bool {
+	for _, prefix := range []string{"internal/testkit", "test/", "bench/", "examples/node"} {
+		if strings.HasPrefix(path, prefix) {
+			return false
+		}
+	}
+	return true
+}
+
+func TestImportsFollowTheFlow(t *testing.T) {
+	rank := map[string]int{}
+	for i, l := range layers {
+		for _, p := range l {
+			rank[p] = i
+		}
+	}
+	for _, p := range packages(t) {
+		if !production(p.ImportPath) || len(p.GoFiles) == 0 {
+			continue
+		}
+		r, ok := rank[p.ImportPath]
+		if !ok {
+			t.Errorf("%s is in no layer of the flow: add it to layers", p.ImportPath)
+			continue
+		}
+		for _, imp := range p.Imports {
+			if !strings.HasPrefix(imp, module+"/") {
+				continue
+			}
+			imp = strings.TrimPrefix(imp, module+"/")
+			if ri, ok := rank[imp]; ok && ri >= r {
+				t.Errorf("%s (layer %d) imports %s (layer %d): against the flow", p.ImportPath, r, imp, ri)
+			}
+		}
+	}
+}
+
+func TestNoProductionPackageDependsOnTests(t *testing.T) {
+	for _, p := range packages(t) {
+		if !production(p.ImportPath) {
+			continue
+		}
+		for _, d := range p.Deps {
+			if d == "testing" || strings.HasPrefix(d, module+"/internal/testkit") || strings.HasPrefix(d, module+"/test/") {
+				t.Errorf("%s depends on %s", p.ImportPath, d)
+			}
+		}
+	}
+}
+
+func TestLargePackagesAreOneIdea(t *testing.T) {
+	for _, p := range packages(t) {
+		if !production(p.ImportPath) {
+			continue
+		}
+		lines := 0
+		for _, f := range p.GoFiles {
+			lines += codeLines(t, filepath.Join(p.Dir, f))
+		}
+		why, allowed := large[p.ImportPath]
+		switch {
+		case lines > 1100 && !allowed:
+			t.Errorf("%s has %d lines of code (comments and blank lines aside): split it along its ideas, or say in large why it is one", p.ImportPath, lines)
+		case allowed && lines <= 1100:
+			t.Errorf("%s is down to %d lines: drop it from large", p.ImportPath, lines)
+		case allowed:
+			t.Logf("%s: %d lines, one idea: %s", p.ImportPath, lines, why)
+		}
+	}
+}
+
+// codeLines counts the lines of a Go file that are neither blank nor
+// comment lines.
+func codeLines(t *testing.T, path string) int {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	n := 0
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		line := strings.TrimSpace(sc.Text())
+		if line != "" && !strings.HasPrefix(line, "//") {
+			n++
+		}
+	}
+	return n
+}
+
+func TestEveryPackageSaysWhatItIsFor(t *testing.T) {
+	for _, p := range packages(t) {
+		if len(p.GoFiles) == 0 || p.Name == "main" && !slices.Contains(p.GoFiles, "main.go") {
+			continue
+		}
+		found := false
+		for _, f := range p.GoFiles {
+			b, err := os.ReadFile(filepath.Join(p.Dir, f))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if bytes.Contains(b, []byte("// Package "+p.Name+" ")) || bytes.Contains(b, []byte("// Command ")) {
+				found = true
+				break
+			}
+		}
+		if !found {
+			t.Errorf("%s has no package comment saying what it is for", p.ImportPath)
+		}
+	}
+}
