@@ -1,6 +1,8 @@
 package config
 
 import (
+	"flag"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -297,5 +299,52 @@ func TestFieldsMaskSecrets(t *testing.T) {
 	}
 	if f["RECEIVER_USERNAME"] != "cdse" || f["RECEIVER_PASSWORD"] != "*****" {
 		t.Errorf("dump %v", f)
+	}
+}
+
+var update = flag.Bool("update", false, "rewrite the settings table of docs/configuration.md")
+
+// TestDocsTable: docs/configuration.md's table of settings is made from
+// Config's tags, never copied by hand (go test ./internal/config -update
+// rewrites it).
+func TestDocsTable(t *testing.T) {
+	var b strings.Builder
+	b.WriteString("| Variable | Flag | Default | Meaning |\n|---|---|---|---|\n")
+	def := Default()
+	for _, s := range Settings() {
+		name, flag := "`"+s.Name+"`", "—"
+		if s.Secret {
+			name += " / `_FILE`"
+		} else {
+			flag = "`--" + s.Flag + "`"
+		}
+		v := s.Value(def)
+		if v == "" || v == "0" || v == "0s" {
+			v = "—"
+		} else {
+			v = "`" + v + "`"
+		}
+		fmt.Fprintf(&b, "| %s | %s | %s | %s |\n", name, flag, v, strings.ReplaceAll(s.Help, "|", "\\|"))
+	}
+	path := filepath.Join("..", "..", "docs", "configuration.md")
+	doc, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const begin, end = "<!-- settings:begin -->\n", "<!-- settings:end -->"
+	before, rest, ok := strings.Cut(string(doc), begin)
+	_, after, ok2 := strings.Cut(rest, end)
+	if !ok || !ok2 {
+		t.Fatalf("%s has no %q ... %q block", path, begin, end)
+	}
+	want := before + begin + b.String() + end + after
+	if *update {
+		if err := os.WriteFile(path, []byte(want), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	if string(doc) != want {
+		t.Errorf("%s's settings table is not Config's: go test ./internal/config -update", path)
 	}
 }

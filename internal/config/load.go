@@ -46,8 +46,18 @@ func Settings() []Setting { return slices.Clone(settings) }
 // that print it mask them).
 func (s Setting) Value(c Config) string {
 	v := reflect.ValueOf(c).Field(s.field)
-	if d, ok := v.Interface().(time.Duration); ok {
-		return d.String()
+	switch x := v.Interface().(type) {
+	case time.Duration:
+		return x.String()
+	case int64: // a size: in the largest binary unit that divides it
+		for _, u := range []struct {
+			suffix string
+			n      int64
+		}{{"GiB", 1 << 30}, {"MiB", 1 << 20}, {"KiB", 1 << 10}} {
+			if x != 0 && x%u.n == 0 {
+				return strconv.FormatInt(x/u.n, 10) + u.suffix
+			}
+		}
 	}
 	return fmt.Sprint(v.Interface())
 }

@@ -73,7 +73,7 @@ func checkServer(nc *nats.Conn, log logrus.FieldLogger, msg string) {
 	v := nc.ConnectedServerVersion()
 	entry := log.WithFields(logrus.Fields{"server": nc.ConnectedUrlRedacted(), "server_version": v})
 	if !VersionAtLeast(v, MinServerVersion) {
-		entry.Warnf("%s to nats-server %s, older than %s, the oldest release this receiver is tested with: upgrade the server (README: NATS server versions)", msg, v, MinServerVersion)
+		entry.Warnf("%s to nats-server %s, older than %s, the oldest release this receiver is tested with: upgrade the server (docs/deployment.md: NATS server versions)", msg, v, MinServerVersion)
 		return
 	}
 	entry.Info(msg)

@@ -3,6 +3,7 @@ package docs
 import (
 	"bytes"
 	"context"
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -11,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cdse-jetstream/receiver/internal/testkit/fixtures"
 	"github.com/cdse-jetstream/receiver/internal/testkit/receivertest"
 )
 
@@ -65,13 +67,19 @@ func TestREADMENatsCLILines(t *testing.T) {
 		t.Errorf("the README's block has %d nats lines, the test knows %d", len(cmds), len(want))
 	}
 	bin := buildNATS(t)
+	// A new user first, after the quick start's one notification: every
+	// line ends by itself (none waits for messages that are not there).
+	fresh := receivertest.Start(t, nil)
+	if code, answer := fresh.Post(t, fixtures.Notification(t, "created-s2.json")); code != 200 {
+		t.Fatalf("the quick start's notification: %d %s", code, answer)
+	}
+	for _, line := range cmds {
+		if out, err := runLine(t, bin, fresh.NATSURL, line); err != nil {
+			t.Errorf("after the quick start: %s: %v\n%s", line, err, out)
+		}
+	}
 	r := receivertest.Start(t, nil)
 	r.PostFixtures(t)
-	// The lines run in a shell as a user types them, with the nats on the
-	// PATH being the one built above, and a home of their own (the CLI
-	// keeps its contexts there).
-	path := filepath.Dir(bin) + string(os.PathListSeparator) + os.Getenv("PATH")
-	home := t.TempDir()
 	for _, line := range cmds {
 		var checks []*regexp.Regexp
 		for prefix, c := range want {
@@ -83,21 +91,35 @@ func TestREADMENatsCLILines(t *testing.T) {
 			t.Errorf("no expectations for the README line %q", line)
 			continue
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		cmd := exec.CommandContext(ctx, "bash", "-c", line)
-		cmd.Env = []string{"PATH=" + path, "HOME=" + home, "XDG_CONFIG_HOME=" + filepath.Join(home, ".config"), "NATS_URL=" + r.NATSURL, "NO_COLOR=1"}
-		var out bytes.Buffer
-		cmd.Stdout, cmd.Stderr = &out, &out
-		err := cmd.Run()
-		cancel()
+		out, err := runLine(t, bin, r.NATSURL, line)
 		if err != nil {
-			t.Errorf("%s: %v\n%s", line, err, out.String())
+			t.Errorf("%s: %v\n%s", line, err, out)
 			continue
 		}
 		for _, re := range checks {
-			if !re.Match(out.Bytes()) {
-				t.Errorf("%s: output does not match %s:\n%s", line, re, out.String())
+			if !re.MatchString(out) {
+				t.Errorf("%s: output does not match %s:\n%s", line, re, out)
 			}
 		}
 	}
+}
+
+// runLine runs a README line in a shell as a user types it, with the nats
+// at bin first on the PATH and a home of its own (the CLI keeps its
+// contexts there), for at most 30 s.
+func runLine(t *testing.T, bin, natsURL, line string) (string, error) {
+	t.Helper()
+	home := t.TempDir()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "bash", "-c", line)
+	cmd.Env = []string{"PATH=" + filepath.Dir(bin) + string(os.PathListSeparator) + os.Getenv("PATH"), "HOME=" + home,
+		"XDG_CONFIG_HOME=" + filepath.Join(home, ".config"), "NATS_URL=" + natsURL, "NO_COLOR=1"}
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	err := cmd.Run()
+	if ctx.Err() != nil {
+		err = errors.New("still running after 30 s")
+	}
+	return out.String(), err
 }
