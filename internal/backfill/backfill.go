@@ -201,20 +201,18 @@ func (b *Backfill) event(ctx context.Context, k catalogclient.Kind, at *cursorAt
 	rng := catalogclient.Range{Filter: b.o.Filter, From: b.o.Since, Until: b.o.Until, After: at.Cursor}
 	first := true
 	for {
-		items, total, err := b.list.Page(ctx, k, rng, first)
+		page, err := b.list.Page(ctx, k, rng, first)
 		if err != nil {
 			return fmt.Errorf("%s: list: %w", k.Event, err)
 		}
+		items := page.Items
 		if first {
 			// $count counts what is left after the cursor; a resumed run
 			// adds what it listed before.
-			p.Total, first = total, false
-			if total >= 0 {
-				p.Total = p.Listed + total
+			p.Total, first = page.Total, false
+			if page.Total >= 0 {
+				p.Total = p.Listed + page.Total
 			}
-		}
-		if len(items) == 0 {
-			break
 		}
 		ns, refused := reconcile.Notifications(k, items, b.o.Now(), ingest.SourceBackfill)
 		p.Listed += int64(len(items))
@@ -249,8 +247,7 @@ func (b *Backfill) event(ctx context.Context, k catalogclient.Kind, at *cursorAt
 		for _, m := range msgs {
 			seen[m.MsgID] = true
 		}
-		last := items[len(items)-1]
-		at.Cursor = catalogclient.Cursor{Date: last.Date, ID: last.ID}
+		at.Cursor = page.Next
 		rng.After = at.Cursor
 		if err := save(); err != nil {
 			return err
@@ -258,7 +255,7 @@ func (b *Backfill) event(ctx context.Context, k catalogclient.Kind, at *cursorAt
 		if b.OnPage != nil {
 			b.OnPage(*p)
 		}
-		if len(items) < b.list.PageSize() {
+		if page.Done {
 			break
 		}
 	}

@@ -288,8 +288,9 @@ func mustPath(base string) string {
 type Query struct {
 	EntitySet string // "Products", "DeletedProducts"
 	Filter    string
-	OrderBy   string // e.g. "PublicationDate asc,Id asc"
+	OrderBy   string // one documented property and a direction: "PublicationDate asc"
 	Top       int
+	Skip      int // only to walk a tie: the catalogue refuses more than 10 000
 	// Count asks for the total number of matches (@odata.count).
 	Count bool
 }
@@ -303,8 +304,7 @@ type Page struct {
 
 // List returns one page of q, with the entities' attributes. It never
 // follows @odata.nextLink: the catalogue refuses $skip beyond 10 000 and
-// then stops giving the link, so callers page by key instead (a date
-// greater than the last one seen, the Id breaking ties).
+// then stops giving the link, so callers page by date instead (Lister).
 func (c *Client) List(ctx context.Context, q Query) (Page, error) {
 	var page struct {
 		Value []json.RawMessage `json:"value"`
@@ -316,6 +316,9 @@ func (c *Client) List(ctx context.Context, q Query) (Page, error) {
 	}
 	if q.Count {
 		v.Set("$count", "True")
+	}
+	if q.Skip > 0 {
+		v.Set("$skip", strconv.Itoa(q.Skip))
 	}
 	set := q.EntitySet
 	if set == "" {

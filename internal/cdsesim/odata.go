@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"net/url"
 	"slices"
@@ -12,6 +13,8 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+
+	"github.com/cdse-jetstream/receiver/internal/productfilter"
 )
 
 type subscription struct {
@@ -29,7 +32,7 @@ type subscription struct {
 	SubmissionDate         time.Time
 	LastNotificationDate   time.Time
 
-	filter  *Filter
+	filter  *productfilter.Filter
 	queue   []queued
 	nextAck int64
 }
@@ -203,7 +206,7 @@ func (s *Sim) createSubscription(w http.ResponseWriter, r *http.Request, user st
 	if req.FilterParam != nil {
 		sub.FilterParam = *req.FilterParam
 	}
-	f, err := ParseFilter(sub.FilterParam)
+	f, err := productfilter.Parse(sub.FilterParam)
 	if err != nil {
 		badRequest(w, "Invalid FilterParam: "+err.Error())
 		return
@@ -411,51 +414,53 @@ func (s *Sim) ack(w http.ResponseWriter, r *http.Request, sub *subscription) {
 const maxSkip = 10000
 
 // listEntities serves GET /Products (live products) and GET
-// /DeletedProducts (deleted ones) with $filter, $orderby on
-// PublicationDate, ModificationDate or DeletionDate (asc|desc, optionally
-// followed by ",Id asc" to break ties), $top (max 1000, default 20), $skip
-// (max 10 000), $count=True and @odata.nextLink.
+// /DeletedProducts (deleted ones) exactly as strictly as the catalogue's
+// OData documentation allows, so that a client relying on anything
+// undocumented fails here first: $filter through the receiver's own
+// evaluator (internal/productfilter: what it cannot parse is a 400 naming
+// the position, never ignored; Id only with eq); $orderby one documented
+// property (Products: ContentDate/Start, ContentDate/End, PublicationDate,
+// ModificationDate; DeletedProducts: ContentDate/Start, ContentDate/End,
+// DeletionDate), asc or desc, and "an additional orderby by id" so the
+// results are fully ordered — a second key is a 400; without $orderby the
+// results are not ordered (here: in the order the products were made);
+// $top 0..1000 (default 20) and $skip 0..10 000, 422 beyond as the
+// catalogue's validation errors; $count; @odata.nextLink.
 func (s *Sim) listEntities(w http.ResponseWriter, r *http.Request, deleted bool) {
 	q := r.URL.Query()
-	f, err := ParseFilter(q.Get("$filter"))
+	f, err := productfilter.Parse(q.Get("$filter"))
 	if err != nil {
 		badRequest(w, "Invalid filter: "+err.Error())
 		return
 	}
-	top, skip := 20, 0
-	if v := q.Get("$top"); v != "" {
-		if top, err = strconv.Atoi(v); err != nil || top < 0 || top > 1000 {
-			badRequest(w, "Invalid $top: between 0 and 1000")
-			return
-		}
-	}
-	if v := q.Get("$skip"); v != "" {
-		if skip, err = strconv.Atoi(v); err != nil || skip < 0 {
-			badRequest(w, "Invalid $skip")
-			return
-		}
-		if skip > maxSkip {
-			writeJSON(w, http.StatusUnprocessableEntity, map[string]any{"detail": []map[string]any{{
-				"type": "less_than_equal", "loc": []string{"query", "$skip"},
-				"msg": "Input should be less than or equal to 10000", "input": v, "ctx": map[string]int{"le": maxSkip},
-			}}})
-			return
-		}
-	}
-	order, ok := parseOrderBy(q.Get("$orderby"), deleted)
+	top, ok := boundedInt(w, q, "$top", 20, 1000)
 	if !ok {
-		badRequest(w, "Unsupported $orderby: "+q.Get("$orderby"))
+		return
+	}
+	skip, ok := boundedInt(w, q, "$skip", 0, maxSkip)
+	if !ok {
+		return
+	}
+	order, reason := parseOrderBy(q.Get("$orderby"), deleted)
+	if reason != "" {
+		badRequest(w, "Invalid $orderby "+strconv.Quote(q.Get("$orderby"))+": "+reason)
+		return
+	}
+	if c := q.Get("$count"); c != "" && !slices.Contains([]string{"True", "true", "1", "False", "false", "0"}, c) {
+		unprocessableAs(w, "bool_parsing", []string{"query", "$count"}, "Input should be a valid boolean", c, nil)
 		return
 	}
 	s.mu.Lock()
 	var match []*Product
 	for _, id := range s.order {
-		if p := s.products[id]; p.DeletionDate.IsZero() != deleted && f.Match(p) {
+		if p := s.products[id]; p.DeletionDate.IsZero() != deleted && p.matches(f) {
 			match = append(match, p)
 		}
 	}
 	s.mu.Unlock()
-	slices.SortStableFunc(match, order)
+	if order != nil {
+		slices.SortStableFunc(match, order)
+	}
 	page := match[min(skip, len(match)):min(skip+top, len(match))]
 	values := make([]map[string]any, len(page))
 	for i, p := range page {
@@ -466,7 +471,7 @@ func (s *Sim) listEntities(w http.ResponseWriter, r *http.Request, deleted bool)
 		set = "DeletedProducts"
 	}
 	resp := map[string]any{"@odata.context": "$metadata#" + set + "(Attributes())", "value": values}
-	if c := q.Get("$count"); strings.EqualFold(c, "true") {
+	if c := q.Get("$count"); c == "True" || c == "true" || c == "1" {
 		resp["@odata.count"] = len(match)
 	}
 	if skip+top < len(match) && skip+top <= maxSkip {
@@ -483,51 +488,85 @@ func (s *Sim) listEntities(w http.ResponseWriter, r *http.Request, deleted bool)
 	writeJSON(w, http.StatusOK, resp)
 }
 
-// parseOrderBy reads "<Date> [asc|desc][,Id [asc]]".
-func parseOrderBy(ob string, deleted bool) (func(a, b *Product) int, bool) {
-	field, rest, _ := strings.Cut(strings.TrimSpace(ob), ",")
-	name, dir, _ := strings.Cut(strings.TrimSpace(field), " ")
-	if name == "" {
-		name = "PublicationDate"
-		if deleted {
-			name = "DeletionDate"
-		}
+// boundedInt reads the integer query option name (default def), between 0
+// and max; out of range or not a number is the catalogue's 422.
+func boundedInt(w http.ResponseWriter, q url.Values, name string, def, max int) (int, bool) {
+	v := q.Get(name)
+	if v == "" {
+		return def, true
+	}
+	n, err := strconv.Atoi(v)
+	switch {
+	case err != nil:
+		unprocessableAs(w, "int_parsing", []string{"query", name}, "Input should be a valid integer, unable to parse string as an integer", v, nil)
+	case n < 0:
+		unprocessableAs(w, "greater_than_equal", []string{"query", name}, "Input should be greater than or equal to 0", v, map[string]int{"ge": 0})
+	case n > max:
+		unprocessableAs(w, "less_than_equal", []string{"query", name}, "Input should be less than or equal to "+strconv.Itoa(max), v, map[string]int{"le": max})
+	default:
+		return n, true
+	}
+	return 0, false
+}
+
+// unprocessableAs writes one validation error as the catalogue's 422 body
+// ({"detail":[{"type","loc","msg","input","ctx"}]}, the $skip one
+// documented).
+func unprocessableAs(w http.ResponseWriter, typ string, loc []string, msg, input string, ctx any) {
+	e := map[string]any{"type": typ, "loc": loc, "msg": msg, "input": input}
+	if ctx != nil {
+		e["ctx"] = ctx
+	}
+	writeJSON(w, http.StatusUnprocessableEntity, map[string]any{"detail": []map[string]any{e}})
+}
+
+// orderable are the documented $orderby properties of each entity set.
+var orderable = map[bool]map[string]func(*Product) time.Time{
+	false: {
+		"ContentDate/Start": func(p *Product) time.Time { return p.ContentStart },
+		"ContentDate/End":   func(p *Product) time.Time { return p.ContentEnd },
+		"PublicationDate":   func(p *Product) time.Time { return p.PublicationDate },
+		"ModificationDate":  func(p *Product) time.Time { return p.ModificationDate },
+	},
+	true: {
+		"ContentDate/Start": func(p *Product) time.Time { return p.ContentStart },
+		"ContentDate/End":   func(p *Product) time.Time { return p.ContentEnd },
+		"DeletionDate":      func(p *Product) time.Time { return p.DeletionDate },
+	},
+}
+
+// parseOrderBy reads "<property> [asc|desc]": one documented property; the
+// order then continues by Id, as the catalogue documents. It returns nil
+// for no $orderby (no order) and the reason when it refuses one.
+func parseOrderBy(ob string, deleted bool) (func(a, b *Product) int, string) {
+	if strings.TrimSpace(ob) == "" {
+		return nil, ""
+	}
+	if strings.Contains(ob, ",") {
+		return nil, "one property only (the catalogue adds the order by Id itself)"
+	}
+	fields := strings.Fields(ob)
+	date, ok := orderable[deleted][fields[0]]
+	if !ok {
+		props := slices.Sorted(maps.Keys(orderable[deleted]))
+		return nil, fmt.Sprintf("%q cannot be ordered by; one of %s", fields[0], strings.Join(props, ", "))
 	}
 	desc := false
-	switch strings.ToLower(strings.TrimSpace(dir)) {
-	case "", "asc":
-	case "desc":
+	switch {
+	case len(fields) == 1, len(fields) == 2 && fields[1] == "asc":
+	case len(fields) == 2 && fields[1] == "desc":
 		desc = true
 	default:
-		return nil, false
-	}
-	var date func(*Product) time.Time
-	switch {
-	case name == "PublicationDate" && !deleted:
-		date = func(p *Product) time.Time { return p.PublicationDate }
-	case name == "ModificationDate" && !deleted:
-		date = func(p *Product) time.Time { return p.ModificationDate }
-	case name == "DeletionDate" && deleted:
-		date = func(p *Product) time.Time { return p.DeletionDate }
-	default:
-		return nil, false
-	}
-	byID := false
-	switch r := strings.Join(strings.Fields(rest), " "); r {
-	case "":
-	case "Id", "Id asc":
-		byID = true
-	default:
-		return nil, false
+		return nil, "the direction is asc or desc"
 	}
 	return func(a, b *Product) int {
 		c := date(a).Compare(date(b))
 		if desc {
 			c = -c
 		}
-		if c == 0 && byID {
+		if c == 0 {
 			c = strings.Compare(a.ID, b.ID)
 		}
 		return c
-	}, true
+	}, ""
 }

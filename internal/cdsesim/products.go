@@ -7,6 +7,9 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/peterstace/simplefeatures/geom"
+
+	"github.com/cdse-jetstream/receiver/internal/productfilter"
 )
 
 // Product is a catalogue product of the simulator.
@@ -147,6 +150,95 @@ func (p *Product) Entity() map[string]any {
 	e["Assets"] = []any{}
 	e["Locations"] = []map[string]any{{"FormatType": "Extracted", "DownloadLink": "https://catalogue.dataspace.copernicus.eu/odata/v1/Products(" + p.ID + ")/$value", "ContentLength": p.ContentLength, "Checksum": checksum, "S3Path": p.S3Path}}
 	return e
+}
+
+// matches reports whether the product satisfies f (nil: no filter). The
+// simulator uses the receiver's own evaluator (productfilter), so what its
+// subscriptions and listings select is what the receiver's interests would.
+func (p *Product) matches(f *productfilter.Filter) bool {
+	if f == nil || strings.TrimSpace(f.String()) == "" {
+		return true // no need to build a view to match everything
+	}
+	v := p.filterView(f.UsesGeometry())
+	return f.Match(&v)
+}
+
+// filterView is the product as productfilter sees it, with the properties
+// its Entity has: a deleted product (a DeletedProducts entity) has no
+// Online, PublicationDate or ModificationDate, a live one no deletion. The
+// footprint is built only for a filter that tests geometry.
+func (p *Product) filterView(geometry bool) productfilter.Product {
+	v := productfilter.Product{
+		ID: p.ID, Name: p.Name, Collection: p.Collection,
+		ContentStart: p.ContentStart, ContentEnd: p.ContentEnd,
+		PublicationDate: p.PublicationDate, ModificationDate: p.ModificationDate, OriginDate: p.OriginDate,
+		DeletionDate: p.DeletionDate, DeletionCause: p.DeletionCause,
+		ContentLength: p.ContentLength, HasContentLength: true,
+		Attributes: make([]productfilter.Attribute, 0, len(p.Attributes)),
+	}
+	if p.DeletionDate.IsZero() {
+		v.Online, v.HasOnline = true, true
+		v.DeletionCause = ""
+	} else {
+		v.PublicationDate, v.ModificationDate = time.Time{}, time.Time{}
+	}
+	for _, a := range p.Attributes {
+		if fa, ok := filterAttribute(a); ok {
+			v.Attributes = append(v.Attributes, fa)
+		}
+	}
+	if geometry && len(p.Footprint) >= 4 {
+		coords := make([]float64, 0, 2*len(p.Footprint))
+		for _, c := range p.Footprint {
+			coords = append(coords, c[0], c[1])
+		}
+		ring := geom.NewLineString(geom.NewSequence(coords, geom.DimXY))
+		v.SetFootprint(geom.NewPolygon([]geom.LineString{ring}).AsGeometry())
+	}
+	return v
+}
+
+// filterAttribute types an attribute by its ValueType, or by its Go value
+// for one built without (a test's Attribute{Name, 12.5, ""}).
+func filterAttribute(a Attribute) (productfilter.Attribute, bool) {
+	fa := productfilter.Attribute{Name: a.Name, Type: productfilter.AttrTypeOf(a.ValueType)}
+	if a.ValueType == "" {
+		switch a.Value.(type) {
+		case string:
+			fa.Type = productfilter.StringAttr
+		case float64:
+			fa.Type = productfilter.DoubleAttr
+		case int, int64:
+			fa.Type = productfilter.IntegerAttr
+		case time.Time:
+			fa.Type = productfilter.DateTimeOffsetAttr
+		}
+	}
+	switch x := a.Value.(type) {
+	case string:
+		switch fa.Type {
+		case productfilter.StringAttr:
+			fa.Str = x
+			return fa, true
+		case productfilter.DateTimeOffsetAttr:
+			t, err := time.Parse(time.RFC3339Nano, x)
+			fa.Time = t
+			return fa, err == nil
+		}
+	case float64:
+		fa.Float = x
+		return fa, fa.Type == productfilter.DoubleAttr
+	case int:
+		fa.Int = int64(x)
+		return fa, fa.Type == productfilter.IntegerAttr
+	case int64:
+		fa.Int = x
+		return fa, fa.Type == productfilter.IntegerAttr
+	case time.Time:
+		fa.Time = x
+		return fa, fa.Type == productfilter.DateTimeOffsetAttr
+	}
+	return fa, false
 }
 
 // clone returns a copy safe to change (modify, delete).

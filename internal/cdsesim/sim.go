@@ -3,7 +3,8 @@
 // limits: the Keycloak-style token endpoint (password and refresh grants,
 // TOTP, expiring tokens), the OData subscription service (PUSH and PULL,
 // running/total limits, Read/Ack semantics, retention), the Products listing
-// with a subset of OData $filter, a generator of realistic products and the
+// with OData $filter (internal/productfilter, the evaluator the receiver
+// uses too), a generator of realistic products and the
 // PUSH sender (three retries, then dropped). Tests and the demo run against
 // it, since the real catalogue is a remote service.
 package cdsesim
@@ -233,7 +234,7 @@ func (s *Sim) emit(event string, p *Product) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, sub := range s.sortedSubs() {
-		if sub.Status != "running" || !slices.Contains(sub.SubscriptionEvent, event) || !sub.filter.Match(p) {
+		if sub.Status != "running" || !slices.Contains(sub.SubscriptionEvent, event) || !p.matches(sub.filter) {
 			continue
 		}
 		n := notificationJSON{

@@ -274,33 +274,34 @@ func (r *Reconciler) passEvent(ctx context.Context, k catalogclient.Kind) error 
 	rng := catalogclient.Range{Filter: r.o.Filter, From: wm.Add(-r.o.Overlap)}
 	var stored, dups int
 	for {
-		items, _, err := r.list.Page(ctx, k, rng, false)
+		page, err := r.list.Page(ctx, k, rng, false)
 		if err != nil {
 			return err
 		}
-		if len(items) == 0 {
+		if len(page.Items) > 0 {
+			o, err := r.store(ctx, k, page.Items)
+			if err != nil {
+				return err
+			}
+			stored, dups = stored+o.Accepted, dups+o.Duplicates
+			// Pages come in date order: every product up to the last is
+			// stored. (A tie at the last date may go on: the next pass
+			// starts an overlap before the watermark anyway.)
+			last := page.Items[len(page.Items)-1]
+			if last.Date.After(wm) {
+				if _, err := r.kv.Put(ctx, watermarkKey(k.Event), []byte(last.Date.UTC().Format(time.RFC3339Nano))); err != nil {
+					return fmt.Errorf("advance watermark: %w", err)
+				}
+				wm = last.Date
+				r.m.watermark.WithLabelValues(string(k.Event)).Set(float64(last.Date.Unix()))
+			}
+		}
+		if page.Done {
 			break
 		}
-		o, err := r.store(ctx, k, items)
-		if err != nil {
-			return err
-		}
-		stored, dups = stored+o.Accepted, dups+o.Duplicates
-		// Pages come in date order: every product up to the last is stored.
-		last := items[len(items)-1]
-		if last.Date.After(wm) {
-			if _, err := r.kv.Put(ctx, watermarkKey(k.Event), []byte(last.Date.UTC().Format(time.RFC3339Nano))); err != nil {
-				return fmt.Errorf("advance watermark: %w", err)
-			}
-			wm = last.Date
-			r.m.watermark.WithLabelValues(string(k.Event)).Set(float64(last.Date.Unix()))
-		}
-		rng.After = catalogclient.Cursor{Date: last.Date, ID: last.ID}
+		rng.After = page.Next
 		if err := r.acquire(ctx); err != nil {
 			return err
-		}
-		if len(items) < r.list.PageSize() {
-			break
 		}
 	}
 	r.m.stored.WithLabelValues(string(k.Event)).Add(float64(stored))

@@ -1,0 +1,310 @@
+// Package productfilter parses the CDSE catalogue's OData $filter language
+// and evaluates it over one product.
+//
+// Two parts of this repository need the same answer to "does this product
+// match this filter": the receiver, which checks users' named interests
+// against every product it stores, and the catalogue simulator
+// (internal/cdsesim), which uses filters to choose what its subscriptions
+// are sent and what its Products and DeletedProducts listings return. Were
+// they two evaluators, a filter the tests exercise against the simulator
+// could mean something else in production, so there is one.
+//
+// The language is what the catalogue's documentation shows for products,
+// and no more: Collection/Name, Name (eq, ne, contains, startswith,
+// endswith), the six comparisons on ContentDate/Start, ContentDate/End,
+// PublicationDate, ModificationDate, OriginDate and DeletionDate, Online,
+// ContentLength, DeletionCause, Id eq (a lookup only), the typed
+// Attributes/OData.CSC.<Type>Attribute/any(...) conditions,
+// OData.CSC.Intersects with a POINT, POLYGON or MULTIPOLYGON in SRID 4326,
+// and, or, not and parentheses. Anything else is a *SyntaxError naming its
+// byte offset, never a condition silently dropped: a filter that matched
+// everything because part of it was not understood would deliver products
+// nobody asked for (or, in the simulator, hide a request the catalogue
+// would refuse).
+package productfilter
+
+import (
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Filter is a parsed $filter. It is immutable and safe for concurrent use.
+type Filter struct {
+	src   string
+	root  node
+	terms []term // the top-level and-chain, for Explain
+	geo   bool
+}
+
+// term is one condition of the top-level and-chain, with where it is in
+// the source.
+type term struct {
+	n          node
+	start, end int
+}
+
+// SyntaxError is a filter that cannot be parsed or is not supported.
+type SyntaxError struct {
+	Pos int // byte offset into the filter
+	Msg string
+}
+
+func (e *SyntaxError) Error() string { return "at " + strconv.Itoa(e.Pos) + ": " + e.Msg }
+
+// Parse parses s. A blank filter matches every product; whether to allow
+// one is for the caller to decide.
+func Parse(s string) (*Filter, error) {
+	f := &Filter{src: s}
+	if strings.TrimSpace(s) == "" {
+		return f, nil
+	}
+	p := &parser{src: s}
+	p.next()
+	root, terms, err := p.filter()
+	if err != nil {
+		return nil, err
+	}
+	f.root, f.terms, f.geo = root, terms, p.geo
+	return f, nil
+}
+
+// String returns the filter as it was written.
+func (f *Filter) String() string { return f.src }
+
+// UsesGeometry reports whether the filter has an OData.CSC.Intersects term,
+// that is whether matching reads products' footprints.
+func (f *Filter) UsesGeometry() bool { return f.geo }
+
+// Match reports whether p satisfies the filter.
+func (f *Filter) Match(p *Product) bool {
+	return f.root == nil || f.root.eval(p)
+}
+
+// Explain is Match, and when p does not match, the first condition of the
+// filter's top-level and-chain that p fails, as the user wrote it (the
+// whole filter when it is not an and-chain), for a "why not" report.
+func (f *Filter) Explain(p *Product) (bool, string) {
+	for _, t := range f.terms {
+		if !t.n.eval(p) {
+			return false, f.src[t.start:t.end]
+		}
+	}
+	return true, ""
+}
+
+// --- evaluation ---
+
+type node interface{ eval(p *Product) bool }
+
+type andNode struct{ a, b node }
+type orNode struct{ a, b node }
+type notNode struct{ a node }
+
+func (n andNode) eval(p *Product) bool { return n.a.eval(p) && n.b.eval(p) }
+func (n orNode) eval(p *Product) bool  { return n.a.eval(p) || n.b.eval(p) }
+func (n notNode) eval(p *Product) bool { return !n.a.eval(p) }
+
+type op uint8
+
+const (
+	opEq op = iota
+	opNe
+	opGt
+	opGe
+	opLt
+	opLe
+)
+
+var opNames = map[string]op{"eq": opEq, "ne": opNe, "gt": opGt, "ge": opGe, "lt": opLt, "le": opLe}
+
+// holds reports whether the operator holds for c, the sign of a
+// comparison of the property with the literal.
+func (o op) holds(c int) bool {
+	switch o {
+	case opEq:
+		return c == 0
+	case opNe:
+		return c != 0
+	case opGt:
+		return c > 0
+	case opGe:
+		return c >= 0
+	case opLt:
+		return c < 0
+	}
+	return c <= 0
+}
+
+func cmpOrdered[T int64 | float64](a, b T) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+type stringField uint8
+
+const (
+	fieldName stringField = iota
+	fieldCollection
+	fieldDeletionCause
+	fieldID
+)
+
+// stringCmp is eq or ne on a string property.
+type stringCmp struct {
+	field stringField
+	op    op
+	val   string
+}
+
+func (n stringCmp) eval(p *Product) bool {
+	var v string
+	switch n.field {
+	case fieldName:
+		v = p.Name
+	case fieldCollection:
+		v = p.Collection
+	case fieldDeletionCause:
+		v = p.DeletionCause
+	case fieldID:
+		// A Guid: the same id whatever the case of its hex digits.
+		return p.ID != "" && strings.EqualFold(p.ID, n.val)
+	}
+	if v == "" {
+		return false
+	}
+	return (v == n.val) == (n.op == opEq)
+}
+
+type timeField uint8
+
+const (
+	fieldContentStart timeField = iota
+	fieldContentEnd
+	fieldPublication
+	fieldModification
+	fieldOrigin
+	fieldDeletion
+)
+
+type timeCmp struct {
+	field timeField
+	op    op
+	val   time.Time
+}
+
+func (n timeCmp) eval(p *Product) bool {
+	var v time.Time
+	switch n.field {
+	case fieldContentStart:
+		v = p.ContentStart
+	case fieldContentEnd:
+		v = p.ContentEnd
+	case fieldPublication:
+		v = p.PublicationDate
+	case fieldModification:
+		v = p.ModificationDate
+	case fieldOrigin:
+		v = p.OriginDate
+	case fieldDeletion:
+		v = p.DeletionDate
+	}
+	return !v.IsZero() && n.op.holds(v.Compare(n.val))
+}
+
+type onlineCmp struct {
+	op  op
+	val bool
+}
+
+func (n onlineCmp) eval(p *Product) bool {
+	return p.HasOnline && (p.Online == n.val) == (n.op == opEq)
+}
+
+type lengthCmp struct {
+	op  op
+	val int64
+}
+
+func (n lengthCmp) eval(p *Product) bool {
+	return p.HasContentLength && n.op.holds(cmpOrdered(p.ContentLength, n.val))
+}
+
+type nameFunc uint8
+
+const (
+	fnContains nameFunc = iota
+	fnStartsWith
+	fnEndsWith
+)
+
+type nameFuncCall struct {
+	fn  nameFunc
+	arg string
+}
+
+func (n nameFuncCall) eval(p *Product) bool {
+	if p.Name == "" {
+		return false
+	}
+	switch n.fn {
+	case fnContains:
+		return strings.Contains(p.Name, n.arg)
+	case fnStartsWith:
+		return strings.HasPrefix(p.Name, n.arg)
+	}
+	return strings.HasSuffix(p.Name, n.arg)
+}
+
+// attrAny is Attributes/OData.CSC.<Type>Attribute/any(a: a/Name eq 'name'
+// and a/OData.CSC.<Type>Attribute/Value <op> <literal>): some attribute of
+// that type and name has a value that compares so. An attribute of the
+// same name but another type does not count, as in the catalogue, where
+// each type is its own collection.
+type attrAny struct {
+	typ  AttrType
+	name string
+	op   op
+	str  string
+	f    float64
+	i    int64
+	t    time.Time
+}
+
+func (n attrAny) eval(p *Product) bool {
+	for i := range p.Attributes {
+		a := &p.Attributes[i]
+		if a.Type != n.typ || a.Name != n.name {
+			continue
+		}
+		var c int
+		switch n.typ {
+		case StringAttr:
+			c = strings.Compare(a.Str, n.str)
+		case DoubleAttr:
+			c = cmpOrdered(a.Float, n.f)
+		case IntegerAttr:
+			c = cmpOrdered(a.Int, n.i)
+		case DateTimeOffsetAttr:
+			c = a.Time.Compare(n.t)
+		}
+		if n.op.holds(c) {
+			return true
+		}
+	}
+	return false
+}
+
+// intersectsArea is OData.CSC.Intersects(area=geography'SRID=4326;...'),
+// with the area's geometry built once, at Parse.
+type intersectsArea struct{ area []part }
+
+func (n intersectsArea) eval(p *Product) bool {
+	fp := p.parts()
+	return fp != nil && intersects(n.area, fp)
+}

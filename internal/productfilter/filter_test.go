@@ -1,0 +1,436 @@
+package productfilter
+
+import (
+	"errors"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+)
+
+// The fixtures, by their file names in testdata/notifications.
+const (
+	s1PushAck  = "created-s1-push-ackid"        // S1C, Madrid footprint, processingDate 2024
+	s1         = "created-s1"                   // S1A, Netherlands, ContentLength 0
+	s2L1C      = "created-s2-checksums-compact" // S2C L1C, Madrid, cloudCover 12.3456789123
+	s2L2A      = "created-s2"                   // S2B L2A, northern Italy, cloudCover 12.3456789
+	s3         = "created-s3"                   // S3A, no platformShortName, cloudCover 48
+	s5p        = "created-s5p"                  // S5P NO2, Bolivia/Paraguay
+	s1Deleted  = "deleted-s1"                   // the S1A, Duplicated product
+	s5pDeleted = "deleted-s5p-entity"           // S5P CH4, Obsolete product, Madrid
+	s2Offline  = "modified-s2-offline-Value"    // the S2C L1C, Online false
+	s2Modified = "modified-s2"                  // the S2B L2A, modified on 22 November
+)
+
+func TestFixturesAreAllThere(t *testing.T) {
+	var names []string
+	for _, fx := range fixtures(t) {
+		names = append(names, fx.name)
+	}
+	want := []string{s1PushAck, s1, s2L1C, s2L2A, s3, s5p, s1Deleted, s5pDeleted, s2Offline, s2Modified}
+	slices.Sort(want)
+	if !slices.Equal(names, want) {
+		t.Fatalf("fixtures %v, want %v (the tables below name them)", names, want)
+	}
+}
+
+// matchCases lists, for each filter, exactly the fixtures it matches.
+var matchCases = []struct {
+	filter string
+	want   []string
+}{
+	{"", []string{s1PushAck, s1, s2L1C, s2L2A, s3, s5p, s1Deleted, s5pDeleted, s2Offline, s2Modified}},
+	{"  ", []string{s1PushAck, s1, s2L1C, s2L2A, s3, s5p, s1Deleted, s5pDeleted, s2Offline, s2Modified}},
+
+	// Collection/Name: platformShortName, else the mission of the name (S3).
+	{"Collection/Name eq 'SENTINEL-2'", []string{s2L1C, s2L2A, s2Offline, s2Modified}},
+	{"Collection/Name ne 'SENTINEL-2'", []string{s1PushAck, s1, s3, s5p, s1Deleted, s5pDeleted}},
+	{"Collection/Name eq 'SENTINEL-3'", []string{s3}},
+	{"Collection/Name eq 'sentinel-2'", nil},
+
+	// Name and its functions, case-sensitive.
+	{"Name eq 'S2B_MSIL2A_20261121T103319_N0511_R108_T32TQM_20261121T132945.SAFE'", []string{s2L2A, s2Modified}},
+	{"Name ne 'S2B_MSIL2A_20261121T103319_N0511_R108_T32TQM_20261121T132945.SAFE' and startswith(Name,'S2')", []string{s2L1C, s2Offline}},
+	{"startswith(Name,'S1')", []string{s1PushAck, s1, s1Deleted}},
+	{"endswith(Name,'.nc')", []string{s5p, s5pDeleted}},
+	{"contains(Name,'_MSIL1C_')", []string{s2L1C, s2Offline}},
+	{"contains(Name, '_msil1c_')", nil},
+	{"contains(Name,'NO2') or contains(Name,'CH4')", []string{s5p, s5pDeleted}},
+
+	// Dates: offsets, no zone (UTC), a bare date, fractions; missing is false.
+	{"ContentDate/Start ge 2026-11-22T00:00:00.000Z", []string{s1PushAck, s2L1C, s2Offline}},
+	{"ContentDate/Start gt 2026-11-21T05:45:12.345Z", []string{s1PushAck, s2L1C, s2L2A, s3, s5p, s2Offline, s2Modified}},
+	{"ContentDate/Start ge 2026-11-21T05:45:12.345Z", []string{s1PushAck, s1, s2L1C, s2L2A, s3, s5p, s1Deleted, s2Offline, s2Modified}},
+	{"ContentDate/Start eq 2026-11-21T06:45:12.345+01:00", []string{s1, s1Deleted}},
+	{"ContentDate/Start eq 2026-11-21T05:45:12.345000000Z", []string{s1, s1Deleted}},
+	{"ContentDate/Start lt 2026-11-21", []string{s5pDeleted}},
+	{"ContentDate/End gt 2026-11-21T12:05:30Z and ContentDate/End lt 2026-11-21T12:05:32Z", []string{s5p}},
+	{"PublicationDate ge 2026-11-21T12:00:00Z and PublicationDate lt 2026-11-22T00:00:00Z", []string{s2L2A, s5p, s2Modified}},
+	{"ModificationDate gt 2026-11-22T00:00:00.000Z", []string{s1PushAck, s2L1C, s2Offline, s2Modified}},
+	{"OriginDate le 2026-11-21T06:40:03.512", []string{s1, s1Deleted, s5pDeleted}},
+	{"DeletionDate gt 2026-11-22T12:00:00Z", []string{s5pDeleted}},
+	{"DeletionDate ne 2000-01-01T00:00:00Z", []string{s1Deleted, s5pDeleted}},
+	{"PublicationDate ne 2000-01-01T00:00:00Z", []string{s1PushAck, s1, s2L1C, s2L2A, s3, s5p, s2Offline, s2Modified}},
+
+	// DeletionCause (free text), Online, ContentLength, Id.
+	{"DeletionCause eq 'Duplicated product'", []string{s1Deleted}},
+	{"DeletionCause eq 'Duplicated product' or DeletionCause eq 'Obsolete product'", []string{s1Deleted, s5pDeleted}},
+	{"DeletionCause ne 'Other'", []string{s1Deleted, s5pDeleted}},
+	{"DeletionCause eq 'It''s gone'", nil},
+	{"Online eq false", []string{s2Offline}},
+	{"Online ne false", []string{s1PushAck, s1, s2L1C, s2L2A, s3, s5p, s2Modified}},
+	{"Online eq true and ContentLength gt 1000000000", []string{s1PushAck, s2L2A, s2Modified}},
+	{"ContentLength eq 0", []string{s1, s2L1C, s1Deleted, s2Offline}},
+	{"ContentLength le 45678901", []string{s1, s2L1C, s5p, s1Deleted, s2Offline}},
+	{"Id eq '0f6b4c1e-8d2a-4f3b-9c5e-7a1d2b3c4e5f'", []string{s2L2A, s2Modified}},
+	{"Id eq 0F6B4C1E-8D2A-4F3B-9C5E-7A1D2B3C4E5F", []string{s2L2A, s2Modified}},
+	{"Id eq b1e2c3d4-a5b6-4c7d-8e9f-0a1b2c3d4e5f", []string{s1, s1Deleted}},
+	{"(Id eq b1e2c3d4-a5b6-4c7d-8e9f-0a1b2c3d4e5f)", []string{s1, s1Deleted}},
+
+	// Typed attributes: the type is part of the match.
+	{"Attributes/OData.CSC.StringAttribute/any(att:att/Name eq 'productType' and att/OData.CSC.StringAttribute/Value eq 'S2MSI2A')", []string{s2L2A, s2Modified}},
+	{"Attributes/OData.CSC.StringAttribute/any(att:att/Name eq 'productType' and att/OData.CSC.StringAttribute/Value ne 'S2MSI2A')", []string{s1PushAck, s1, s2L1C, s3, s5p, s1Deleted, s5pDeleted, s2Offline}},
+	{"Attributes/OData.CSC.DoubleAttribute/any(att:att/Name eq 'cloudCover' and att/OData.CSC.DoubleAttribute/Value le 30.00)", []string{s1PushAck, s2L1C, s2L2A, s2Offline, s2Modified}},
+	{"Attributes/OData.CSC.DoubleAttribute/any(x:x/Name eq 'cloudCover' and x/OData.CSC.DoubleAttribute/Value gt 12.3456789)", []string{s2L1C, s3, s2Offline}},
+	{"Attributes/OData.CSC.DoubleAttribute/any(x:x/Name eq 'cloudCover' and x/OData.CSC.DoubleAttribute/Value ge 48)", []string{s3}},
+	{"Attributes/OData.CSC.IntegerAttribute/any(a:a/Name eq 'orbitNumber' and a/OData.CSC.IntegerAttribute/Value eq 36789)", []string{s5p, s5pDeleted}},
+	{"Attributes/OData.CSC.IntegerAttribute/any(a:a/Name eq 'cloudCover' and a/OData.CSC.IntegerAttribute/Value ge 0)", nil},
+	{"Attributes/OData.CSC.IntegerAttribute/any(a:a/Name eq 'sliceNumber' and a/OData.CSC.IntegerAttribute/Value ge 1)", []string{s1, s1Deleted}},
+	{"Attributes/OData.CSC.DoubleAttribute/any(a:a/Name eq 'sliceNumber' and a/OData.CSC.DoubleAttribute/Value ge 1)", []string{s1PushAck}},
+	{"Attributes/OData.CSC.DateTimeOffsetAttribute/any(att:att/Name eq 'processingDate' and att/OData.CSC.DateTimeOffsetAttribute/Value lt 2025-01-01T00:00:00.000Z)", []string{s1PushAck}},
+	{"Attributes/OData.CSC.DateTimeOffsetAttribute/any(att:att/Name eq 'beginningDateTime' and att/OData.CSC.DateTimeOffsetAttribute/Value eq 2026-11-21T10:33:19.024Z)", []string{s2L2A, s2Modified}},
+
+	// Precedence: not > and > or.
+	{"Collection/Name eq 'SENTINEL-1' or Collection/Name eq 'SENTINEL-5P' and Online eq true", []string{s1PushAck, s1, s5p, s1Deleted}},
+	{"(Collection/Name eq 'SENTINEL-1' or Collection/Name eq 'SENTINEL-5P') and Online eq true", []string{s1PushAck, s1, s5p}},
+	{"Online eq true and Collection/Name eq 'SENTINEL-5P' or Collection/Name eq 'SENTINEL-1'", []string{s1PushAck, s1, s5p, s1Deleted}},
+	{"not (Online eq true)", []string{s1Deleted, s5pDeleted, s2Offline}},
+	{"not startswith(Name,'S2') and not (Collection/Name eq 'SENTINEL-1')", []string{s3, s5p, s5pDeleted}},
+	{"not (startswith(Name,'S2') and Online eq true)", []string{s1PushAck, s1, s3, s5p, s1Deleted, s5pDeleted, s2Offline}},
+	{"not not startswith(Name,'S3')", []string{s3}},
+	{"((Collection/Name eq 'SENTINEL-3'))", []string{s3}},
+	// The documentation's examples, with dates moved to the fixtures'.
+	{"not (Collection/Name eq 'SENTINEL-2') and ContentDate/Start gt 2026-11-21T00:00:00.000Z and ContentDate/Start lt 2026-11-22T00:00:00.000Z", []string{s1, s3, s5p, s1Deleted}},
+	{"Collection/Name eq 'SENTINEL-2' and Attributes/OData.CSC.DoubleAttribute/any(att:att/Name eq 'cloudCover' and att/OData.CSC.DoubleAttribute/Value le 40.00) and ContentDate/Start gt 2026-11-21T00:00:00.000Z and ContentDate/Start lt 2026-11-23T00:00:00.000Z", []string{s2L1C, s2L2A, s2Offline, s2Modified}},
+
+	// Footprints, with real geometry.
+	{"OData.CSC.Intersects(area=geography'SRID=4326;POLYGON((-4 39,-1 39,-1 41.5,-4 41.5,-4 39))')", []string{s1PushAck, s2L1C, s3, s5pDeleted, s2Offline}},
+	{"OData.CSC.Intersects(area=geography'SRID=4326;POLYGON ((-4 39, -1 39, -1 39.9, -4 39.9, -4 39))')", []string{s1PushAck, s2L1C, s5pDeleted, s2Offline}},
+	{"OData.CSC.Intersects(area=geography'SRID=4326;POINT(12 45.5)')", []string{s2L2A, s2Modified}},
+	{"OData.CSC.Intersects(area=geography'SRID=4326;POINT(12 47)')", nil},
+	{"OData.CSC.Intersects(area=geography'SRID=4326;MULTIPOLYGON(((11 44,13 44,13 47,11 47,11 44)),((5 51,8 51,8 54,5 54,5 51)))')", []string{s1, s2L2A, s1Deleted, s2Modified}},
+	// An L whose bounding box (-6..0, 37..44) holds every Madrid footprint,
+	// and which touches none of them...
+	{"OData.CSC.Intersects(area=geography'SRID=4326;POLYGON((-6 37,0 37,0 38,-5 38,-5 44,-6 44,-6 37))')", nil},
+	// ... until its foot reaches 39.6: the footprints that go below it.
+	{"OData.CSC.Intersects(area=geography'SRID=4326;POLYGON((-6 37,0 37,0 39.6,-5 39.6,-5 44,-6 44,-6 37))')", []string{s1PushAck, s2L1C, s5pDeleted, s2Offline}},
+	{"Collection/Name eq 'SENTINEL-2' and OData.CSC.Intersects(area=geography'SRID=4326;POLYGON((-4 39,-1 39,-1 41.5,-4 41.5,-4 39))') and Online eq true", []string{s2L1C}},
+}
+
+func TestMatchFixtures(t *testing.T) {
+	fx := fixtures(t)
+	for _, tt := range matchCases {
+		t.Run(tt.filter, func(t *testing.T) {
+			f, err := Parse(tt.filter)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for i := range fx {
+				ok := f.Match(&fx[i].p)
+				if ok {
+					got = append(got, fx[i].name)
+				}
+				// Explain agrees with Match, and names a term when false.
+				eok, why := f.Explain(&fx[i].p)
+				if eok != ok || (!ok && why == "") || (ok && why != "") {
+					t.Errorf("%s: Explain = %v %q, Match = %v", fx[i].name, eok, why, ok)
+				}
+			}
+			want := slices.Clone(tt.want)
+			slices.Sort(want)
+			if !slices.Equal(got, want) {
+				t.Errorf("matches %v\nwant      %v", got, want)
+			}
+			if f.String() != tt.filter {
+				t.Errorf("String() = %q", f.String())
+			}
+			if geo := strings.Contains(tt.filter, "Intersects"); f.UsesGeometry() != geo {
+				t.Errorf("UsesGeometry() = %v", f.UsesGeometry())
+			}
+		})
+	}
+}
+
+// TestParseErrors: what is not supported is refused, at the right place.
+// at is the text the error must point at (its first occurrence), or "" for
+// the end of the filter.
+func TestParseErrors(t *testing.T) {
+	const uuid = "0f6b4c1e-8d2a-4f3b-9c5e-7a1d2b3c4e5f"
+	tests := []struct {
+		filter, at, msg string
+	}{
+		// Unknown properties and functions.
+		{"Foo/Bar eq 'x'", "Foo/Bar", "unknown property"},
+		{"Collection/Name eq 'SENTINEL-2' and CloudCover le 10", "CloudCover", "unknown property"},
+		{"collection/name eq 'SENTINEL-2'", "collection/name", "case-sensitive: Collection/Name"},
+		{"attributes/OData.CSC.StringAttribute/any(att:att/Name eq 'productType' and att/OData.CSC.StringAttribute/Value eq 'S2MSI2A')", "attributes/", "case-sensitive: Attributes/"},
+		{"Footprint eq 'POINT(0 0)'", "Footprint", "OData.CSC.Intersects"},
+		{"substringof('S2',Name)", "substringof", "unsupported function"},
+		{"OData.CSC.Within(area=geography'SRID=4326;POINT(0 0)')", "OData.CSC.Within", "unsupported function"},
+		{"Contains(Name,'S2')", "Contains", "lowercase: contains"},
+		{"contains(Collection/Name,'S2')", "Collection/Name", "only Name"},
+		// Id: lookups only.
+		{"Id gt " + uuid, "gt", "Id supports only eq"},
+		{"Id lt '" + uuid + "'", "lt", "Id supports only eq"},
+		{"PublicationDate eq 2026-11-22T10:00:00.000000Z and Id ge " + uuid, "ge", "Id supports only eq"},
+		{"Id ne '" + uuid + "'", "ne", "Id supports only eq"},
+		{"Id eq 'S2B_MSIL2A'", "S2B_MSIL2A", "not a product id"},
+		{"Id eq 42", "42", "product id"},
+		{"Id eq " + uuid + "x", "x", "after the Id"},
+		// Operators.
+		{"Collection/Name gt 'SENTINEL-2'", "gt", "only eq and ne"},
+		{"Name in ('a','b')", "in", "unsupported operator"},
+		{"Online ge true", "ge", "only eq and ne"},
+		{"Collection/Name EQ 'SENTINEL-2'", "EQ", "lowercase: eq"},
+		{"Collection/Name eq 'SENTINEL-2' AND Online eq true", "AND", "lowercase: and"},
+		{"Collection/Name eq 'SENTINEL-2' xor Name eq 'a'", "xor", "expected and, or or the end"},
+		{"not Online eq true", "Online eq", "write not (Online"},
+		{"Online", "", "expected an operator"},
+		{"ContentDate/Start gt 2022-05-03T00:00:00.000 02:00", "02:00", "%2B"},
+		// Structure.
+		{"(Collection/Name eq 'SENTINEL-2'", "", "')' to close the '(' at 0"},
+		{"Collection/Name eq 'SENTINEL-2' and (Online eq true or (Online eq false)", "", "')' to close the '(' at 36"},
+		{"Collection/Name eq 'SENTINEL-2')", ")", "expected and, or or the end"},
+		{"Collection/Name eq 'SENTINEL-2' and", "", "expected a condition"},
+		{"and Online eq true", "and", "expected a condition"},
+		{"Collection/Name eq", "", "a string"},
+		{"Collection/Name eq 'SENTINEL-2", "'SENTINEL-2", "unterminated string"},
+		{"Collection/Name eq \"SENTINEL-2\"", "\"", "unexpected character"},
+		{"ContentDate/Start gt 2022-05-03T00:00:00.000Z # comment", "#", "unexpected character"},
+		// Literals.
+		{"ContentDate/Start gt 2022-13-03T00:00:00.000Z", "2022-13", "not a date-time"},
+		{"ContentDate/Start gt 2022-02-30T00:00:00Z", "2022-02-30", "not a date-time"},
+		{"ContentDate/Start gt 2022-05-03T00:00:00.0000000000Z", "2022-05-03", "not a date-time"},
+		{"ContentDate/Start gt 2022-05-03t00:00:00Z", "2022-05-03", "not a date-time"},
+		{"ContentDate/Start gt '2022-05-03T00:00:00.000Z'", "'2022", "not quoted"},
+		{"ContentDate/Start gt 1651536000", "1651536000", "not a date-time"},
+		{"ContentLength gt 1.5", "1.5", "not an integer"},
+		{"ContentLength gt '100'", "'100'", "an integer"},
+		{"Online eq 1", "1", "true or false"},
+		{"Name eq S2B", "S2B", "a string in single quotes"},
+		// Attributes.
+		{"Attributes/OData.CSC.StringAttribute/any(att:att/Name eq 'productType' and att/OData.CSC.DoubleAttribute/Value eq 5)", "att/OData.CSC.Double", "mismatched attribute type"},
+		{"Attributes/OData.CSC.DoubleAttribute/any(att:att/Name eq 'cloudCover' and att/OData.CSC.StringAttribute/Value eq 'x')", "att/OData.CSC.String", "mismatched attribute type"},
+		{"Attributes/OData.CSC.StringAttribute/any(att:att/Name eq 'productType' and att/OData.CSC.StringAttribute/Value eq 5)", "5)", "a string"},
+		{"Attributes/OData.CSC.StringAttribute/any(att:att/Name eq 'productType' and att/OData.CSC.StringAttribute/Value gt 'S2')", "gt", "only eq and ne"},
+		{"Attributes/OData.CSC.IntegerAttribute/any(att:att/Name eq 'orbitNumber' and att/OData.CSC.IntegerAttribute/Value eq 1.5)", "1.5", "not an integer"},
+		{"Attributes/OData.CSC.DoubleAttribute/any(att:att/Name eq 'cloudCover' and att/OData.CSC.DoubleAttribute/Value le 1e999)", "1e999", "not a number"},
+		{"Attributes/OData.CSC.DoubleAttribute/any(att:att/Name eq 'cloudCover' and att/OData.CSC.DoubleAttribute/Value le 0x10)", "0x10", "not a number"},
+		{"Attributes/OData.CSC.DoubleAttribute/any(att:att/Name eq 'cloudCover' and att/OData.CSC.DoubleAttribute/Value le NaN)", "NaN", "a number"},
+		{"Attributes/OData.CSC.DateTimeOffsetAttribute/any(att:att/Name eq 'processingDate' and att/OData.CSC.DateTimeOffsetAttribute/Value lt '2025-01-01')", "'2025", "not quoted"},
+		{"Attributes/OData.CSC.BooleanAttribute/any(att:att/Name eq 'x' and att/OData.CSC.BooleanAttribute/Value eq true)", "BooleanAttribute", "unsupported attribute type"},
+		{"Attributes/OData.CSC.StringAttribute/all(att:att/Name eq 'productType' and att/OData.CSC.StringAttribute/Value eq 'S2MSI2A')", "all(", "expected any"},
+		{"Attributes/OData.CSC.StringAttribute/any(att:x/Name eq 'productType' and att/OData.CSC.StringAttribute/Value eq 'S2MSI2A')", "x/Name", "the lambda variable is att"},
+		{"Attributes/OData.CSC.StringAttribute/any(att:att/Name eq 'productType' and x/OData.CSC.StringAttribute/Value eq 'S2MSI2A')", "x/OData", "the lambda variable is att"},
+		{"Attributes/OData.CSC.StringAttribute/any(att:att/OData.CSC.StringAttribute/Value eq 'S2MSI2A' and att/Name eq 'productType')", "att/OData", "att/Name"},
+		{"Attributes/OData.CSC.StringAttribute/any(att:att/Name ne 'productType' and att/OData.CSC.StringAttribute/Value eq 'S2MSI2A')", "ne", "eq (the attribute's name"},
+		{"Attributes/OData.CSC.StringAttribute/any(att:att/Name eq 'productType' or att/OData.CSC.StringAttribute/Value eq 'S2MSI2A')", "or", "expected and"},
+		{"Attributes/OData.CSC.StringAttribute/any(att:att/Name eq 'productType' and att/OData.CSC.StringAttribute/Value eq 'S2MSI2A'", "", "')' to close any("},
+		// Geography.
+		{"OData.CSC.Intersects(area=geography'SRID=3857;POINT(0 0)')", "3857", "SRID must be 4326"},
+		{"OData.CSC.Intersects(area=geography'POINT(0 0)')", "POINT", "expected SRID=4326"},
+		{"OData.CSC.Intersects(area=geography 'SRID=4326;POINT(0 0)')", "'SRID", "right after geography"},
+		{"OData.CSC.Intersects(geography'SRID=4326;POINT(0 0)')", "geography", "area="},
+		{"OData.CSC.Intersects(area='SRID=4326;POINT(0 0)')", "'SRID", "geography"},
+		{"OData.CSC.Intersects(area=geography'SRID=4326;LINESTRING(0 0,1 1)')", "LINESTRING", "unsupported geometry"},
+		{"OData.CSC.Intersects(area=geography'SRID=4326;POLYGON((0 0,1 0,1 1,0 1))')", "POLYGON", "invalid"},
+		{"OData.CSC.Intersects(area=geography'SRID=4326;POLYGON((0 0,1 1,1 0,0 1,0 0))')", "POLYGON", "invalid geometry"},
+		{"OData.CSC.Intersects(area=geography'SRID=4326;POLYGON((0 0,1 0,1 1,0 0)')", "POLYGON", "invalid WKT"},
+		{"OData.CSC.Intersects(area=geography'SRID=4326;POINT(0 95)')", "POINT", "out of range"},
+		{"OData.CSC.Intersects(area=geography'SRID=4326;POLYGON EMPTY')", "POLYGON", "empty"},
+		{"OData.CSC.Intersects(area=geography'SRID=4326;POINT(0 0)'", "", "')' to close OData.CSC.Intersects("},
+	}
+	for _, tt := range tests {
+		t.Run(tt.filter, func(t *testing.T) {
+			f, err := Parse(tt.filter)
+			var se *SyntaxError
+			if !errors.As(err, &se) {
+				t.Fatalf("Parse = %v, %v; want a *SyntaxError", f, err)
+			}
+			want := len(tt.filter)
+			if tt.at != "" {
+				want = strings.Index(tt.filter, tt.at)
+			}
+			if se.Pos != want || !strings.Contains(se.Msg, tt.msg) {
+				t.Errorf("error %q (at %d)\nwant at %d (%q...), containing %q", se.Error(), se.Pos, want, tt.filter[min(want, len(tt.filter)):], tt.msg)
+			}
+			if !strings.HasPrefix(err.Error(), "at ") {
+				t.Errorf("Error() %q does not name the position", err)
+			}
+		})
+	}
+}
+
+func TestExplain(t *testing.T) {
+	byName := map[string]*Product{}
+	fx := fixtures(t)
+	for i := range fx {
+		byName[fx[i].name] = &fx[i].p
+	}
+	const cloud = "Attributes/OData.CSC.DoubleAttribute/any(att:att/Name eq 'cloudCover' and att/OData.CSC.DoubleAttribute/Value le 10.00)"
+	const madrid = "OData.CSC.Intersects(area=geography'SRID=4326;POLYGON((-4 39,-1 39,-1 41.5,-4 41.5,-4 39))')"
+	tests := []struct {
+		filter, product string
+		ok              bool
+		why             string
+	}{
+		{"Collection/Name eq 'SENTINEL-2' and " + cloud + " and Online eq true", s1, false, "Collection/Name eq 'SENTINEL-2'"},
+		{"Collection/Name eq 'SENTINEL-2' and " + cloud + " and Online eq true", s2L2A, false, cloud},
+		{"Collection/Name eq 'SENTINEL-2' and  Online eq true  and " + madrid, s2L2A, false, madrid},
+		{"Collection/Name eq 'SENTINEL-2' and  Online eq true  and " + madrid, s2Offline, false, "Online eq true"},
+		{"Collection/Name eq 'SENTINEL-2' and Online eq true and " + madrid, s2L1C, true, ""},
+		{"(Collection/Name eq 'SENTINEL-1' or Collection/Name eq 'SENTINEL-3') and not (Online eq true)", s2L2A, false, "(Collection/Name eq 'SENTINEL-1' or Collection/Name eq 'SENTINEL-3')"},
+		{"(Collection/Name eq 'SENTINEL-1' or Collection/Name eq 'SENTINEL-3') and not (Online eq true)", s1, false, "not (Online eq true)"},
+		{"(Collection/Name eq 'SENTINEL-1' or Collection/Name eq 'SENTINEL-3') and not (Online eq true)", s1Deleted, true, ""},
+		{"  Collection/Name eq 'SENTINEL-1' or startswith(Name,'S3')  ", s2L2A, false, "Collection/Name eq 'SENTINEL-1' or startswith(Name,'S3')"},
+		{"ContentLength gt 0", s1, false, "ContentLength gt 0"},
+		{"", s1, true, ""},
+	}
+	for _, tt := range tests {
+		f, err := Parse(tt.filter)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ok, why := f.Explain(byName[tt.product])
+		if ok != tt.ok || why != tt.why {
+			t.Errorf("%s on %s: Explain = %v, %q; want %v, %q", tt.filter, tt.product, ok, why, tt.ok, tt.why)
+		}
+	}
+}
+
+// footprintEntity is a product entity with only a footprint: WKT for the
+// Footprint literal, or a GeoJSON object.
+func footprintEntity(tb testing.TB, wkt, geojson string) Product {
+	tb.Helper()
+	raw := `{"Id":"11111111-2222-4333-8444-555555555555","Name":"S2A_TEST"`
+	if wkt != "" {
+		raw += `,"Footprint":"geography'SRID=4326;` + wkt + `'"`
+	}
+	if geojson != "" {
+		raw += `,"GeoFootprint":` + geojson
+	}
+	p, err := FromEntity([]byte(raw + "}"))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return p
+}
+
+func TestIntersectsGeometry(t *testing.T) {
+	area := func(wkt string) string {
+		return "OData.CSC.Intersects(area=geography'SRID=4326;" + wkt + "')"
+	}
+	// Fiji, across the antimeridian, written as the catalogue writes it:
+	// raw longitudes, 179.5 then -179.5.
+	const crossing = "POLYGON ((179.5 -16, -179.5 -16, -179.5 -17, 179.5 -17, 179.5 -16))"
+	const crossingJSON = `{"type":"Polygon","coordinates":[[[179.5,-16],[-179.5,-16],[-179.5,-17],[179.5,-17],[179.5,-16]]]}`
+	// The same, split at the antimeridian as a MULTIPOLYGON.
+	const split = "MULTIPOLYGON (((179.5 -16, 180 -16, 180 -17, 179.5 -17, 179.5 -16)), ((-180 -16, -179.5 -16, -179.5 -17, -180 -17, -180 -16)))"
+	const east = "POLYGON ((179.6 -16.2, 179.9 -16.2, 179.9 -16.6, 179.6 -16.6, 179.6 -16.2))"
+	const west = "POLYGON ((-179.9 -16.2, -179.6 -16.2, -179.6 -16.6, -179.9 -16.6, -179.9 -16.2))"
+	const greenwich = "POLYGON ((-0.2 -16.2, 0.2 -16.2, 0.2 -16.6, -0.2 -16.6, -0.2 -16.2))"
+	const farEast = "POLYGON ((170 -16.2, 171 -16.2, 171 -16.6, 170 -16.6, 170 -16.2))"
+	tests := []struct {
+		name             string
+		footprint, geojs string
+		area             string
+		want             bool
+	}{
+		{"crossing footprint, area east of 180", crossing, "", east, true},
+		{"crossing footprint, area west of -180", crossing, "", west, true},
+		{"crossing footprint, area at 0 (inside it if taken as planar)", crossing, "", greenwich, false},
+		{"crossing footprint, area at 170", crossing, "", farEast, false},
+		{"crossing GeoJSON footprint, area east", "", crossingJSON, east, true},
+		{"crossing GeoJSON footprint, area west", "", crossingJSON, west, true},
+		{"crossing GeoJSON footprint, area at 0", "", crossingJSON, greenwich, false},
+		{"split footprint, area west", split, "", west, true},
+		{"split footprint, area at 0", split, "", greenwich, false},
+		{"crossing area, footprint east", east, "", "POLYGON((179 -16, -179 -16, -179 -17, 179 -17, 179 -16))", true},
+		{"crossing area, footprint west", west, "", "POLYGON((179 -16, -179 -16, -179 -17, 179 -17, 179 -16))", true},
+		{"crossing area, footprint at 0", greenwich, "", "POLYGON((179 -16, -179 -16, -179 -17, 179 -17, 179 -16))", false},
+		{"crossing area, crossing footprint", crossing, "", "POLYGON((179.8 -16.4, -179.8 -16.4, -179.8 -16.5, 179.8 -16.5, 179.8 -16.4))", true},
+		{"area written unwrapped (179..181), footprint west", west, "", "POLYGON((179 -16, 181 -16, 181 -17, 179 -17, 179 -16))", true},
+		{"multipolygon area across, footprint west", west, "", "MULTIPOLYGON(((10 10, 11 10, 11 11, 10 11, 10 10)), ((179 -16, -179 -16, -179 -17, 179 -17, 179 -16)))", true},
+		{"point west of -180 in crossing footprint", crossing, "", "POINT(-179.9 -16.5)", true},
+		{"point east of 180 in crossing footprint", crossing, "", "POINT(179.9 -16.5)", true},
+		{"point at 0 not in crossing footprint", crossing, "", "POINT(0 -16.5)", false},
+		{"point on the footprint's edge", east, "", "POINT(179.6 -16.4)", true},
+		{"polygon with a hole, footprint in the hole", "POLYGON((10.4 10.4, 10.6 10.4, 10.6 10.6, 10.4 10.6, 10.4 10.4))", "", "POLYGON((10 10, 11 10, 11 11, 10 11, 10 10), (10.2 10.2, 10.8 10.2, 10.8 10.8, 10.2 10.8, 10.2 10.2))", false},
+		{"polygon with a hole, footprint across its ring", "POLYGON((10.1 10.4, 10.6 10.4, 10.6 10.6, 10.1 10.6, 10.1 10.4))", "", "POLYGON((10 10, 11 10, 11 11, 10 11, 10 10), (10.2 10.2, 10.8 10.2, 10.8 10.8, 10.2 10.8, 10.2 10.2))", true},
+		{"no footprint", "", "", east, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f, err := Parse(area(tt.area))
+			if err != nil {
+				t.Fatal(err)
+			}
+			p := footprintEntity(t, tt.footprint, tt.geojs)
+			if got := f.Match(&p); got != tt.want {
+				t.Errorf("Match = %v, want %v", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestPolarFootprint(t *testing.T) {
+	// A pass round the North Pole: its ring crosses the antimeridian once
+	// and does not close once unwrapped; it encloses the pole.
+	p := footprintEntity(t, "POLYGON ((0 80, 90 80, 180 80, -90 80, 0 80))", "")
+	for _, tt := range []struct {
+		area string
+		want bool
+	}{
+		{"POINT(45 89)", true},
+		{"POINT(-135 85)", true},
+		{"POINT(45 70)", false},
+		{"POINT(45 -89)", false},
+	} {
+		f, err := Parse("OData.CSC.Intersects(area=geography'SRID=4326;" + tt.area + "')")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := f.Match(&p); got != tt.want {
+			t.Errorf("%s: Match = %v, want %v", tt.area, got, tt.want)
+		}
+	}
+}
+
+// TestConcurrentMatch: the footprint parsed on first use is parsed once
+// however many goroutines ask (run with -race).
+func TestConcurrentMatch(t *testing.T) {
+	f, err := Parse("OData.CSC.Intersects(area=geography'SRID=4326;POINT(12 45.5)')")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var raw []byte
+	for _, fx := range fixtures(t) {
+		if fx.name == s2L2A {
+			raw = fx.raw
+		}
+	}
+	p, err := FromEntity(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Go(func() {
+			if !f.Match(&p) {
+				t.Error("no match")
+			}
+		})
+	}
+	wg.Wait()
+}

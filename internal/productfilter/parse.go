@@ -1,0 +1,726 @@
+package productfilter
+
+import (
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/peterstace/simplefeatures/geom"
+)
+
+// --- lexer ---
+
+type tokKind uint8
+
+const (
+	tEOF tokKind = iota
+	tWord
+	tString // the text is the value, '' unescaped
+	tNumber // numbers and date-times: they start with a digit or a sign
+	tLParen
+	tRParen
+	tComma
+	tColon
+	tEquals
+	tBad // the text says what is wrong
+)
+
+type token struct {
+	kind     tokKind
+	pos, end int
+	text     string
+}
+
+func isLetter(c byte) bool { return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' }
+func isDigit(c byte) bool  { return c >= '0' && c <= '9' }
+
+// lex reads the token at or after s[i].
+func lex(s string, i int) token {
+	for i < len(s) && (s[i] == ' ' || s[i] == '\t' || s[i] == '\n' || s[i] == '\r') {
+		i++
+	}
+	if i == len(s) {
+		return token{kind: tEOF, pos: i, end: i}
+	}
+	one := func(k tokKind) token { return token{kind: k, pos: i, end: i + 1, text: s[i : i+1]} }
+	switch c := s[i]; {
+	case c == '(':
+		return one(tLParen)
+	case c == ')':
+		return one(tRParen)
+	case c == ',':
+		return one(tComma)
+	case c == ':':
+		return one(tColon)
+	case c == '=':
+		return one(tEquals)
+	case c == '\'':
+		j, escaped := i+1, false
+		for {
+			k := strings.IndexByte(s[j:], '\'')
+			if k < 0 {
+				return token{kind: tBad, pos: i, end: len(s), text: "unterminated string literal"}
+			}
+			j += k
+			if j+1 < len(s) && s[j+1] == '\'' { // '' is a quote
+				j, escaped = j+2, true
+				continue
+			}
+			break
+		}
+		v := s[i+1 : j]
+		if escaped {
+			v = strings.ReplaceAll(v, "''", "'")
+		}
+		return token{kind: tString, pos: i, end: j + 1, text: v}
+	case isLetter(c) || c == '_':
+		// Paths (Collection/Name, att/OData.CSC.StringAttribute/Value) are
+		// one word; ':' ends one (the lambda's "att:").
+		j := i + 1
+		for j < len(s) && (isLetter(s[j]) || isDigit(s[j]) || s[j] == '_' || s[j] == '.' || s[j] == '/') {
+			j++
+		}
+		return token{kind: tWord, pos: i, end: j, text: s[i:j]}
+	case isDigit(c) || (c == '-' || c == '+') && i+1 < len(s) && isDigit(s[i+1]):
+		// A date-time holds ':' '.' '+' '-' and letters (T, Z); what it
+		// means is decided by the property it is compared with.
+		j := i + 1
+		for j < len(s) && (isDigit(s[j]) || isLetter(s[j]) || s[j] == ':' || s[j] == '.' || s[j] == '+' || s[j] == '-') {
+			j++
+		}
+		return token{kind: tNumber, pos: i, end: j, text: s[i:j]}
+	default:
+		r, n := utf8.DecodeRuneInString(s[i:])
+		return token{kind: tBad, pos: i, end: i + n, text: fmt.Sprintf("unexpected character %q", r)}
+	}
+}
+
+// --- parser ---
+
+type parser struct {
+	src     string
+	tok     token
+	prevEnd int // end of the last token consumed
+	geo     bool
+}
+
+func (p *parser) next() {
+	p.prevEnd = p.tok.end
+	p.tok = lex(p.src, p.tok.end)
+}
+
+func (p *parser) peek() token { return lex(p.src, p.tok.end) }
+
+func (p *parser) isWord(w string) bool { return p.tok.kind == tWord && p.tok.text == w }
+
+func errAt(pos int, format string, args ...any) *SyntaxError {
+	return &SyntaxError{Pos: pos, Msg: fmt.Sprintf(format, args...)}
+}
+
+// unexpected reports the current token where something else was wanted.
+func (p *parser) unexpected(want string) *SyntaxError {
+	t := p.tok
+	switch t.kind {
+	case tBad:
+		return errAt(t.pos, "%s", t.text)
+	case tEOF:
+		return errAt(t.pos, "expected %s, found the end of the filter", want)
+	}
+	return errAt(t.pos, "expected %s, found %s%s", want, describe(t), caseHint(t))
+}
+
+func describe(t token) string {
+	if t.kind == tString {
+		return "'" + strings.ReplaceAll(t.text, "'", "''") + "'"
+	}
+	return strconv.Quote(t.text)
+}
+
+var keywords = []string{"and", "or", "not", "eq", "ne", "gt", "ge", "lt", "le", "true", "false", "any", "contains", "startswith", "endswith", "area", "geography"}
+
+// caseHint helps with AND, Eq, collection/name: OData is case-sensitive.
+func caseHint(t token) string {
+	if t.kind != tWord {
+		return ""
+	}
+	for _, k := range keywords {
+		if t.text != k && strings.EqualFold(t.text, k) {
+			return " (keywords are lowercase: " + k + ")"
+		}
+	}
+	for name := range properties {
+		if t.text != name && strings.EqualFold(t.text, name) {
+			return " (names are case-sensitive: " + name + ")"
+		}
+	}
+	if pre, rest, ok := strings.Cut(t.text, "/"); ok && pre != "Attributes" && strings.EqualFold(pre, "Attributes") {
+		return " (names are case-sensitive: Attributes/" + rest + ")"
+	}
+	if t.text != "OData.CSC.Intersects" && strings.EqualFold(t.text, "OData.CSC.Intersects") {
+		return " (names are case-sensitive: OData.CSC.Intersects)"
+	}
+	return ""
+}
+
+func (p *parser) expect(k tokKind, want string) (token, error) {
+	if p.tok.kind != k {
+		return token{}, p.unexpected(want)
+	}
+	t := p.tok
+	p.next()
+	return t, nil
+}
+
+func (p *parser) expectWord(w, want string) (token, error) {
+	if !p.isWord(w) {
+		return token{}, p.unexpected(want)
+	}
+	t := p.tok
+	p.next()
+	return t, nil
+}
+
+// filter parses the whole input: or-expression, then the end.
+func (p *parser) filter() (node, []term, error) {
+	n, terms, err := p.or()
+	if err != nil {
+		return nil, nil, err
+	}
+	if p.tok.kind != tEOF {
+		err := p.unexpected("and, or or the end of the filter")
+		if t := p.tok; t.kind == tNumber && len(t.text) == 5 && t.text[2] == ':' && t.pos > 0 && p.src[t.pos-1] == ' ' {
+			// 2022-05-03T00:00:00+02:00 in a URL query, + unescaped.
+			err.Msg += " (a + in a URL must be written %2B)"
+		}
+		return nil, nil, err
+	}
+	return n, terms, nil
+}
+
+// or parses and-chains joined by or (the loosest operator). Its terms are
+// those of the and-chain when there is no or, else one: the whole.
+func (p *parser) or() (node, []term, error) {
+	start := p.tok.pos
+	n, terms, err := p.and()
+	if err != nil {
+		return nil, nil, err
+	}
+	if !p.isWord("or") {
+		return n, terms, nil
+	}
+	for p.isWord("or") {
+		p.next()
+		b, _, err := p.and()
+		if err != nil {
+			return nil, nil, err
+		}
+		n = orNode{n, b}
+	}
+	return n, []term{{n, start, p.prevEnd}}, nil
+}
+
+func (p *parser) and() (node, []term, error) {
+	n, start, end, err := p.unary()
+	if err != nil {
+		return nil, nil, err
+	}
+	terms := []term{{n, start, end}}
+	for p.isWord("and") {
+		p.next()
+		b, start, end, err := p.unary()
+		if err != nil {
+			return nil, nil, err
+		}
+		n = andNode{n, b}
+		terms = append(terms, term{b, start, end})
+	}
+	return n, terms, nil
+}
+
+// unary parses not, which in OData binds tighter than eq: "not Name eq
+// 'x'" would negate Name, not the comparison. Rather than guess, not takes
+// only what is a condition by itself: a parenthesised one, a function
+// call, an any() or another not.
+func (p *parser) unary() (node, int, int, error) {
+	if !p.isWord("not") {
+		return p.primary()
+	}
+	start := p.tok.pos
+	p.next()
+	t := p.tok
+	if t.kind == tWord && t.text != "not" && !functions[t.text] && !strings.HasPrefix(t.text, "Attributes/") {
+		if _, ok := properties[t.text]; ok {
+			return nil, 0, 0, errAt(t.pos, "not applies to the condition that follows it: write not (%s ...)", t.text)
+		}
+	}
+	a, _, end, err := p.unary()
+	if err != nil {
+		return nil, 0, 0, err
+	}
+	return notNode{a}, start, end, nil
+}
+
+var functions = map[string]bool{"contains": true, "startswith": true, "endswith": true, "OData.CSC.Intersects": true}
+
+func (p *parser) primary() (node, int, int, error) {
+	t := p.tok
+	switch t.kind {
+	case tLParen:
+		p.next()
+		n, _, err := p.or()
+		if err != nil {
+			return nil, 0, 0, err
+		}
+		if p.tok.kind != tRParen {
+			return nil, 0, 0, p.unexpected(fmt.Sprintf("')' to close the '(' at %d", t.pos))
+		}
+		p.next()
+		return n, t.pos, p.prevEnd, nil
+	case tWord:
+		var n node
+		var err error
+		switch {
+		case t.text == "contains" || t.text == "startswith" || t.text == "endswith":
+			n, err = p.nameFunction()
+		case t.text == "OData.CSC.Intersects":
+			n, err = p.intersects()
+		case strings.HasPrefix(t.text, "Attributes/"):
+			n, err = p.attribute()
+		default:
+			prop, ok := properties[t.text]
+			if !ok {
+				return nil, 0, 0, p.unknownWord()
+			}
+			n, err = p.comparison(prop)
+		}
+		if err != nil {
+			return nil, 0, 0, err
+		}
+		return n, t.pos, p.prevEnd, nil
+	}
+	return nil, 0, 0, p.unexpected("a condition")
+}
+
+func (p *parser) unknownWord() error {
+	t := p.tok
+	switch {
+	case t.text == "and" || t.text == "or" || t.text == "not":
+		return p.unexpected("a condition")
+	case caseHint(t) != "":
+		return errAt(t.pos, "unknown name %s%s", strconv.Quote(t.text), caseHint(t))
+	case p.peek().kind == tLParen:
+		return errAt(t.pos, "unsupported function %s: use contains, startswith, endswith (on Name) or OData.CSC.Intersects", strconv.Quote(t.text))
+	case t.text == "Footprint" || t.text == "GeoFootprint":
+		return errAt(t.pos, "%s cannot be compared: use OData.CSC.Intersects(area=geography'SRID=4326;POLYGON((...))')", t.text)
+	}
+	return errAt(t.pos, "unknown property %s%s", strconv.Quote(t.text), caseHint(t))
+}
+
+// --- comparisons of properties ---
+
+type propKind uint8
+
+const (
+	propString propKind = iota // eq, ne with a string
+	propID                     // eq with a Guid
+	propTime                   // six comparisons with a date-time
+	propOnline                 // eq, ne with true or false
+	propLength                 // six comparisons with an integer
+)
+
+type property struct {
+	kind  propKind
+	str   stringField
+	time  timeField
+	extra string // what else there is, for the error on another operator
+}
+
+var properties = map[string]property{
+	"Collection/Name":   {kind: propString, str: fieldCollection},
+	"Name":              {kind: propString, str: fieldName, extra: " (and contains, startswith, endswith)"},
+	"DeletionCause":     {kind: propString, str: fieldDeletionCause},
+	"Id":                {kind: propID},
+	"ContentDate/Start": {kind: propTime, time: fieldContentStart},
+	"ContentDate/End":   {kind: propTime, time: fieldContentEnd},
+	"PublicationDate":   {kind: propTime, time: fieldPublication},
+	"ModificationDate":  {kind: propTime, time: fieldModification},
+	"OriginDate":        {kind: propTime, time: fieldOrigin},
+	"DeletionDate":      {kind: propTime, time: fieldDeletion},
+	"Online":            {kind: propOnline},
+	"ContentLength":     {kind: propLength},
+}
+
+// operator reads a comparison operator after the property (or attribute
+// value) named what.
+func (p *parser) operator(what string) (op, token, error) {
+	t := p.tok
+	o, ok := opNames[t.text]
+	if t.kind != tWord || !ok {
+		if t.kind == tWord && t.text != "and" && t.text != "or" && caseHint(t) == "" {
+			return 0, t, errAt(t.pos, "unsupported operator %s after %s: use eq, ne, gt, ge, lt or le", strconv.Quote(t.text), what)
+		}
+		return 0, t, p.unexpected("an operator (eq, ne, gt, ge, lt, le) after " + what)
+	}
+	p.next()
+	return o, t, nil
+}
+
+func (p *parser) comparison(prop property) (node, error) {
+	name := p.tok.text
+	p.next()
+	o, ot, err := p.operator(name)
+	if err != nil {
+		return nil, err
+	}
+	switch prop.kind {
+	case propString:
+		if o != opEq && o != opNe {
+			return nil, errAt(ot.pos, "%s supports only eq and ne%s, not %s", name, prop.extra, ot.text)
+		}
+		v, err := p.stringLit()
+		if err != nil {
+			return nil, err
+		}
+		return stringCmp{field: prop.str, op: o, val: v}, nil
+	case propID:
+		if o != opEq {
+			return nil, errAt(ot.pos, "Id supports only eq ('<uuid>'): the catalogue documents lookups by Id, not Id comparisons such as %s", ot.text)
+		}
+		v, err := p.guidLit()
+		if err != nil {
+			return nil, err
+		}
+		return stringCmp{field: fieldID, op: opEq, val: v}, nil
+	case propTime:
+		v, err := p.timeLit()
+		if err != nil {
+			return nil, err
+		}
+		return timeCmp{field: prop.time, op: o, val: v}, nil
+	case propOnline:
+		if o != opEq && o != opNe {
+			return nil, errAt(ot.pos, "Online supports only eq and ne, not %s", ot.text)
+		}
+		if !p.isWord("true") && !p.isWord("false") {
+			return nil, p.unexpected("true or false")
+		}
+		v := p.tok.text == "true"
+		p.next()
+		return onlineCmp{op: o, val: v}, nil
+	}
+	v, err := p.intLit()
+	if err != nil {
+		return nil, err
+	}
+	return lengthCmp{op: o, val: v}, nil
+}
+
+// --- literals ---
+
+func (p *parser) stringLit() (string, error) {
+	t, err := p.expect(tString, "a string in single quotes")
+	return t.text, err
+}
+
+func (p *parser) timeLit() (time.Time, error) {
+	tok := p.tok
+	switch tok.kind {
+	case tString:
+		return time.Time{}, errAt(tok.pos, "date-times are not quoted: write %s", tok.text)
+	case tNumber:
+		v, ok := parseDateTime(tok.text)
+		if !ok {
+			return time.Time{}, errAt(tok.pos, "not a date-time: %s (write 2022-05-03T00:00:00.000Z)", strconv.Quote(tok.text))
+		}
+		p.next()
+		return v, nil
+	}
+	return time.Time{}, p.unexpected("a date-time such as 2022-05-03T00:00:00.000Z")
+}
+
+func (p *parser) intLit() (int64, error) {
+	tok := p.tok
+	if tok.kind != tNumber {
+		return 0, p.unexpected("an integer")
+	}
+	v, err := strconv.ParseInt(tok.text, 10, 64)
+	if err != nil {
+		return 0, errAt(tok.pos, "not an integer: %s", strconv.Quote(tok.text))
+	}
+	p.next()
+	return v, nil
+}
+
+// floatLit reads an OData decimal or double: digits, an optional fraction
+// and exponent (no INF or NaN, which no attribute holds).
+func (p *parser) floatLit() (float64, error) {
+	tok := p.tok
+	if tok.kind != tNumber {
+		return 0, p.unexpected("a number")
+	}
+	s := strings.TrimLeft(tok.text, "+-")
+	digits := func() int {
+		n := 0
+		for n < len(s) && isDigit(s[n]) {
+			n++
+		}
+		s = s[n:]
+		return n
+	}
+	ok := digits() > 0
+	if ok && strings.HasPrefix(s, ".") {
+		s = s[1:]
+		ok = digits() > 0
+	}
+	if ok && (strings.HasPrefix(s, "e") || strings.HasPrefix(s, "E")) {
+		s = strings.TrimLeft(s[1:], "+-")
+		ok = digits() > 0
+	}
+	v, err := strconv.ParseFloat(tok.text, 64)
+	if !ok || s != "" || err != nil || math.IsInf(v, 0) {
+		return 0, errAt(tok.pos, "not a number: %s", strconv.Quote(tok.text))
+	}
+	p.next()
+	return v, nil
+}
+
+// guidLit reads the Id of Id eq: quoted, as the catalogue's notes write
+// it, or bare, as OData v4 writes a Guid.
+func (p *parser) guidLit() (string, error) {
+	tok := p.tok
+	if tok.kind == tString {
+		if !isGUID(tok.text) {
+			return "", errAt(tok.pos+1, "not a product id (a UUID): %s", strconv.Quote(tok.text))
+		}
+		p.next()
+		return tok.text, nil
+	}
+	// A bare Guid is not one token (b1e2c3d4-a5b6-... starts as a word):
+	// read it from the source.
+	if tok.kind == tWord || tok.kind == tNumber {
+		if end := tok.pos + 36; end <= len(p.src) && isGUID(p.src[tok.pos:end]) {
+			p.tok = token{kind: tString, pos: tok.pos, end: end, text: p.src[tok.pos:end]}
+			p.next()
+			if p.prevEnd < len(p.src) && p.tok.pos == p.prevEnd && p.tok.kind != tRParen && p.tok.kind != tEOF {
+				return "", errAt(p.tok.pos, "unexpected %s after the Id", describe(p.tok))
+			}
+			return p.src[tok.pos:end], nil
+		}
+	}
+	return "", p.unexpected("a product id in single quotes ('<uuid>')")
+}
+
+func isGUID(s string) bool {
+	if len(s) != 36 {
+		return false
+	}
+	for i := 0; i < 36; i++ {
+		c := s[i]
+		switch i {
+		case 8, 13, 18, 23:
+			if c != '-' {
+				return false
+			}
+		default:
+			if !isDigit(c) && !(c >= 'a' && c <= 'f') && !(c >= 'A' && c <= 'F') {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// --- functions ---
+
+func (p *parser) nameFunction() (node, error) {
+	fn := p.tok
+	p.next()
+	if _, err := p.expect(tLParen, "'(' after "+fn.text); err != nil {
+		return nil, err
+	}
+	if p.tok.kind == tWord && p.tok.text != "Name" {
+		return nil, errAt(p.tok.pos, "%s supports only Name, not %s", fn.text, strconv.Quote(p.tok.text))
+	}
+	if _, err := p.expectWord("Name", "Name"); err != nil {
+		return nil, err
+	}
+	if _, err := p.expect(tComma, "','"); err != nil {
+		return nil, err
+	}
+	arg, err := p.stringLit()
+	if err != nil {
+		return nil, err
+	}
+	if _, err := p.expect(tRParen, "')'"); err != nil {
+		return nil, err
+	}
+	f := map[string]nameFunc{"contains": fnContains, "startswith": fnStartsWith, "endswith": fnEndsWith}[fn.text]
+	return nameFuncCall{fn: f, arg: arg}, nil
+}
+
+// attribute parses Attributes/OData.CSC.<T>Attribute/any(att:att/Name eq
+// 'name' and att/OData.CSC.<T>Attribute/Value <op> <literal>), the one
+// form the catalogue documents.
+func (p *parser) attribute() (node, error) {
+	path := p.tok
+	const prefix = "Attributes/OData.CSC."
+	rest, ok := strings.CutPrefix(path.text, prefix)
+	if !ok {
+		return nil, errAt(path.pos, "expected Attributes/OData.CSC.<Type>Attribute/any(...), found %s", strconv.Quote(path.text))
+	}
+	typeName, lambda, _ := strings.Cut(rest, "/")
+	typ := AttrTypeOf(strings.TrimSuffix(typeName, "Attribute"))
+	if typ == 0 || !strings.HasSuffix(typeName, "Attribute") {
+		return nil, errAt(path.pos+len(prefix), "unsupported attribute type %s: use StringAttribute, DoubleAttribute, IntegerAttribute or DateTimeOffsetAttribute", strconv.Quote(typeName))
+	}
+	if lambda != "any" {
+		return nil, errAt(path.pos+len(prefix)+len(typeName)+1, "expected any(...) over the attributes, found %s", strconv.Quote(lambda))
+	}
+	p.next()
+	if _, err := p.expect(tLParen, "'(' after any"); err != nil {
+		return nil, err
+	}
+	v := p.tok
+	if v.kind != tWord || strings.ContainsAny(v.text, "./") {
+		return nil, p.unexpected("the lambda variable (att:)")
+	}
+	p.next()
+	if _, err := p.expect(tColon, "':' after the lambda variable"); err != nil {
+		return nil, err
+	}
+	if t := p.tok; t.kind == tWord && t.text != v.text+"/Name" {
+		if pre, _, ok := strings.Cut(t.text, "/"); ok && pre != v.text {
+			return nil, errAt(t.pos, "the lambda variable is %s, not %s", v.text, pre)
+		}
+	}
+	if _, err := p.expectWord(v.text+"/Name", v.text+"/Name"); err != nil {
+		return nil, err
+	}
+	if _, err := p.expectWord("eq", "eq (the attribute's name is matched with eq)"); err != nil {
+		return nil, err
+	}
+	name, err := p.stringLit()
+	if err != nil {
+		return nil, err
+	}
+	if _, err := p.expectWord("and", "and"); err != nil {
+		return nil, err
+	}
+	valuePath := v.text + "/OData.CSC." + typeName + "/Value"
+	if t := p.tok; t.kind == tWord && t.text != valuePath {
+		pre, r, _ := strings.Cut(t.text, "/")
+		if other, ok := strings.CutPrefix(r, "OData.CSC."); ok && strings.HasSuffix(other, "/Value") {
+			if pre != v.text {
+				return nil, errAt(t.pos, "the lambda variable is %s, not %s", v.text, pre)
+			}
+			return nil, errAt(t.pos, "mismatched attribute type: any() is over %s but the value is %s", typeName, strings.TrimSuffix(other, "/Value"))
+		}
+	}
+	if _, err := p.expectWord(valuePath, valuePath); err != nil {
+		return nil, err
+	}
+	o, ot, err := p.operator(valuePath)
+	if err != nil {
+		return nil, err
+	}
+	n := attrAny{typ: typ, name: name, op: o}
+	switch typ {
+	case StringAttr:
+		if o != opEq && o != opNe {
+			return nil, errAt(ot.pos, "StringAttribute values support only eq and ne, not %s", ot.text)
+		}
+		n.str, err = p.stringLit()
+	case DoubleAttr:
+		n.f, err = p.floatLit()
+	case IntegerAttr:
+		n.i, err = p.intLit()
+	case DateTimeOffsetAttr:
+		n.t, err = p.timeLit()
+	}
+	if err != nil {
+		return nil, err
+	}
+	if _, err := p.expect(tRParen, "')' to close any("); err != nil {
+		return nil, err
+	}
+	return n, nil
+}
+
+// intersects parses OData.CSC.Intersects(area=geography'SRID=4326;...').
+func (p *parser) intersects() (node, error) {
+	p.next()
+	if _, err := p.expect(tLParen, "'(' after OData.CSC.Intersects"); err != nil {
+		return nil, err
+	}
+	if _, err := p.expectWord("area", "area="); err != nil {
+		return nil, err
+	}
+	if _, err := p.expect(tEquals, "'=' after area"); err != nil {
+		return nil, err
+	}
+	g, err := p.expectWord("geography", "geography'SRID=4326;...'")
+	if err != nil {
+		return nil, err
+	}
+	lit := p.tok
+	if lit.kind != tString || lit.pos != g.end {
+		return nil, p.unexpected("the quoted geometry right after geography ('SRID=4326;POLYGON((...))')")
+	}
+	area, serr := parseArea(lit.text, lit.pos+1)
+	if serr != nil {
+		return nil, serr
+	}
+	p.next()
+	if _, err := p.expect(tRParen, "')' to close OData.CSC.Intersects("); err != nil {
+		return nil, err
+	}
+	p.geo = true
+	return intersectsArea{area: area}, nil
+}
+
+// parseArea reads "SRID=4326;<WKT>" (at pos in the filter) into the pieces
+// to test. The catalogue validates areas (with Shapely) and refuses invalid
+// ones; so does this, after the antimeridian is dealt with, since a valid
+// polygon written across it is not a valid planar one before.
+func parseArea(s string, pos int) ([]part, *SyntaxError) {
+	rest, ok := strings.CutPrefix(s, "SRID=")
+	if !ok {
+		return nil, errAt(pos, "expected SRID=4326; before the geometry")
+	}
+	srid, wkt, ok := strings.Cut(rest, ";")
+	if !ok {
+		return nil, errAt(pos, "expected ';' after the SRID")
+	}
+	if srid != "4326" {
+		return nil, errAt(pos+len("SRID="), "SRID must be 4326 (longitude latitude on WGS 84), not %s", strconv.Quote(srid))
+	}
+	wpos := pos + len("SRID=") + len(srid) + 1
+	g, err := geom.UnmarshalWKT(wkt, geom.NoValidate{})
+	if err != nil {
+		return nil, errAt(wpos, "invalid WKT: %v", err)
+	}
+	switch {
+	case g.IsPoint(), g.IsPolygon(), g.IsMultiPolygon():
+	default:
+		return nil, errAt(wpos, "unsupported geometry %s: use POINT, POLYGON or MULTIPOLYGON", g.Type())
+	}
+	if g.IsEmpty() {
+		return nil, errAt(wpos, "the area is empty")
+	}
+	seq := g.DumpCoordinates()
+	for i := range seq.Length() {
+		if xy := seq.GetXY(i); math.Abs(xy.Y) > 90 || math.Abs(xy.X) > 540 {
+			return nil, errAt(wpos, "coordinates out of range (longitude latitude): %v %v", xy.X, xy.Y)
+		}
+	}
+	parts := normalize(g)
+	for _, pt := range parts {
+		if err := pt.g.Validate(); err != nil {
+			return nil, errAt(wpos, "invalid geometry: %v", err)
+		}
+	}
+	return parts, nil
+}
