@@ -34,7 +34,7 @@ func run(ctx context.Context, args []string, getenv func(string) string) int {
 	user := fs.String("user", "demo@example.org", "the account's user name")
 	password := fs.String("password", "", "the account's password (a simulator's, not a real secret; SIM_PASSWORD keeps it out of ps; default demo-password)")
 	usersFile := fs.String("users", "", "file of user:password lines (instead of --user and --password)")
-	maxRunning := fs.Int("max-running", 2, "running subscriptions per user")
+	maxRunning := fs.Int("max-running", 1, "running subscriptions per user (the live documentation says 1; the interface description 2)")
 	rate := fs.Duration("every", 0, "publish a random product at this interval (0: only on demand)")
 	duplicate := fs.Bool("duplicate-sends", false, "deliver every PUSH notification twice")
 	version := fs.Bool("version", false, "print the version and exit")

@@ -37,7 +37,7 @@ them, unless --replace says which one to pause (or cancel) first.
 	f.StringVar(&o.Filter, "filter", "", "OData filter, e.g. \"Collection/Name eq 'SENTINEL-2'\" (empty: every product)")
 	f.StringVar(&o.Events, "events", "created", "created, modified, created,modified or deleted")
 	f.StringVar(&o.Type, "type", "push", "push or pull")
-	f.IntVar(&o.MaxRunning, "max-running", 2, "the account's limit of running subscriptions (the live service documents 1)")
+	f.IntVar(&o.MaxRunning, "max-running", register.DocumentedMaxRunning, "the account's limit of running subscriptions (the live documentation says 1; the interface description said 2)")
 	f.StringVar(&o.Replace, "replace", "", "at the running limit, pause (or cancel) this subscription first")
 	f.StringVar(&o.ReplaceAction, "replace-action", "pause", "what --replace does: pause or cancel")
 	f.BoolVar(&o.Resume, "resume", false, "resume the matching subscription if it is paused")

@@ -85,19 +85,20 @@ func TestCreateIsIdempotent(t *testing.T) {
 }
 
 func TestCreateLimitAndReplace(t *testing.T) {
-	h := newHarness(t)
-	for _, ep := range []string{"https://a.example/n", "https://b.example/n"} {
-		if code, _, errOut := h.run("create", "--endpoint", ep); code != 0 {
-			t.Fatal(errOut)
-		}
+	h := newHarness(t) // the simulator's limit is the live one: 1 running
+	if code, _, errOut := h.run("create", "--endpoint", "https://a.example/n"); code != 0 {
+		t.Fatal(errOut)
 	}
 	first := h.subs(t)[0].ID
-	// At the limit: refused, with the running ones and the choices listed.
+	// At the limit: refused, with the running one, the choices, and where
+	// the number comes from.
 	code, _, errOut := h.run(create...)
-	if code != 1 || !strings.Contains(errOut, "limit is 2") || !strings.Contains(errOut, first) || !strings.Contains(errOut, "--replace") {
-		t.Fatalf("at the limit: %d %s", code, errOut)
+	for _, want := range []string{"limit is 1", "live CDSE documentation", "interface description said 2", first, "--replace"} {
+		if code != 1 || !strings.Contains(errOut, want) {
+			t.Fatalf("at the limit: exit %d, lacks %q: %s", code, want, errOut)
+		}
 	}
-	if n := len(h.subs(t)); n != 2 {
+	if n := len(h.subs(t)); n != 1 {
 		t.Fatalf("something changed without being asked: %d subscriptions", n)
 	}
 	// --replace pauses the named one first.
@@ -112,7 +113,7 @@ func TestCreateLimitAndReplace(t *testing.T) {
 			t.Errorf("replaced subscription is %s", s.Status)
 		}
 	}
-	if status["running"] != 2 || status["paused"] != 1 {
+	if status["running"] != 1 || status["paused"] != 1 {
 		t.Errorf("statuses %v", status)
 	}
 	// Resuming the paused one needs room too.
@@ -120,10 +121,11 @@ func TestCreateLimitAndReplace(t *testing.T) {
 	if code != 1 || !strings.Contains(errOut, "limit") {
 		t.Errorf("resume at the limit: %d %s", code, errOut)
 	}
-	// The live service's limit of 1 is a flag away.
-	code, _, errOut = h.run("create", "--type", "pull", "--max-running", "1")
-	if code != 1 || !strings.Contains(errOut, "limit is 1") {
-		t.Errorf("--max-running 1: %d %s", code, errOut)
+	// An account with the interface description's limit of 2 is a flag
+	// away: register then lets a second run, and the catalogue decides.
+	code, _, errOut = h.run("create", "--type", "pull", "--max-running", "2")
+	if code != 1 || !strings.Contains(errOut, "Maximum number of running subscriptions (1)") {
+		t.Errorf("--max-running 2 against a limit of 1: %d %s", code, errOut)
 	}
 }
 

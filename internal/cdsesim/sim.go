@@ -37,7 +37,11 @@ type Options struct {
 	// Clients are confidential clients (client id → secret) for the
 	// client-credentials grant of the imagery services.
 	Clients    map[string]string
-	MaxRunning int           // running subscriptions per user (default 2)
+	// MaxRunning is the running subscriptions per user: 1 by default, as
+	// the live documentation says ("The limit of the running Subscriptions
+	// (PUSH and PULL) for one user is 1"); the interface description this
+	// project started from said 2.
+	MaxRunning int
 	MaxTotal   int           // running + paused per user (default 10)
 	AccessTTL  time.Duration // default 10 min
 	RefreshTTL time.Duration // default 60 min
@@ -94,7 +98,7 @@ type tokenEntry struct {
 // New returns a simulator; Close stops its PUSH sender.
 func New(o Options) *Sim {
 	if o.MaxRunning == 0 {
-		o.MaxRunning = 2
+		o.MaxRunning = 1
 	}
 	if o.MaxTotal == 0 {
 		o.MaxTotal = 10

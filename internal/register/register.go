@@ -22,8 +22,15 @@ import (
 	"github.com/cdse-jetstream/receiver/internal/config"
 )
 
-// MaxTotal is the catalogue's limit on running + paused subscriptions.
-const MaxTotal = 10
+// The catalogue's limits. The live documentation (the Subscriptions page):
+// "The limit of the running Subscriptions (PUSH and PULL) for one user is
+// 1. The overall limit of the Subscriptions (running and paused) for one
+// user is 10." The interface description this project started from said 2
+// running: --max-running takes another value where an account has it.
+const (
+	DocumentedMaxRunning = 1
+	MaxTotal             = 10
+)
 
 // SettingsHelp ends the help of every command.
 const SettingsHelp = `Settings come from the environment (never from flags, which show in ps):
@@ -232,7 +239,11 @@ func RunningOf(subs []catalogclient.Subscription) []catalogclient.Subscription {
 // lists them and the choices.
 func LimitError(running []catalogclient.Subscription, max int) error {
 	var b strings.Builder
-	fmt.Fprintf(&b, "the account already has %d running subscription(s), the limit is %d:\n", len(running), max)
+	source := "--max-running"
+	if max == DocumentedMaxRunning {
+		source = "the live CDSE documentation's limit of 1 running subscription per user; the interface description said 2: --max-running 2 if your account allows it"
+	}
+	fmt.Fprintf(&b, "the account already has %d running subscription(s), the limit is %d (%s):\n", len(running), max, source)
 	for _, s := range running {
 		fmt.Fprintf(&b, "  %s  %s  events=%s  endpoint=%s  filter=%q\n", s.ID, s.SubscriptionType, strings.Join(s.SubscriptionEvent, ","), s.NotificationEndpoint, s.FilterParam)
 	}

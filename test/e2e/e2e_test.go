@@ -44,7 +44,9 @@ func setup(t *testing.T) *world {
 // newSim starts the simulator; the receiver is started separately.
 func newSim(t *testing.T) *world {
 	t.Helper()
-	sim := cdsesim.New(cdsesim.Options{Users: map[string]cdsesim.User{"op@example.org": {Password: "account-pw"}}, PushBackoff: 10 * time.Millisecond})
+	// Two running subscriptions (created,modified and deleted cannot share
+	// one): the interface description's limit, not the live one.
+	sim := cdsesim.New(cdsesim.Options{Users: map[string]cdsesim.User{"op@example.org": {Password: "account-pw"}}, PushBackoff: 10 * time.Millisecond, MaxRunning: 2})
 	srv := httptest.NewServer(sim.Handler())
 	t.Cleanup(func() { srv.Close(); sim.Close() })
 	return &world{sim: sim, simURL: srv.URL, env: map[string]string{
@@ -109,7 +111,7 @@ func TestRegisterAndDeliver(t *testing.T) {
 	args := []string{"create", "--endpoint", w.webhook, "--insecure-endpoint", "--filter", "Collection/Name eq 'SENTINEL-2' or Collection/Name eq 'SENTINEL-1'", "--events", "created,modified"}
 	w.register(t, args...)
 	w.register(t, args...) // idempotent
-	w.register(t, "create", "--endpoint", w.webhook, "--insecure-endpoint", "--events", "deleted")
+	w.register(t, "create", "--endpoint", w.webhook, "--insecure-endpoint", "--events", "deleted", "--max-running", "2")
 	if out := w.register(t, "list"); strings.Count(out, w.webhook) != 2 {
 		t.Fatalf("want 2 subscriptions:\n%s", out)
 	}
@@ -200,7 +202,7 @@ func TestReconcileAfterOutage(t *testing.T) {
 	// The receiver is down while the catalogue creates, modifies and
 	// deletes products: PUSH gives up on every one of them.
 	w.register(t, "create", "--endpoint", "http://127.0.0.1:1/notifications", "--insecure-endpoint", "--filter", "Collection/Name eq 'SENTINEL-1'", "--events", "created,modified")
-	w.register(t, "create", "--endpoint", "http://127.0.0.1:1/notifications", "--insecure-endpoint", "--filter", "Collection/Name eq 'SENTINEL-1'", "--events", "deleted")
+	w.register(t, "create", "--endpoint", "http://127.0.0.1:1/notifications", "--insecure-endpoint", "--filter", "Collection/Name eq 'SENTINEL-1'", "--events", "deleted", "--max-running", "2")
 	lost := w.sim.Generate(cdsesim.Sentinel1, 30)
 	for _, p := range lost[20:25] {
 		if err := w.sim.ModifyProduct(p.ID); err != nil {
@@ -268,7 +270,7 @@ func TestEverySourceShapesAlike(t *testing.T) {
 		t.Fatalf("register output %q: %v", out, err)
 	}
 	w.startReceiver(t, func(*config.Config) {})
-	w.register(t, "create", "--endpoint", w.webhook, "--insecure-endpoint")
+	w.register(t, "create", "--endpoint", w.webhook, "--insecure-endpoint", "--max-running", "2")
 	var products int
 	for _, m := range cdsesim.Missions {
 		products += len(w.sim.Generate(m, 2))
