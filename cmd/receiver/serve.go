@@ -4,7 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"os/signal"
 	"strings"
+	"syscall"
 
 	"github.com/KimMachineGun/automemlimit/memlimit"
 	"github.com/prometheus/client_golang/prometheus"
@@ -87,12 +90,24 @@ func serve(ctx context.Context, cfg config.Config, cmd *cobra.Command) error {
 		_ = a.Shutdown(sctx)
 		return err
 	}
+	// SIGHUP re-reads the files read while running, as daemons do.
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
 	var failed error
-	select {
-	case <-ctx.Done():
-		log.Info("shutting down")
-	case failed = <-a.Errors():
-		log.WithError(failed).Error("server failed")
+wait:
+	for {
+		select {
+		case <-hup:
+			log.Info("SIGHUP: reloading")
+			a.Reload()
+		case <-ctx.Done():
+			log.Info("shutting down")
+			break wait
+		case failed = <-a.Errors():
+			log.WithError(failed).Error("server failed")
+			break wait
+		}
 	}
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cfg.ShutdownTimeout)
 	defer cancel()

@@ -226,3 +226,52 @@ func TestHelpGolden(t *testing.T) {
 		})
 	}
 }
+
+func TestUpdate(t *testing.T) {
+	h := newHarness(t)
+	if code, _, errOut := h.run(create...); code != 0 {
+		t.Fatal(errOut)
+	}
+	id := h.subs(t)[0].ID
+	pw := filepath.Join(t.TempDir(), "pw")
+	if err := os.WriteFile(pw, []byte("the-new-webhook-password\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	short := filepath.Join(t.TempDir(), "short")
+	if err := os.WriteFile(short, []byte("short\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		args   []string
+		code   int
+		output string
+	}{
+		{[]string{"update", id, "--endpoint", "https://hooks2.example.org/notifications"}, 0, "endpoint https://hooks.example.org/notifications → https://hooks2.example.org/notifications"},
+		{[]string{"update", id, "--endpoint", "https://hooks2.example.org/notifications"}, 0, "nothing changed"},
+		{[]string{"update", id, "--receiver-password-file", pw}, 0, "password set from " + pw},
+		{[]string{"update", id, "--receiver-username", "cdse2"}, 0, `user "cdse" → "cdse2"`},
+		{[]string{"update", id}, 2, "give what to change"},
+		{[]string{"update", id, "--receiver-password-file", short}, 2, "shorter than 12"},
+		{[]string{"update", id, "--endpoint", "http://plain.example/n"}, 2, "must be https://"},
+		{[]string{"update", id, "--filter", "x"}, 2, "unknown flag: --filter"},
+		{[]string{"update", "00000000-0000-4000-8000-000000000000", "--endpoint", "https://x.example/n"}, 1, "HTTP 404"},
+	}
+	for _, tt := range tests {
+		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
+			code, out, errOut := h.run(tt.args...)
+			if code != tt.code || !strings.Contains(out+errOut, tt.output) {
+				t.Errorf("exit %d, want %d; output %q %q lacks %q", code, tt.code, out, errOut, tt.output)
+			}
+			if strings.Contains(out+errOut, "the-new-webhook-password") {
+				t.Error("the password was printed")
+			}
+		})
+	}
+	s := h.subs(t)[0]
+	if s.NotificationEndpoint != "https://hooks2.example.org/notifications" || s.NotificationEpUsername != "cdse2" {
+		t.Errorf("after the updates: %+v", s)
+	}
+	if got := h.sim.SubscriptionPassword(id); got != "the-new-webhook-password" {
+		t.Errorf("the catalogue sends password %q", got)
+	}
+}

@@ -371,13 +371,23 @@ func (a *App) reloadCredentials(ctx context.Context, every time.Duration) {
 			return
 		case <-t.C:
 		}
-		changed, err := a.verifier.Reload()
-		switch {
-		case err != nil:
-			a.log.WithError(err).Error("htpasswd file not reloaded; the previous credentials stay in force")
-		case changed:
-			a.log.Info("htpasswd file reloaded")
-		}
+		a.Reload()
+	}
+}
+
+// Reload re-reads what the receiver reads from files while it runs (the
+// htpasswd file) when it changed, keeping what is in force when the new
+// file is broken. The server calls it on SIGHUP and every 10 s.
+func (a *App) Reload() {
+	if a.cfg.HTPasswdFile == "" || a.verifier == nil {
+		return
+	}
+	changed, err := a.verifier.Reload()
+	switch {
+	case err != nil:
+		a.log.WithError(err).Error("htpasswd file not reloaded; the previous credentials stay in force")
+	case changed:
+		a.log.Info("htpasswd file reloaded")
 	}
 }
 

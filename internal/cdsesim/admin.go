@@ -85,3 +85,14 @@ func (s *Sim) handleAdmin(w http.ResponseWriter, r *http.Request) {
 		notFound(w, "Not Found")
 	}
 }
+
+// SubscriptionPassword is the password a PUSH subscription sends (tests:
+// the catalogue never shows it).
+func (s *Sim) SubscriptionPassword(id string) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if sub, ok := s.subs[id]; ok {
+		return sub.NotificationEpPassword
+	}
+	return ""
+}

@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"io"
 	"net/url"
+	"os"
 	"slices"
 	"strings"
 	"text/tabwriter"
@@ -272,4 +273,69 @@ func PrintSubscriptions(w io.Writer, out *cli.Output, subs []catalogclient.Subsc
 		}
 		return tw.Flush()
 	})
+}
+
+// UpdateOptions are the flags of update: what to change on a PUSH
+// subscription (the catalogue's PATCH takes Status, and for PUSH the
+// endpoint and its credentials; never the filter or the events).
+type UpdateOptions struct {
+	Endpoint, Username, PasswordFile string
+	Insecure                         bool
+}
+
+// Update changes a PUSH subscription's endpoint and/or the credentials it
+// sends, and says what it did to log. Run again with the same options it
+// changes nothing it can see (the catalogue never shows the password: a
+// given password is set again, which is harmless).
+func (s *Session) Update(ctx context.Context, id string, o UpdateOptions, log io.Writer) (*catalogclient.Subscription, error) {
+	if o.Endpoint == "" && o.Username == "" && o.PasswordFile == "" {
+		return nil, cli.Usagef("give what to change: --endpoint, --receiver-username and/or --receiver-password-file")
+	}
+	if o.Endpoint != "" {
+		if err := CheckEndpoint(o.Endpoint, o.Insecure); err != nil {
+			return nil, err
+		}
+	}
+	var password string
+	if o.PasswordFile != "" {
+		b, err := os.ReadFile(o.PasswordFile)
+		if err != nil {
+			return nil, cli.Usagef("--receiver-password-file: %v", err)
+		}
+		// As for every *_FILE secret: the trailing newline is not part of it.
+		if password = strings.TrimRight(string(b), "\r\n"); len(password) < 12 {
+			return nil, cli.Usagef("--receiver-password-file: the password is shorter than 12 characters (the receiver refuses it)")
+		}
+	}
+	cur, err := s.API.GetSubscription(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	if cur.SubscriptionType != "push" {
+		return nil, fmt.Errorf("subscription %s is a %s subscription: only a push subscription has an endpoint and credentials", id, cur.SubscriptionType)
+	}
+	var u catalogclient.SubscriptionUpdate
+	var did []string
+	if o.Endpoint != "" && o.Endpoint != cur.NotificationEndpoint {
+		u.NotificationEndpoint = &o.Endpoint
+		did = append(did, fmt.Sprintf("endpoint %s → %s", cur.NotificationEndpoint, o.Endpoint))
+	}
+	if o.Username != "" && o.Username != cur.NotificationEpUsername {
+		u.NotificationEpUsername = &o.Username
+		did = append(did, fmt.Sprintf("user %q → %q", cur.NotificationEpUsername, o.Username))
+	}
+	if password != "" {
+		u.NotificationEpPassword = &password
+		did = append(did, "password set from "+o.PasswordFile)
+	}
+	if len(did) == 0 {
+		fmt.Fprintf(log, "subscription %s already sends to %s as %q; nothing changed\n", id, cur.NotificationEndpoint, cur.NotificationEpUsername)
+		return cur, nil
+	}
+	updated, err := s.API.UpdateSubscription(ctx, id, u)
+	if err != nil {
+		return nil, err
+	}
+	fmt.Fprintf(log, "updated subscription %s: %s\n", id, strings.Join(did, "; "))
+	return updated, nil
 }
