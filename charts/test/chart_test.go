@@ -369,7 +369,7 @@ func TestPrometheusRule(t *testing.T) {
 		t.Error("a PrometheusRule by default")
 	}
 	m := mustRender(t, values(t, base+`
-metrics: {prometheusRule: {enabled: true, labels: {release: kps}, maxSilenceSeconds: 7200}}
+metrics: {prometheusRule: {enabled: true, labels: {release: kps}, maxSilenceSeconds: 7200, maxMissedShare: 0.2}}
 `))
 	type rules struct {
 		Groups []struct {
@@ -398,20 +398,27 @@ metrics: {prometheusRule: {enabled: true, labels: {release: kps}, maxSilenceSeco
 	if err := yaml.Unmarshal(b, &file); err != nil {
 		t.Fatal(err)
 	}
-	if pr.Metadata.Labels["release"] != "kps" || len(pr.Spec.Groups) != 1 || len(file.Groups) != 1 || len(pr.Spec.Groups[0].Rules) != len(file.Groups[0].Rules) {
+	if pr.Metadata.Labels["release"] != "kps" || len(pr.Spec.Groups) != len(file.Groups) || len(file.Groups) != 2 {
 		t.Fatalf("PrometheusRule %+v", pr)
 	}
-	for i, got := range pr.Spec.Groups[0].Rules {
-		want := file.Groups[0].Rules[i]
-		if want.Alert == "CdseReceiverSilent" {
-			want.Expr = strings.Replace(want.Expr, "> 21600", "> 7200", 1)
-			if want.Expr == file.Groups[0].Rules[i].Expr {
-				t.Error("the silence rule has no threshold to set")
-			}
+	for g := range file.Groups {
+		if len(pr.Spec.Groups[g].Rules) != len(file.Groups[g].Rules) {
+			t.Fatalf("group %d: %d rules, want %d", g, len(pr.Spec.Groups[g].Rules), len(file.Groups[g].Rules))
 		}
-		if got.Alert != want.Alert || got.Expr != want.Expr || got.For != want.For || got.Annotations["runbook_url"] != want.Annotations["runbook_url"] ||
-			got.Annotations["summary"] != want.Annotations["summary"] || got.Labels["severity"] != want.Labels["severity"] {
-			t.Errorf("rule %d: %+v, want %+v", i, got, want)
+		for i, got := range pr.Spec.Groups[g].Rules {
+			want := file.Groups[g].Rules[i]
+			for alert, threshold := range map[string][2]string{"CdseReceiverSilent": {"> 21600", "> 7200"}, "CdseReceiverPushMissing": {"ratio6h > 0.05", "ratio6h > 0.2"}} {
+				if want.Alert == alert {
+					want.Expr = strings.Replace(want.Expr, threshold[0], threshold[1], 1)
+					if want.Expr == file.Groups[g].Rules[i].Expr {
+						t.Errorf("%s has no threshold to set", alert)
+					}
+				}
+			}
+			if got.Alert != want.Alert || got.Expr != want.Expr || got.For != want.For || got.Annotations["runbook_url"] != want.Annotations["runbook_url"] ||
+				got.Annotations["summary"] != want.Annotations["summary"] || got.Labels["severity"] != want.Labels["severity"] {
+				t.Errorf("rule %d.%d: %+v, want %+v", g, i, got, want)
+			}
 		}
 	}
 }

@@ -56,6 +56,7 @@ type App struct {
 	reconciler *reconcile.Reconciler
 	lastStored map[string]*atomic.Int64
 	started    time.Time
+	delay      *prometheus.HistogramVec
 
 	embedded   *embedded.Server
 	nc         *nats.Conn
@@ -101,7 +102,7 @@ func New(cfg config.Config, log logrus.FieldLogger, reg *prometheus.Registry) (*
 	); err != nil {
 		return nil, fmt.Errorf("register process metrics: %w", err)
 	}
-	a := &App{cfg: cfg, log: log, reg: reg, verifier: verifier, route: route, errs: make(chan error, 2), lastStored: newClocks(), started: time.Now()}
+	a := &App{cfg: cfg, log: log, reg: reg, verifier: verifier, route: route, errs: make(chan error, 2), lastStored: newClocks(), started: time.Now(), delay: newDelay()}
 	// What the alerts watch: readiness (as /readyz answers it, one stream
 	// lookup per scrape) and the NATS connection.
 	if err := errors.Join(
@@ -116,6 +117,7 @@ func New(cfg config.Config, log logrus.FieldLogger, reg *prometheus.Registry) (*
 			Help: "Unix time of the last message JetStream confirmed (stored or duplicate), from any source; the process start until the first.",
 		}, func() float64 { return float64(a.lastStoredAny().UnixNano()) / 1e9 })),
 		reg.Register(newStreamCollector(a)),
+		reg.Register(a.delay),
 	); err != nil {
 		return nil, fmt.Errorf("register metrics: %w", err)
 	}

@@ -11,6 +11,7 @@ package cdsesim
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -36,7 +37,7 @@ type Options struct {
 	Users map[string]User
 	// Clients are confidential clients (client id → secret) for the
 	// client-credentials grant of the imagery services.
-	Clients    map[string]string
+	Clients map[string]string
 	// MaxRunning is the running subscriptions per user: 1 by default, as
 	// the live documentation says ("The limit of the running Subscriptions
 	// (PUSH and PULL) for one user is 1"); the interface description this
@@ -52,6 +53,14 @@ type Options struct {
 	PushRetries int
 	PushBackoff time.Duration
 	PushTimeout time.Duration // per attempt (default 10 s)
+	// PushDelay is how long after the event the first attempt is made (the
+	// catalogue's own latency; 0: at once), and PushDropRate the share of
+	// PUSH notifications it never sends at all (0..1, drawn from Seed):
+	// what the receiver's delivery metrics must measure.
+	PushDelay    time.Duration
+	PushDropRate float64
+	// Seed of the simulator's random numbers (0: from the clock).
+	Seed uint64
 	// Now is the clock (default time.Now).
 	Now func() time.Time
 	// Client sends PUSH notifications (default: a plain client).
@@ -65,6 +74,7 @@ type Options struct {
 // Stats of the simulator, for tests and the demo.
 type Stats struct {
 	Pushed       int64 `json:"pushed"`       // notifications delivered (2xx)
+	PushLost     int64 `json:"pushLost"`     // never sent (PushDropRate)
 	PushAttempts int64 `json:"pushAttempts"` // HTTP requests made
 	PushDropped  int64 `json:"pushDropped"`  // given up after the retries
 	QueueDropped int64 `json:"queueDropped"` // removed from full PULL queues
@@ -83,7 +93,7 @@ type Sim struct {
 	rng      *rand.Rand
 
 	duplicate atomic.Bool
-	stats     struct{ pushed, attempts, dropped, queueDropped, logins atomic.Int64 }
+	stats     struct{ pushed, lost, attempts, dropped, queueDropped, logins atomic.Int64 }
 	push      sync.WaitGroup
 	ctx       context.Context
 	cancel    context.CancelFunc
@@ -133,7 +143,7 @@ func New(o Options) *Sim {
 	ctx, cancel := context.WithCancel(context.Background())
 	return &Sim{
 		o: o, tokens: map[string]tokenEntry{}, subs: map[string]*subscription{}, products: map[string]*Product{},
-		rng: rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 1)), ctx: ctx, cancel: cancel,
+		rng: rand.New(rand.NewPCG(cmp.Or(o.Seed, uint64(time.Now().UnixNano())), 1)), ctx: ctx, cancel: cancel,
 	}
 }
 
@@ -148,7 +158,7 @@ func (s *Sim) SetDuplicateSends(on bool) { s.duplicate.Store(on) }
 
 // Stats returns the counters.
 func (s *Sim) Stats() Stats {
-	return Stats{Pushed: s.stats.pushed.Load(), PushAttempts: s.stats.attempts.Load(), PushDropped: s.stats.dropped.Load(),
+	return Stats{Pushed: s.stats.pushed.Load(), PushLost: s.stats.lost.Load(), PushAttempts: s.stats.attempts.Load(), PushDropped: s.stats.dropped.Load(),
 		QueueDropped: s.stats.queueDropped.Load(), Logins: s.stats.logins.Load()}
 }
 
@@ -255,6 +265,10 @@ func (s *Sim) emit(event string, p *Product) {
 		if s.duplicate.Load() {
 			sends = 2
 		}
+		if s.o.PushDropRate > 0 && s.rng.Float64() < s.o.PushDropRate {
+			s.stats.lost.Add(1)
+			continue
+		}
 		for range sends {
 			s.push.Add(1)
 			go s.deliver(sub.NotificationEndpoint, sub.NotificationEpUsername, sub.NotificationEpPassword, body)
@@ -276,6 +290,14 @@ func (s *Sim) sortedSubs() []*subscription {
 // drops the notification, as the catalogue does.
 func (s *Sim) deliver(endpoint, user, pass string, body []byte) {
 	defer s.push.Done()
+	if s.o.PushDelay > 0 {
+		select {
+		case <-s.ctx.Done():
+			s.stats.dropped.Add(1)
+			return
+		case <-time.After(s.o.PushDelay):
+		}
+	}
 	wait := s.o.PushBackoff
 	for attempt := 0; attempt <= s.o.PushRetries; attempt++ {
 		if attempt > 0 {

@@ -87,7 +87,8 @@ func Messages(ns []notification.Notification, r *Route, source string) []publish
 		n := &ns[i]
 		id := n.DedupeKey()
 		msgs[i] = publish.Message{Subject: r.Template.Subject(r.Prefix, n), MsgID: id, Data: n.Raw,
-			Headers: func() map[string][]string { return headers(n, id, source, r) }}
+			Headers: func() map[string][]string { return headers(n, id, source, r) },
+			Event:   string(n.Event), Occurred: n.EventTime()}
 	}
 	return msgs
 }

@@ -90,6 +90,10 @@ type Notification struct {
 	ProductType, Platform, ProcessingLevel, TileID, RelativeOrbit string
 	// Entity fields a consumer acts on, header-safe; "" when absent.
 	PublicationDate, ContentLength, S3Path, Online string
+	// Published and Deleted are the product's PublicationDate and (for a
+	// deleted product) DeletionDate, zero when absent or unreadable: with
+	// ModificationDate, when the event happened (EventTime).
+	Published, Deleted time.Time
 	// Raw is the notification exactly as received: it becomes the message data.
 	Raw []byte
 
@@ -388,12 +392,20 @@ func (n *Notification) readProduct(raw []byte, i int) (int, *fieldError) {
 				return ae
 			})
 			return e
+		case "DeletionDate":
+			// Read for the delivery delay only: never a reason to refuse.
+			e := valueEnd(raw, v)
+			if s, ok := stringValue(raw[v:e]); ok {
+				n.Deleted, _ = ParseTime(s)
+			}
+			return e
 		// Fields that only become headers: a value that cannot be one is
 		// left out, never a reason to refuse the notification.
 		case "PublicationDate":
 			e := valueEnd(raw, v)
 			if s, ok := stringValue(raw[v:e]); ok {
 				if t, ok := ParseTime(s); ok {
+					n.Published = t
 					n.PublicationDate = t.UTC().Format(time.RFC3339Nano)
 				}
 			}
@@ -535,6 +547,22 @@ func DedupeKey(ev event.Kind, productID string, modified time.Time) string {
 		return string(ev) + ":" + productID + ":" + modified.UTC().Format(time.RFC3339Nano)
 	}
 	return string(ev) + ":" + productID
+}
+
+// EventTime is when the catalogue says the event happened: the product's
+// PublicationDate for created, ModificationDate for modified, DeletionDate
+// for deleted; zero when the notification does not carry it (the short
+// form of an old PULL notification).
+func (n *Notification) EventTime() time.Time {
+	switch n.Event {
+	case event.Created:
+		return n.Published
+	case event.Modified:
+		return n.ModificationDate
+	case event.Deleted:
+		return n.Deleted
+	}
+	return time.Time{}
 }
 
 // Subject is the notification's subject under prefix with the default

@@ -42,6 +42,12 @@ type Message struct {
 	// recent ids (a retried notification costs no header map).
 	Headers func() map[string][]string
 	Data    []byte
+	// Event and Occurred say which product event the message is and when
+	// the catalogue says it happened (zero when unknown): the publisher
+	// does not read them; they travel with the message for the delivery
+	// delay its caller measures.
+	Event    string
+	Occurred time.Time
 }
 
 // MessageHeader is m's headers, built if they are built lazily.

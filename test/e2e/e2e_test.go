@@ -46,7 +46,13 @@ func newSim(t *testing.T) *world {
 	t.Helper()
 	// Two running subscriptions (created,modified and deleted cannot share
 	// one): the interface description's limit, not the live one.
-	sim := cdsesim.New(cdsesim.Options{Users: map[string]cdsesim.User{"op@example.org": {Password: "account-pw"}}, PushBackoff: 10 * time.Millisecond, MaxRunning: 2})
+	return newSimWith(t, cdsesim.New(cdsesim.Options{Users: map[string]cdsesim.User{"op@example.org": {Password: "account-pw"}}, PushBackoff: 10 * time.Millisecond, MaxRunning: 2}))
+}
+
+// newSimWith serves sim (whose user is op@example.org, password
+// account-pw) as the catalogue.
+func newSimWith(t *testing.T, sim *cdsesim.Sim) *world {
+	t.Helper()
 	srv := httptest.NewServer(sim.Handler())
 	t.Cleanup(func() { srv.Close(); sim.Close() })
 	return &world{sim: sim, simURL: srv.URL, env: map[string]string{
