@@ -5,6 +5,8 @@ import (
 	"context"
 	"encoding/json"
 	"flag"
+	"fmt"
+	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
@@ -14,6 +16,7 @@ import (
 	"github.com/cdse-jetstream/receiver/internal/catalogclient"
 	"github.com/cdse-jetstream/receiver/internal/cdsesim"
 	"github.com/cdse-jetstream/receiver/internal/cli"
+	"github.com/cdse-jetstream/receiver/internal/register"
 )
 
 const cdsePassword = "cdse-account-pw"
@@ -21,21 +24,34 @@ const cdsePassword = "cdse-account-pw"
 type harness struct {
 	sim *cdsesim.Sim
 	env map[string]string
+	// refuse, when set, has the catalogue answer 400 to the requests it
+	// picks (a form the live service stopped taking).
+	refuse func(*http.Request) bool
 }
 
 func newHarness(t *testing.T) *harness {
 	t.Helper()
 	sim := cdsesim.New(cdsesim.Options{Users: map[string]cdsesim.User{"op@example.org": {Password: cdsePassword}}})
-	srv := httptest.NewServer(sim.Handler())
+	h := &harness{sim: sim}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if h.refuse != nil && h.refuse(r) {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusBadRequest)
+			fmt.Fprint(w, `{"detail":{"message":"this form is refused","request_id":"00000000-0000-4000-8000-000000000000"}}`)
+			return
+		}
+		sim.Handler().ServeHTTP(w, r)
+	}))
 	t.Cleanup(func() { srv.Close(); sim.Close() })
-	return &harness{sim: sim, env: map[string]string{
+	h.env = map[string]string{
 		"CDSE_USERNAME":      "op@example.org",
 		"CDSE_PASSWORD":      cdsePassword,
 		"CDSE_TOKEN_URL":     srv.URL + "/auth/realms/CDSE/protocol/openid-connect/token",
 		"CDSE_CATALOGUE_URL": srv.URL + "/odata/v1",
 		"RECEIVER_USERNAME":  "cdse",
 		"RECEIVER_PASSWORD":  "receiver-webhook-pw",
-	}}
+	}
+	return h
 }
 
 // run runs the command and returns the exit code and both outputs.
@@ -273,5 +289,61 @@ func TestUpdate(t *testing.T) {
 	}
 	if got := h.sim.SubscriptionPassword(id); got != "the-new-webhook-password" {
 		t.Errorf("the catalogue sends password %q", got)
+	}
+}
+
+// TestDoctor: against the simulator every probe passes; when the
+// catalogue refuses one form (here $count on DeletedProducts), doctor names
+// that request, its status and the catalogue's message, and exits 1.
+func TestDoctor(t *testing.T) {
+	h := newHarness(t)
+	ps := h.sim.Generate(cdsesim.Sentinel2, 5)
+	if err := h.sim.ModifyProduct(ps[0].ID); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.sim.DeleteProduct(ps[1].ID, "Reprocessed product"); err != nil {
+		t.Fatal(err)
+	}
+	if code, _, errOut := h.run("create", "--type", "pull", "--filter", "Collection/Name eq 'SENTINEL-2'"); code != 0 {
+		t.Fatal(errOut)
+	}
+	code, out, errOut := h.run("doctor", "-o", "json")
+	var r register.DoctorReport
+	if err := json.Unmarshal([]byte(out), &r); err != nil || code != 0 || !r.OK {
+		t.Fatalf("doctor against the simulator: exit %d, %v\n%s\n%s", code, err, out, errOut)
+	}
+	checks := map[string]bool{}
+	for _, p := range r.Probes {
+		checks[p.Check] = true
+		if strings.Contains(p.Request, "Id gt") || strings.Contains(p.Request, ",Id") {
+			t.Errorf("doctor sent an undocumented form: %s", p.Request)
+		}
+	}
+	for _, want := range []string{"login", "refresh", "list subscriptions", "get a subscription", "PULL read", "created: first page", "created: next page", "created: a tie", "modified: first page", "deleted: first page", "deleted: a tie"} {
+		if !checks[want] {
+			t.Errorf("no %q probe in %v", want, checks)
+		}
+	}
+	if h.sim.Stats().QueueDropped != 0 {
+		t.Error("doctor changed a queue")
+	}
+
+	h.refuse = func(r *http.Request) bool {
+		return strings.HasSuffix(r.URL.Path, "/DeletedProducts") && r.URL.Query().Get("$count") != ""
+	}
+	code, out, errOut = h.run("doctor")
+	if code != 1 {
+		t.Fatalf("doctor with $count refused on DeletedProducts: exit %d\n%s%s", code, out, errOut)
+	}
+	var line string
+	for _, l := range strings.Split(out, "\n") {
+		if strings.HasPrefix(l, "deleted: first page") {
+			line = l
+		}
+	}
+	for _, want := range []string{"✘", "400", "GET /odata/v1/DeletedProducts?", "$count=True", "this form is refused"} {
+		if !strings.Contains(line, want) {
+			t.Errorf("doctor's line for the refused form lacks %q: %q", want, line)
+		}
 	}
 }

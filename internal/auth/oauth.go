@@ -123,6 +123,24 @@ func (s *PasswordSource) Token(ctx context.Context) (*oauth2.Token, error) {
 	return s.access, nil
 }
 
+// Refresh uses the refresh token now, whatever the access token's expiry:
+// `register doctor` checks the refresh grant the receiver relies on.
+func (s *PasswordSource) Refresh(ctx context.Context) error {
+	if _, err := s.Token(ctx); err != nil {
+		return err
+	}
+	select {
+	case s.turn <- struct{}{}:
+	case <-ctx.Done():
+		return fmt.Errorf("%w: %w", ErrTokenEndpoint, ctx.Err())
+	}
+	defer func() { <-s.turn }()
+	if s.refresh == "" {
+		return fmt.Errorf("%w: the identity provider gave no refresh token", ErrTokenEndpoint)
+	}
+	return s.request(ctx, url.Values{"grant_type": {"refresh_token"}, "refresh_token": {s.refresh}})
+}
+
 type tokenResponse struct {
 	AccessToken      string `json:"access_token"`
 	ExpiresIn        int64  `json:"expires_in"`

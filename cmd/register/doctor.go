@@ -1,0 +1,61 @@
+package main
+
+import (
+	"io"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/cdse-jetstream/receiver/internal/cli"
+	"github.com/cdse-jetstream/receiver/internal/register"
+)
+
+// newDoctor is `register doctor`: does the live catalogue still answer
+// every request form the receiver relies on?
+func newDoctor(d deps) *cobra.Command {
+	var o register.DoctorOptions
+	cmd := &cobra.Command{
+		Use:   "doctor",
+		Short: "Check that the catalogue answers every request the receiver relies on (read-only)",
+		Long: `doctor logs in and sends every request form the receiver and register depend
+on, through their own code: the login and a refresh, the list of
+subscriptions, one subscription, a PULL read (never acknowledged) when the
+account has a PULL subscription, and for created, modified and deleted the
+listings the reconciler and the backfill send (their filter, order, $top,
+$count, the next page, and the walk of a tie with $skip) over a narrow window
+that ends now, so it costs little. It creates and changes nothing. It prints
+a line per request: what was sent, the status, what was expected and what
+came back, and exits 1 when the catalogue refused something the receiver
+relies on (see docs/sources.md for what to do then).
+
+` + register.SettingsHelp,
+		Example: `  register doctor
+  register doctor --filter "Collection/Name eq 'SENTINEL-1'" --window 6h -o json`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if o.Window <= 0 || o.PageSize < 1 || o.PageSize > 1000 {
+				return cli.Usagef("--window must be positive and --page-size between 1 and 1000")
+			}
+			r, err := register.Doctor(cmd.Context(), d.getenv, o, time.Now())
+			if err != nil {
+				return err
+			}
+			if err := d.out.Print(cmd.OutOrStdout(), r, func(w io.Writer) error { return register.PrintDoctor(w, r) }); err != nil {
+				return err
+			}
+			if !r.OK {
+				return register.ErrChecksFailed
+			}
+			return nil
+		},
+	}
+	filter := d.getenv("RECONCILE_FILTER")
+	if filter == "" {
+		filter = "Collection/Name eq 'SENTINEL-2'"
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.Filter, "filter", filter, "the OData filter to list with (default $RECONCILE_FILTER, else Sentinel-2)")
+	f.DurationVar(&o.Window, "window", time.Hour, "list the products of this window, ending now")
+	f.IntVar(&o.PageSize, "page-size", 20, "products per listing request")
+	return cmd
+}

@@ -1,0 +1,259 @@
+package register
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"sync"
+	"text/tabwriter"
+	"time"
+
+	"github.com/cdse-jetstream/receiver/event"
+	"github.com/cdse-jetstream/receiver/internal/auth"
+	"github.com/cdse-jetstream/receiver/internal/catalogclient"
+)
+
+// DoctorOptions say what `register doctor` lists: the filter (the
+// receiver's RECONCILE_FILTER, or the one given) over a narrow window ending
+// now, a few products a page.
+type DoctorOptions struct {
+	Filter   string
+	Window   time.Duration
+	PageSize int
+}
+
+// Probe is one request of the doctor and what came back.
+type Probe struct {
+	Check    string `json:"check"`
+	Request  string `json:"request"` // method, path and query, as sent
+	Status   int    `json:"status"`  // 0: no answer
+	Expected string `json:"expected"`
+	Got      string `json:"got"`
+	OK       bool   `json:"ok"`
+	// Required probes fail the command; others (a form used only when the
+	// data calls for it, where the data is not there) are told.
+	Required bool `json:"required"`
+}
+
+// DoctorReport is what `register doctor -o json` prints.
+type DoctorReport struct {
+	OK     bool    `json:"ok"`
+	Probes []Probe `json:"probes"`
+}
+
+// recorder is an http.RoundTripper that notes every request and its status:
+// the doctor reports exactly what the receiver's own code sent.
+type recorder struct {
+	next http.RoundTripper
+	mu   sync.Mutex
+	sent []sent
+}
+
+type sent struct {
+	request string
+	status  int
+	err     error
+}
+
+func (r *recorder) RoundTrip(req *http.Request) (*http.Response, error) {
+	resp, err := r.next.RoundTrip(req)
+	s := sent{request: req.Method + " " + req.URL.EscapedPath(), err: err}
+	if q := req.URL.RawQuery; q != "" {
+		if u, perr := url.QueryUnescape(q); perr == nil {
+			q = u
+		}
+		s.request += "?" + q
+	}
+	if resp != nil {
+		s.status = resp.StatusCode
+	}
+	r.mu.Lock()
+	r.sent = append(r.sent, s)
+	r.mu.Unlock()
+	return resp, err
+}
+
+// take returns the requests sent since the last call.
+func (r *recorder) take() []sent {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := r.sent
+	r.sent = nil
+	return out
+}
+
+// Doctor checks that the live catalogue still answers every request form
+// the receiver and `register` depend on, read-only: it creates and changes
+// nothing. The login and the listings go through the receiver's own code
+// (internal/auth, catalogclient.Lister), so what it sends is what the
+// reconciler and the backfill send.
+func Doctor(ctx context.Context, getenv func(string) string, o DoctorOptions, now time.Time) (DoctorReport, error) {
+	s, err := NewSession(getenv)
+	if err != nil {
+		return DoctorReport{}, err
+	}
+	rec := &recorder{next: http.DefaultTransport}
+	hc := &http.Client{Transport: rec, Timeout: 60 * time.Second}
+	login := s.cfg.Login()
+	login.HTTPClient = hc
+	tokens := auth.NewPasswordSource(login)
+	api := catalogclient.New(s.cfg.CDSECatalogueURL, tokens, hc)
+	api.MaxAttempts = 1 // a probe reports what one request got
+	var r DoctorReport
+	// probe runs f and turns each request it sent into a row.
+	probe := func(check, expected string, required bool, f func() (got string, err error)) bool {
+		got, err := f()
+		reqs := rec.take()
+		ok := err == nil
+		if err != nil {
+			got = err.Error()
+		}
+		if len(reqs) == 0 {
+			r.Probes = append(r.Probes, Probe{Check: check, Expected: expected, Got: got, OK: ok, Required: required})
+			return ok
+		}
+		for i, q := range reqs {
+			p := Probe{Check: check, Request: q.request, Status: q.status, Expected: expected, OK: q.err == nil && q.status/100 == 2, Required: required}
+			if i == len(reqs)-1 {
+				p.OK, p.Got = p.OK && ok, got
+			}
+			r.Probes = append(r.Probes, p)
+		}
+		return ok
+	}
+	loggedIn := probe("login", "200, an access and a refresh token (password grant)", true, func() (string, error) {
+		_, err := tokens.Token(ctx)
+		return "logged in as " + s.cfg.CDSEUsername, err
+	})
+	if !loggedIn {
+		return r.done(), nil
+	}
+	probe("refresh", "200, a new access token (refresh grant)", true, func() (string, error) {
+		return "refreshed", tokens.Refresh(ctx)
+	})
+	var subs []catalogclient.Subscription
+	probe("list subscriptions", "200, a JSON array", true, func() (string, error) {
+		var err error
+		subs, err = api.ListSubscriptions(ctx)
+		return fmt.Sprintf("%d subscription(s)", len(subs)), err
+	})
+	if len(subs) > 0 {
+		probe("get a subscription", "200, the entity", true, func() (string, error) {
+			sub, err := api.GetSubscription(ctx, subs[0].ID)
+			if err == nil && sub.ID != subs[0].ID {
+				err = fmt.Errorf("asked for %s, got %q", subs[0].ID, sub.ID)
+			}
+			return "Id " + subs[0].ID + ", " + subs[0].SubscriptionType + ", " + subs[0].Status, err
+		})
+	} else {
+		r.Probes = append(r.Probes, Probe{Check: "get a subscription", Expected: "200, the entity", Got: "not checked: the account has no subscription", OK: true})
+	}
+	for _, sub := range subs {
+		if sub.SubscriptionType != "pull" {
+			continue
+		}
+		// Read is not Ack: it leaves the queue as it is.
+		probe("PULL read", "200, an array of notifications (SubscriptionEvent, ProductId, AckId)", true, func() (string, error) {
+			raws, err := api.Read(ctx, sub.ID, 1)
+			if err != nil {
+				return "", err
+			}
+			for _, raw := range raws {
+				var n struct{ SubscriptionEvent, ProductId, AckId string }
+				if err := json.Unmarshal(raw, &n); err != nil || n.SubscriptionEvent == "" || n.ProductId == "" || n.AckId == "" {
+					return "", fmt.Errorf("a notification without SubscriptionEvent, ProductId or AckId: %.200s", raw)
+				}
+			}
+			return fmt.Sprintf("%d notification(s) of %s, not acknowledged", len(raws), sub.ID), nil
+		})
+		break
+	}
+	// The listings, as the reconciler and the backfill send them.
+	rng := catalogclient.Range{Filter: o.Filter, From: now.Add(-o.Window), Until: now}
+	for _, ev := range event.Kinds {
+		k := catalogclient.KindOf(ev)
+		l := catalogclient.NewLister(api, o.PageSize, 1000)
+		var first catalogclient.Listed
+		listed := probe(string(ev)+": first page", "200, the products of the window in "+k.DateField+" order, Id breaking ties; @odata.count", true, func() (string, error) {
+			var err error
+			if first, err = l.Page(ctx, k, rng, true); err != nil {
+				return "", err
+			}
+			if first.Total < 0 {
+				return "", fmt.Errorf("no @odata.count in the answer to $count=True")
+			}
+			return fmt.Sprintf("%d listed of %d (%s)", len(first.Items), first.Total, k.EntitySet), nil
+		})
+		if !listed || len(first.Items) == 0 {
+			if listed {
+				r.Probes = append(r.Probes, Probe{Check: string(ev) + ": next page, a tie", Expected: "a page after the last date", Got: "not checked: nothing listed in the window (widen --window)", OK: true})
+			}
+			continue
+		}
+		probe(string(ev)+": next page", "200, what follows the last product listed ("+k.DateField+" ge it, the ones listed left out)", true, func() (string, error) {
+			next := rng
+			next.After = first.Next
+			p, err := l.Page(ctx, k, next, false)
+			return fmt.Sprintf("%d more", len(p.Items)), err
+		})
+		// A tie longer than a page is walked with $skip inside one date:
+		// the same request, with a page of one.
+		probe(string(ev)+": a tie", "200, the products at one "+k.DateField+" after the first ($skip inside "+k.DateField+" eq)", true, func() (string, error) {
+			it := first.Items[0]
+			tie := rng
+			tie.After = catalogclient.Cursor{Date: it.Date, IDs: []string{it.ID}}
+			p, err := catalogclient.NewLister(api, 1, 1000).Page(ctx, k, tie, false)
+			return fmt.Sprintf("%d more at %s", len(p.Items), it.Date.UTC().Format(catalogclient.ODataTime)), err
+		})
+	}
+	return r.done(), nil
+}
+
+func (r DoctorReport) done() DoctorReport {
+	r.OK = true
+	for _, p := range r.Probes {
+		if p.Required && !p.OK {
+			r.OK = false
+		}
+	}
+	if r.Probes == nil {
+		r.Probes = []Probe{}
+	}
+	return r
+}
+
+// PrintDoctor writes the probes as a table: check, request, status,
+// expected, got.
+func PrintDoctor(w io.Writer, r DoctorReport) error {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "CHECK\tOK\tSTATUS\tREQUEST\tEXPECTED\tGOT")
+	for _, p := range r.Probes {
+		mark := "✔"
+		switch {
+		case !p.OK && p.Required:
+			mark = "✘"
+		case !p.OK:
+			mark = "!"
+		}
+		status := "-"
+		if p.Status != 0 {
+			status = fmt.Sprint(p.Status)
+		}
+		req := p.Request
+		if req == "" {
+			req = "-"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", p.Check, mark, status, req, p.Expected, p.Got)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if !r.OK {
+		_, err := fmt.Fprintln(w, "\nthe catalogue refused a request the receiver relies on: see docs/sources.md, \"What the catalogue documents, and what we assume\"")
+		return err
+	}
+	return nil
+}
