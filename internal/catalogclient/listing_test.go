@@ -75,7 +75,7 @@ func TestListingWalksTiesLargerThanAPage(t *testing.T) {
 		ev   event.Kind
 		want map[string]bool
 	}{
-		{event.Created, live}, // deleted products are not in Products
+		{event.Created, live},  // deleted products are not in Products
 		{event.Modified, live}, // every live product, by ModificationDate: 230 of them at one instant
 		{event.Deleted, set(deleted, nil)},
 	} {
