@@ -136,7 +136,7 @@ func Run(t testing.TB, c Config) Report {
 	rep := Report{Seed: c.Seed, Duration: c.Duration, Faults: Schedule(c.Seed, c.Duration), Events: map[string]int{}, Stored: map[string]int{}, Status: map[int]int{}}
 
 	w.nodes = natsproc.StartCluster(t, c.NATSBin, filepath.Join(w.dir, "nats"), 3)
-	w.sim = cdsesim.New(cdsesim.Options{Users: map[string]cdsesim.User{pushUser: {Password: simPass}, pullUser: {Password: simPass}}, Journal: w.journal})
+	w.sim = cdsesim.New(cdsesim.Options{Users: map[string]cdsesim.User{pushUser: {Password: simPass}, pullUser: {Password: simPass}}, Journal: w.journal, MaxRunning: 2})
 	simSrv := httptest.NewServer(w.sim.Handler())
 	t.Cleanup(func() { simSrv.Close(); w.sim.Close() })
 
@@ -183,7 +183,9 @@ func Run(t testing.TB, c Config) Report {
 		"RECEIVER_USERNAME":  webhookUser, "RECEIVER_PASSWORD": webhookPass,
 	}
 	for _, events := range []string{"created,modified", "deleted"} {
-		registerCmd(t, env, "create", "--endpoint", frontSrv.URL+"/notifications", "--insecure-endpoint", "--filter", filter, "--events", events)
+		// Two running subscriptions of one user (deleted cannot share one):
+		// the interface description's limit, which the simulator is given.
+		registerCmd(t, env, "create", "--endpoint", frontSrv.URL+"/notifications", "--insecure-endpoint", "--filter", filter, "--events", events, "--max-running", "2")
 	}
 	env["CDSE_USERNAME"] = pullUser
 	var subs []struct{ Id string }
