@@ -65,7 +65,7 @@ func newBackfill(getenv func(string) string) *cobra.Command {
 }
 
 func (o *backfillOptions) flags(fs *pflag.FlagSet) {
-	fs.StringVar(&o.filter, "filter", "", "OData filter of the products (required), e.g. \"Collection/Name eq 'SENTINEL-2'\"")
+	fs.StringVar(&o.filter, "filter", "", "OData filter of the products, e.g. \"Collection/Name eq 'SENTINEL-2'\" (required without INTERESTS_FILE, whose union is the default)")
 	fs.StringVar(&o.since, "since", "", "start of the range, RFC 3339 (required), e.g. 2026-11-01T00:00:00Z")
 	fs.StringVar(&o.until, "until", "", "end of the range, RFC 3339, exclusive (default: now)")
 	fs.StringVar(&o.events, "events", "created,modified,deleted", "events to backfill")
@@ -77,9 +77,6 @@ func (o *backfillOptions) flags(fs *pflag.FlagSet) {
 // backfillRun runs a backfill.
 func backfillRun(ctx context.Context, o backfillOptions, getenv func(string) string, stdout, stderr io.Writer) error {
 	var problems []string
-	if strings.TrimSpace(o.filter) == "" {
-		problems = append(problems, "--filter is required (an empty filter would list the whole catalogue)")
-	}
 	from, err := time.Parse(time.RFC3339Nano, o.since)
 	if err != nil {
 		problems = append(problems, fmt.Sprintf("--since %q is not an RFC 3339 time", o.since))
@@ -107,6 +104,12 @@ func backfillRun(ctx context.Context, o backfillOptions, getenv func(string) str
 	if err != nil {
 		return err
 	}
+	if strings.TrimSpace(o.filter) == "" {
+		// The interests' union by default, as the reconciler's.
+		if o.filter, err = cfg.ReconcileFilterOrInterests(); err != nil || strings.TrimSpace(o.filter) == "" {
+			return cli.Usagef("--filter is required without INTERESTS_FILE (an empty filter would list the whole catalogue)")
+		}
+	}
 	route, err := cfg.Route()
 	if err != nil {
 		return cli.Usagef("%v", err)
@@ -116,6 +119,10 @@ func backfillRun(ctx context.Context, o backfillOptions, getenv func(string) str
 	}
 
 	log := logging.New(cfg.LogLevel, cfg.LogFormat, stderr)
+	// What the backfill stores reaches the interests too.
+	if _, err := cfg.Interests(&route, prometheus.NewRegistry(), log); err != nil {
+		return cli.Usagef("%v", err)
+	}
 	nc, topo, err := connect(cfg, "cdse-receiver-backfill")
 	if err != nil {
 		return err

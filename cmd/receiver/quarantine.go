@@ -13,6 +13,7 @@ import (
 
 	"github.com/cdse-jetstream/receiver/internal/cli"
 	"github.com/cdse-jetstream/receiver/internal/config"
+	"github.com/cdse-jetstream/receiver/internal/logging"
 	"github.com/cdse-jetstream/receiver/internal/publish"
 	"github.com/cdse-jetstream/receiver/internal/quarantine"
 	"github.com/cdse-jetstream/receiver/internal/topology"
@@ -131,6 +132,10 @@ func newQuarantine(getenv func(string) string) *cobra.Command {
 func replayRun(ctx context.Context, cfg config.Config, topo *topology.Topology, r *quarantine.Reader, dryRun bool, out *cli.Output, stdout io.Writer) error {
 	route, err := cfg.Route() // validated by open
 	if err != nil {
+		return cli.Usagef("%v", err)
+	}
+	// A replayed product reaches the interests too.
+	if _, err := cfg.Interests(&route, prometheus.NewRegistry(), logging.New(cfg.LogLevel, cfg.LogFormat, io.Discard)); err != nil {
 		return cli.Usagef("%v", err)
 	}
 	pub, err := publish.NewPublisher(topo.JetStream().Conn(), publish.PublisherOptions{Stream: topo.ProductStream(), Timeout: cfg.PublishTimeout}, prometheus.NewRegistry())

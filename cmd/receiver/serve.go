@@ -100,7 +100,7 @@ wait:
 		select {
 		case <-hup:
 			log.Info("SIGHUP: reloading")
-			a.Reload()
+			a.Reload(true)
 		case <-ctx.Done():
 			log.Info("shutting down")
 			break wait

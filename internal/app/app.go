@@ -33,6 +33,7 @@ import (
 	"github.com/cdse-jetstream/receiver/internal/config"
 	"github.com/cdse-jetstream/receiver/internal/embedded"
 	"github.com/cdse-jetstream/receiver/internal/ingest"
+	"github.com/cdse-jetstream/receiver/internal/interest"
 	"github.com/cdse-jetstream/receiver/internal/logging"
 	"github.com/cdse-jetstream/receiver/internal/natsconn"
 	"github.com/cdse-jetstream/receiver/internal/publish"
@@ -64,6 +65,7 @@ type App struct {
 	topo       *topology.Topology
 	quarantine *quarantine.Store
 	route      ingest.Route
+	interests  *interest.Router // nil without INTERESTS_FILE
 
 	web, admin     *http.Server
 	webLn, adminLn net.Listener
@@ -85,6 +87,10 @@ func New(cfg config.Config, log logrus.FieldLogger, reg *prometheus.Registry) (*
 	if err != nil {
 		return nil, err
 	}
+	interests, err := cfg.Interests(&route, reg, log)
+	if err != nil {
+		return nil, err
+	}
 	var verifier *auth.Basic
 	if cfg.Webhook {
 		v, err := auth.NewBasic(cfg.Credentials(), cfg.HTPasswdFile)
@@ -102,7 +108,7 @@ func New(cfg config.Config, log logrus.FieldLogger, reg *prometheus.Registry) (*
 	); err != nil {
 		return nil, fmt.Errorf("register process metrics: %w", err)
 	}
-	a := &App{cfg: cfg, log: log, reg: reg, verifier: verifier, route: route, errs: make(chan error, 2), lastStored: newClocks(), started: time.Now(), delay: newDelay()}
+	a := &App{cfg: cfg, log: log, reg: reg, verifier: verifier, route: route, interests: interests, errs: make(chan error, 2), lastStored: newClocks(), started: time.Now(), delay: newDelay()}
 	// What the alerts watch: readiness (as /readyz answers it, one stream
 	// lookup per scrape) and the NATS connection.
 	if err := errors.Join(
@@ -156,6 +162,7 @@ func (a *App) Start(ctx context.Context) error {
 			ConsumerPassword: cfg.NATSEmbeddedPassword,
 			SubjectPrefix:    cfg.SubjectPrefix,
 			QuarantinePrefix: cfg.QuarantinePrefix,
+			InterestPrefix:   cfg.InterestPrefix,
 		}, a.log)
 		if err != nil {
 			return err
@@ -298,7 +305,14 @@ func (a *App) sources() ([]func(context.Context), error) {
 	}
 	if cfg.ReconcileInterval > 0 {
 		events, _ := catalogclient.ParseEvents(cfg.ReconcileEvents) // checked by Validate
-		rec, err := reconcile.New(reconcile.Options{Filter: cfg.ReconcileFilter, Events: events, PageSize: cfg.ReconcilePageSize, Interval: cfg.ReconcileInterval, Lookback: cfg.ReconcileLookback,
+		o := reconcile.Options{Filter: cfg.ReconcileFilter}
+		if o.Filter == "" && a.interests != nil {
+			// The union of the interests, as they are at each pass: what
+			// register apply registers, so that the reconciler bridges a
+			// change of the subscription.
+			o.FilterOf = func() string { return a.interests.Current().Compile().Filter }
+		}
+		rec, err := reconcile.New(reconcile.Options{Filter: o.Filter, FilterOf: o.FilterOf, Events: events, PageSize: cfg.ReconcilePageSize, Interval: cfg.ReconcileInterval, Lookback: cfg.ReconcileLookback,
 			Overlap: cfg.ReconcileOverlap, Route: a.route}, api, a.stamp(ingest.SourceReconcile), a.quarantine, a.topo, a.reg, a.log)
 		if err != nil {
 			return nil, err
@@ -362,7 +376,7 @@ func (a *App) ensureStream(ctx context.Context) bool {
 // reloadCredentials re-reads the htpasswd file when it changes, so that a
 // rotated Secret takes effect without a restart.
 func (a *App) reloadCredentials(ctx context.Context, every time.Duration) {
-	if a.cfg.HTPasswdFile == "" || a.verifier == nil {
+	if (a.cfg.HTPasswdFile == "" || a.verifier == nil) && a.interests == nil {
 		return
 	}
 	t := time.NewTicker(every)
@@ -373,23 +387,32 @@ func (a *App) reloadCredentials(ctx context.Context, every time.Duration) {
 			return
 		case <-t.C:
 		}
-		a.Reload()
+		a.Reload(false)
 	}
 }
 
 // Reload re-reads what the receiver reads from files while it runs (the
-// htpasswd file) when it changed, keeping what is in force when the new
-// file is broken. The server calls it on SIGHUP and every 10 s.
-func (a *App) Reload() {
-	if a.cfg.HTPasswdFile == "" || a.verifier == nil {
-		return
+// htpasswd file, the interests) when it changed, keeping what is in force
+// when a new file is broken. The server calls it every 10 s, and with
+// force on SIGHUP (the interests then re-read whatever their time).
+func (a *App) Reload(force bool) {
+	if a.cfg.HTPasswdFile != "" && a.verifier != nil {
+		changed, err := a.verifier.Reload()
+		switch {
+		case err != nil:
+			a.log.WithError(err).Error("htpasswd file not reloaded; the previous credentials stay in force")
+		case changed:
+			a.log.Info("htpasswd file reloaded")
+		}
 	}
-	changed, err := a.verifier.Reload()
-	switch {
-	case err != nil:
-		a.log.WithError(err).Error("htpasswd file not reloaded; the previous credentials stay in force")
-	case changed:
-		a.log.Info("htpasswd file reloaded")
+	if a.interests != nil {
+		changed, err := a.interests.Reload(force)
+		switch {
+		case err != nil:
+			a.log.WithError(err).Error("interests file refused; the last good one stays in force")
+		case changed:
+			a.log.WithField("interests", a.interests.Current().Len()).Info("interests file reloaded")
+		}
 	}
 }
 

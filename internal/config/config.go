@@ -65,6 +65,9 @@ type Config struct {
 	NATSToken            string        `koanf:"NATS_TOKEN" secret:"true" help:"NATS token"`
 	NATSCA               string        `koanf:"NATS_CA" flag:"nats-ca" help:"CA file to verify the NATS servers' TLS"`
 
+	InterestsFile  string `koanf:"INTERESTS_FILE" flag:"interests-file" help:"YAML file of named interests: each product event that matches one is also stored on <INTEREST_SUBJECT_PREFIX>.<name>.<tokens> (reloaded on change and on SIGHUP)"`
+	InterestPrefix string `koanf:"INTEREST_SUBJECT_PREFIX" flag:"interest-subject-prefix" help:"subject prefix of the interests' copies, in the product stream; must not overlap NATS_SUBJECT_PREFIX or QUARANTINE_SUBJECT_PREFIX"`
+
 	QuarantineStream   string        `koanf:"QUARANTINE_STREAM" flag:"quarantine-stream" help:"stream that keeps refused bodies verbatim (receiver quarantine ...)"`
 	QuarantinePrefix   string        `koanf:"QUARANTINE_SUBJECT_PREFIX" flag:"quarantine-subject-prefix" help:"its subjects, <prefix>.<source>; must not overlap NATS_SUBJECT_PREFIX"`
 	QuarantineMaxAge   time.Duration `koanf:"QUARANTINE_MAX_AGE" flag:"quarantine-max-age" help:"drop quarantined bodies older than this (0: keep)"`
@@ -75,7 +78,7 @@ type Config struct {
 	PullInterval      time.Duration `koanf:"PULL_INTERVAL" flag:"pull-interval" help:"wait between reads of an empty PULL queue"`
 	PullHydrate       bool          `koanf:"PULL_HYDRATE" flag:"pull-hydrate" help:"fetch the product of PULL notifications older than 3 days (which lack it)"`
 	ReconcileInterval time.Duration `koanf:"RECONCILE_INTERVAL" flag:"reconcile-interval" help:"run the reconciler this often (0: off; at least 1m, e.g. 15m)"`
-	ReconcileFilter   string        `koanf:"RECONCILE_FILTER" flag:"reconcile-filter" help:"OData filter of the products to reconcile, usually the subscription's (required with the interval)"`
+	ReconcileFilter   string        `koanf:"RECONCILE_FILTER" flag:"reconcile-filter" help:"OData filter of the products to reconcile, usually the subscription's (required with the interval; default with INTERESTS_FILE: the union of the interests' filters)"`
 	ReconcileLookback time.Duration `koanf:"RECONCILE_LOOKBACK" flag:"reconcile-lookback" help:"where the first reconcile pass starts"`
 	ReconcileOverlap  time.Duration `koanf:"RECONCILE_OVERLAP" flag:"reconcile-overlap" help:"each pass lists this much before the watermark again (late listings)"`
 	ReconcileEvents   string        `koanf:"RECONCILE_EVENTS" flag:"reconcile-events" help:"events the reconciler recovers, comma-separated: created, modified, deleted"`
@@ -120,6 +123,7 @@ func Default() Config {
 		StacCollections:    ingest.DefaultStacCollections,
 		Stream:             event.DefaultStream,
 		StreamReplicas:     1,
+		InterestPrefix:     "cdse.interest",
 		QuarantineStream:   "CDSE_QUARANTINE",
 		QuarantinePrefix:   "cdse.quarantine",
 		QuarantineMaxAge:   30 * 24 * time.Hour,

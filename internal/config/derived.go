@@ -6,11 +6,13 @@ import (
 	"strings"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/sirupsen/logrus"
 
 	"github.com/cdse-jetstream/receiver/event"
 	"github.com/cdse-jetstream/receiver/internal/auth"
 	"github.com/cdse-jetstream/receiver/internal/ingest"
+	"github.com/cdse-jetstream/receiver/internal/interest"
 	"github.com/cdse-jetstream/receiver/internal/natsconn"
 	"github.com/cdse-jetstream/receiver/internal/topology"
 )
@@ -33,6 +35,33 @@ func noneEmpty(s string) string {
 		return ""
 	}
 	return s
+}
+
+// Interests is the router of INTERESTS_FILE (nil without one), its
+// metrics on reg; route is given it, so every source routes alike.
+func (c Config) Interests(route *ingest.Route, reg prometheus.Registerer, log logrus.FieldLogger) (*interest.Router, error) {
+	if c.InterestsFile == "" {
+		return nil, nil
+	}
+	r, err := interest.NewRouter(c.InterestsFile, reg, log)
+	if err != nil {
+		return nil, err
+	}
+	route.Interests, route.InterestPrefix = r, c.InterestPrefix
+	return r, nil
+}
+
+// ReconcileFilterOrInterests is the reconciler's (and the backfill's
+// default) filter: RECONCILE_FILTER, else the union of the interests'.
+func (c Config) ReconcileFilterOrInterests() (string, error) {
+	if strings.TrimSpace(c.ReconcileFilter) != "" || c.InterestsFile == "" {
+		return c.ReconcileFilter, nil
+	}
+	s, err := interest.Load(c.InterestsFile)
+	if err != nil {
+		return "", err
+	}
+	return s.Compile().Filter, nil
 }
 
 // NATS is how to reach an external NATS (NATS_URL and its credentials).
@@ -112,6 +141,15 @@ func (c Config) Fields() logrus.Fields {
 func (c Config) Topology() topology.Options {
 	return topology.Options{Stream: c.Stream, SubjectPrefix: c.SubjectPrefix, Replicas: c.StreamReplicas,
 		Duplicates: c.DedupeWindow, MaxAge: c.StreamMaxAge, MaxBytes: c.StreamMaxBytes,
-		QuarantineStream: c.QuarantineStream, QuarantinePrefix: c.QuarantinePrefix,
+		QuarantineStream: c.QuarantineStream, QuarantinePrefix: c.QuarantinePrefix, InterestPrefix: c.interestPrefix(),
 		QuarantineMaxAge: c.QuarantineMaxAge, QuarantineMaxBytes: c.QuarantineMaxBytes}
+}
+
+// interestPrefix is the interests' subject prefix when there are
+// interests, else "" (the stream captures no interest subjects).
+func (c Config) interestPrefix() string {
+	if c.InterestsFile == "" {
+		return ""
+	}
+	return c.InterestPrefix
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/cdse-jetstream/receiver/event"
 	"github.com/cdse-jetstream/receiver/internal/catalogclient"
 	"github.com/cdse-jetstream/receiver/internal/ingest"
+	"github.com/cdse-jetstream/receiver/internal/interest"
 	"github.com/cdse-jetstream/receiver/internal/natsconn"
 )
 
@@ -168,6 +169,14 @@ func (c Config) ValidateStreams() error {
 	if !validPrefix(c.QuarantinePrefix) {
 		p.add("QUARANTINE_SUBJECT_PREFIX %q must be dot-separated tokens of [A-Za-z0-9_-]", c.QuarantinePrefix)
 	}
+	if c.InterestsFile != "" {
+		if !validPrefix(c.InterestPrefix) {
+			p.add("INTEREST_SUBJECT_PREFIX %q must be dot-separated tokens of [A-Za-z0-9_-]", c.InterestPrefix)
+		}
+		if overlaps(c.InterestPrefix, c.SubjectPrefix) || overlaps(c.InterestPrefix, c.QuarantinePrefix) {
+			p.add("INTEREST_SUBJECT_PREFIX %q overlaps NATS_SUBJECT_PREFIX %q or QUARANTINE_SUBJECT_PREFIX %q: a consumer of the product subjects would get the interests' copies too", c.InterestPrefix, c.SubjectPrefix, c.QuarantinePrefix)
+		}
+	}
 	if overlaps(c.QuarantinePrefix, c.SubjectPrefix) {
 		p.add("QUARANTINE_SUBJECT_PREFIX %q overlaps NATS_SUBJECT_PREFIX %q: two streams cannot share subjects, and refused bodies must never reach the product stream", c.QuarantinePrefix, c.SubjectPrefix)
 	}
@@ -198,6 +207,11 @@ func (c Config) ValidateRoute() error {
 		p.add("NATS_SUBJECT_PREFIX %q must be dot-separated tokens of [A-Za-z0-9_-]", c.SubjectPrefix)
 	} else if _, err := event.ParseTemplate(c.SubjectTemplate, c.SubjectPrefix); err != nil {
 		p.add("NATS_SUBJECT_TEMPLATE %q: %v", c.SubjectTemplate, strings.ReplaceAll(err.Error(), "\n", "; "))
+	}
+	if c.InterestsFile != "" {
+		if _, err := interest.Load(c.InterestsFile); err != nil {
+			p.add("INTERESTS_FILE: %v", err)
+		}
 	}
 	if _, err := ingest.ParseStacCollections(c.StacCollections); err != nil {
 		p.add("STAC_COLLECTIONS: %v", strings.ReplaceAll(err.Error(), "\n", "; "))
@@ -249,8 +263,8 @@ func (c Config) ValidateSources() error {
 		p.add("PULL_INTERVAL %s is too short", c.PullInterval)
 	}
 	if reconciling {
-		if strings.TrimSpace(c.ReconcileFilter) == "" {
-			p.add("RECONCILE_FILTER is required with RECONCILE_INTERVAL (an empty filter would list the whole catalogue)")
+		if strings.TrimSpace(c.ReconcileFilter) == "" && c.InterestsFile == "" {
+			p.add("RECONCILE_FILTER (or INTERESTS_FILE, whose union it then is) is required with RECONCILE_INTERVAL (an empty filter would list the whole catalogue)")
 		}
 		if _, err := catalogclient.ParseEvents(c.ReconcileEvents); err != nil {
 			p.add("RECONCILE_EVENTS: %v", err)

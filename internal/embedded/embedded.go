@@ -43,7 +43,7 @@ type Options struct {
 	ConsumerUser, ConsumerPassword string
 	// SubjectPrefix and QuarantinePrefix are what consumers must not
 	// publish to.
-	SubjectPrefix, QuarantinePrefix string
+	SubjectPrefix, QuarantinePrefix, InterestPrefix string
 }
 
 // Server is a running embedded server and the credentials of the
@@ -108,7 +108,7 @@ func Start(ctx context.Context, o Options, log logrus.FieldLogger) (*Server, err
 		emb.User, emb.Password = "cdse-receiver", nuid.Next()+nuid.Next()
 		opts.Users = []*server.User{
 			{Username: emb.User, Password: emb.Password},
-			{Username: o.ConsumerUser, Password: o.ConsumerPassword, Permissions: consumerPermissions(o.SubjectPrefix, o.QuarantinePrefix)},
+			{Username: o.ConsumerUser, Password: o.ConsumerPassword, Permissions: consumerPermissions(o.SubjectPrefix, o.QuarantinePrefix, o.InterestPrefix)},
 		}
 	}
 	srv, err := server.NewServer(opts)

@@ -43,7 +43,21 @@ type Route struct {
 	// not in the map gets no Cdse-Stac-Url: the receiver never guesses.
 	StacURL         string
 	StacCollections map[string]string
+	// Interests, when set, route a copy of each product event to every
+	// interest it matches, on <InterestPrefix>.<name>.<the template's
+	// tokens>, stored with the product message or not at all.
+	Interests      Interests
+	InterestPrefix string
 }
+
+// Interests says which named interests a notification is routed to
+// (internal/interest's Router), appending their names to names.
+type Interests interface {
+	Match(n *notification.Notification, names []string) []string
+}
+
+// HeaderInterest names the interest a copy was routed to.
+const HeaderInterest = "Cdse-Interest"
 
 // DefaultStacCollections are the product types whose STAC collection and
 // item id the CDSE documentation gives: the STAC item id is the product
@@ -83,14 +97,38 @@ const (
 // r is shared by the messages' lazy headers, not copied per request.
 func Messages(ns []notification.Notification, r *Route, source string) []publish.Message {
 	msgs := make([]publish.Message, len(ns))
+	var names []string
 	for i := range ns {
 		n := &ns[i]
 		id := n.DedupeKey()
 		msgs[i] = publish.Message{Subject: r.Template.Subject(r.Prefix, n), MsgID: id, Data: n.Raw,
 			Headers: func() map[string][]string { return headers(n, id, source, r) },
 			Event:   string(n.Event), Occurred: n.EventTime()}
+		if r.Interests != nil {
+			names = r.Interests.Match(n, names[:0])
+			for _, name := range names {
+				msgs[i].Copies = append(msgs[i].Copies, interestCopy(n, id, name, source, r))
+			}
+		}
 	}
 	return msgs
+}
+
+// InterestMsgID is the dedupe key of an interest's copy: its own, so that
+// each interest stores an event once, whatever the product stream holds.
+func InterestMsgID(name, id string) string { return "interest/" + name + "/" + id }
+
+// interestCopy is the product message as routed to one interest: same data
+// and headers, plus Cdse-Interest, and the interest's own Nats-Msg-Id.
+func interestCopy(n *notification.Notification, id, name, source string, r *Route) publish.Message {
+	cid := InterestMsgID(name, id)
+	return publish.Message{Subject: r.Template.Subject(r.InterestPrefix+"."+name, n), MsgID: cid, Data: n.Raw,
+		Headers: func() map[string][]string {
+			h := headers(n, id, source, r)
+			h[event.HeaderMsgID] = []string{cid}
+			h[HeaderInterest] = []string{name}
+			return h
+		}}
 }
 
 // writeStacItemURL writes the product's STAC item to b: <base>/collections/

@@ -96,6 +96,9 @@ type Notification struct {
 	Published, Deleted time.Time
 	// Raw is the notification exactly as received: it becomes the message data.
 	Raw []byte
+	// Value is the product entity within Raw (its value member), nil for
+	// the short form: what the interests are evaluated against.
+	Value []byte
 
 	platform string // platformShortName, only while decoding
 }
@@ -305,6 +308,9 @@ func decode(raw []byte, idx int) (Notification, error) {
 	}
 	if valueKey != "" && string(value) != "null" && value[0] != '{' {
 		return bad(valueKey, "must be the product entity object, not "+jsonKind(value))
+	}
+	if len(value) > 0 && value[0] == '{' {
+		n.Value = value
 	}
 	if productErr != nil {
 		field := valueKey

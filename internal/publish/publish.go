@@ -42,6 +42,11 @@ type Message struct {
 	// recent ids (a retried notification costs no header map).
 	Headers func() map[string][]string
 	Data    []byte
+	// Copies are stored with the message, or the publish fails: the
+	// product event as routed to the interests it matches (each with its
+	// own id). A message answered from the memory of stored ids needs none:
+	// they were stored with it.
+	Copies []Message
 	// Event and Occurred say which product event the message is and when
 	// the catalogue says it happened (zero when unknown): the publisher
 	// does not read them; they travel with the message for the delivery
@@ -203,36 +208,70 @@ func (p *Publisher) Publish(ctx context.Context, msgs []Message) ([]Result, erro
 	// flight) waits at most until Timeout after the start to be registered.
 	deadline := start.Add(p.timeout)
 	futures := make([]jetstream.PubAckFuture, len(msgs))
-	for i := range msgs {
-		if results[i].Duplicate {
-			continue
-		}
-		m := &msgs[i]
+	var copies []jetstream.PubAckFuture
+	var copySubjects []string
+	send := func(m *Message) (jetstream.PubAckFuture, error) {
 		f, err := p.js.PublishMsgAsync(&nats.Msg{Subject: m.Subject, Header: nats.Header(m.MessageHeader()), Data: m.Data},
 			jetstream.WithExpectStream(p.stream),
 			jetstream.WithStallWait(max(time.Until(deadline), time.Millisecond)))
 		if err != nil {
 			return nil, p.fail(m.Subject, err)
 		}
+		return f, nil
+	}
+	for i := range msgs {
+		if results[i].Duplicate {
+			continue
+		}
+		f, err := send(&msgs[i])
+		if err != nil {
+			return nil, err
+		}
 		futures[i] = f
+		for j := range msgs[i].Copies {
+			f, err := send(&msgs[i].Copies[j])
+			if err != nil {
+				return nil, err
+			}
+			copies, copySubjects = append(copies, f), append(copySubjects, msgs[i].Copies[j].Subject)
+		}
+	}
+	wait := func(f jetstream.PubAckFuture, subject string) (*jetstream.PubAck, error) {
+		select {
+		case ack := <-f.Ok():
+			return ack, nil
+		case err := <-f.Err():
+			return nil, p.fail(subject, err)
+		case <-ctx.Done():
+			return nil, p.fail(subject, ctx.Err())
+		}
 	}
 	for i, f := range futures {
 		if f == nil {
 			continue
 		}
-		select {
-		case ack := <-f.Ok():
-			results[i] = Result{Duplicate: ack.Duplicate, Seq: ack.Sequence}
-			// Only a fresh store is remembered: for a duplicate the original
-			// store time is unknown, and remembering it from now on could
-			// outlast the server's window.
-			if p.recent != nil && !ack.Duplicate {
+		ack, err := wait(f, msgs[i].Subject)
+		if err != nil {
+			return nil, err
+		}
+		results[i] = Result{Duplicate: ack.Duplicate, Seq: ack.Sequence}
+	}
+	// A copy stored or known is enough; one that failed fails the whole
+	// publish (the sender retries, and every message is deduplicated).
+	for k, f := range copies {
+		if _, err := wait(f, copySubjects[k]); err != nil {
+			return nil, err
+		}
+	}
+	// Only now, every copy stored too, is a fresh store remembered (a retry
+	// answered from memory does not publish the copies again); and only a
+	// fresh store: for a duplicate the original store time is unknown, and
+	// remembering it from now on could outlast the server's window.
+	if p.recent != nil {
+		for i, f := range futures {
+			if f != nil && !results[i].Duplicate {
 				p.recent.add(msgs[i].MsgID, start)
 			}
-		case err := <-f.Err():
-			return nil, p.fail(msgs[i].Subject, err)
-		case <-ctx.Done():
-			return nil, p.fail(msgs[i].Subject, ctx.Err())
 		}
 	}
 	p.latency.Observe(time.Since(start).Seconds())

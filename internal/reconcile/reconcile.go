@@ -44,6 +44,9 @@ type Options struct {
 	// Filter is an OData filter on Products (and DeletedProducts), usually
 	// the subscription's.
 	Filter string
+	// FilterOf, when set, gives the filter of each pass instead (the union
+	// of the interests, which a reload may change).
+	FilterOf func() string
 	// Events are reconciled (default created, modified, deleted).
 	Events         []event.Kind
 	Interval       time.Duration // between passes
@@ -271,7 +274,11 @@ func (r *Reconciler) passEvent(ctx context.Context, k catalogclient.Kind) error 
 	// Where this pass starts, even when it finds nothing to advance it.
 	r.m.watermark.WithLabelValues(string(k.Event)).Set(float64(wm.Unix()))
 	start := time.Now()
-	rng := catalogclient.Range{Filter: r.o.Filter, From: wm.Add(-r.o.Overlap)}
+	filter := r.o.Filter
+	if r.o.FilterOf != nil {
+		filter = r.o.FilterOf()
+	}
+	rng := catalogclient.Range{Filter: filter, From: wm.Add(-r.o.Overlap)}
 	var stored, dups int
 	for {
 		page, err := r.list.Page(ctx, k, rng, false)

@@ -21,6 +21,9 @@ type Options struct {
 	// Stream is the product stream; it captures <SubjectPrefix>.>.
 	Stream        string
 	SubjectPrefix string
+	// InterestPrefix, when set, is captured by the product stream too
+	// (<InterestPrefix>.>): the interests' copies.
+	InterestPrefix string
 	// Replicas of every stream and bucket (1 with the embedded server).
 	Replicas int
 	// Duplicates is JetStream's duplicate window: a Nats-Msg-Id seen within
@@ -78,6 +81,9 @@ func (t *Topology) LeaseBucket() string { return t.o.Stream + "_STATE_LEASE" }
 func (t *Topology) EnsureProduct(ctx context.Context) (*jetstream.StreamInfo, error) {
 	o := t.o
 	subjects := []string{o.SubjectPrefix + ".>"}
+	if o.InterestPrefix != "" {
+		subjects = append(subjects, o.InterestPrefix+".>")
+	}
 	s, err := t.js.Stream(ctx, o.Stream)
 	if errors.Is(err, jetstream.ErrStreamNotFound) {
 		s, err = t.js.CreateStream(ctx, jetstream.StreamConfig{

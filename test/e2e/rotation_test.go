@@ -98,8 +98,8 @@ func TestCredentialRotationLosesNothing(t *testing.T) {
 	}
 	step("before")
 	write(oldLine + newLine) // 1. both passwords work
-	a.App.Reload()
-	b.App.Reload()
+	a.App.Reload(false)
+	b.App.Reload(false)
 	step("both accepted")
 	pwFile := filepath.Join(dir, "new-password")
 	if err := os.WriteFile(pwFile, []byte(newPW+"\n"), 0o600); err != nil {
@@ -108,8 +108,8 @@ func TestCredentialRotationLosesNothing(t *testing.T) {
 	w.register(t, "update", id, "--receiver-password-file", pwFile) // 2. the catalogue sends the new one
 	step("new password sent")
 	write(newLine) // 3. the old one goes
-	a.App.Reload()
-	b.App.Reload()
+	a.App.Reload(false)
+	b.App.Reload(false)
 	step("old password removed")
 	w.register(t, "update", id, "--endpoint", b.Webhook, "--insecure-endpoint") // 4. another endpoint
 	step("endpoint moved")
