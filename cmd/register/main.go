@@ -54,7 +54,7 @@ within the account's limits), lists, shows, pauses, resumes and cancels them.
 	}
 	d := deps{getenv: getenv, out: cli.AddOutputFlag(root)}
 	root.PersistentPreRunE = func(*cobra.Command, []string) error { return d.out.Check() }
-	root.AddCommand(newCreate(d), newUpdate(d), newList(d), newWhoami(d), newStatus(d), newDoctor(d),
+	root.AddCommand(newCreate(d), newApply(d), newUpdate(d), newList(d), newWhoami(d), newStatus(d), newDoctor(d),
 		newGet(d), newPause(d), newResume(d), newCancel(d))
 	cli.AddVersion(root)
 	return root

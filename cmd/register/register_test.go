@@ -347,3 +347,83 @@ func TestDoctor(t *testing.T) {
 		}
 	}
 }
+
+// TestApply: against the live limit of one running subscription, apply
+// creates, changes nothing when run again, and swaps when the interests
+// change (create paused, pause the old, resume the new, cancel or keep the
+// old); a dry run changes nothing; the catalogue's refusal of a filter is
+// shown.
+func TestApply(t *testing.T) {
+	h := newHarness(t)
+	dir := t.TempDir()
+	file := filepath.Join(dir, "interests.yaml")
+	write := func(s string) {
+		t.Helper()
+		if err := os.WriteFile(file, []byte(s), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	v1 := "interests:\n  - name: s2\n    filter: Collection/Name eq 'SENTINEL-2'\n"
+	v2 := v1 + "  - name: s1\n    events: [created, modified]\n    filter: Collection/Name eq 'SENTINEL-1'\n"
+	write(v1)
+	apply := func(extra ...string) (int, register.ApplyResult, string) {
+		t.Helper()
+		code, out, errOut := h.run(append([]string{"apply", "--interests", file, "--endpoint", "https://hooks.example.org/notifications", "-o", "json"}, extra...)...)
+		var r register.ApplyResult
+		if code == 0 {
+			if err := json.Unmarshal([]byte(out), &r); err != nil {
+				t.Fatalf("apply -o json: %v: %s", err, out)
+			}
+		}
+		return code, r, errOut
+	}
+	actions := func(r register.ApplyResult) string {
+		var a []string
+		for _, s := range r.Steps {
+			a = append(a, s.Action)
+		}
+		return strings.Join(a, ",")
+	}
+	if code, r, errOut := apply(); code != 0 || actions(r) != "create" || r.Filter != "Collection/Name eq 'SENTINEL-2'" {
+		t.Fatalf("first apply: %d %+v %s", code, r, errOut)
+	}
+	first := h.subs(t)[0].ID
+	if code, r, errOut := apply(); code != 0 || r.Changed || len(r.Steps) != 0 || !strings.Contains(errOut, "nothing changed") {
+		t.Fatalf("apply again: %d %+v %s", code, r, errOut)
+	}
+	write(v2)
+	if code, r, _ := apply("--dry-run"); code != 0 || actions(r) != "create,pause,resume,cancel" || len(h.subs(t)) != 1 {
+		t.Fatalf("dry run: %d %s, %d subscriptions", code, actions(r), len(h.subs(t)))
+	}
+	code, r, errOut := apply()
+	if code != 0 || actions(r) != "create,pause,resume,cancel" || r.WindowFrom == nil || !strings.Contains(errOut, "PUSH may have missed products published between") {
+		t.Fatalf("swap: %d %s %s", code, actions(r), errOut)
+	}
+	subs := h.subs(t)
+	if len(subs) != 1 || subs[0].ID == first || subs[0].Status != "running" ||
+		subs[0].FilterParam != "(Collection/Name eq 'SENTINEL-2') or (Collection/Name eq 'SENTINEL-1')" || strings.Join(subs[0].SubscriptionEvent, ",") != "created,modified" {
+		t.Fatalf("after the swap: %+v", subs)
+	}
+	second := subs[0].ID
+	write(v1)
+	if code, r, _ := apply("--keep-old"); code != 0 || actions(r) != "create,pause,resume,keep" {
+		t.Fatalf("--keep-old: %d %s", code, actions(r))
+	}
+	status := map[string]string{}
+	for _, s := range h.subs(t) {
+		status[s.ID] = s.Status
+	}
+	if len(status) != 2 || status[second] != "paused" {
+		t.Errorf("--keep-old: %v", status)
+	}
+	// Another endpoint's running subscription takes the one place.
+	if code, _, errOut := h.run("apply", "--interests", file, "--endpoint", "https://other.example.org/notifications"); code != 1 || !strings.Contains(errOut, "limit is 1") {
+		t.Errorf("at the limit: %d %s", code, errOut)
+	}
+	// A filter the catalogue refuses: its message is shown.
+	write("interests:\n  - name: x\n    filter: Name eq 'x'\n")
+	h.refuse = func(r *http.Request) bool { return r.Method == http.MethodPost && strings.HasSuffix(r.URL.Path, "/Subscriptions") }
+	if code, _, errOut := h.run("apply", "--interests", file, "--endpoint", "https://hooks.example.org/notifications"); code != 1 || !strings.Contains(errOut, "this form is refused") {
+		t.Errorf("refused: %d %s", code, errOut)
+	}
+}

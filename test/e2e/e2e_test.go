@@ -55,11 +55,17 @@ func newSimWith(t *testing.T, sim *cdsesim.Sim) *world {
 	t.Helper()
 	srv := httptest.NewServer(sim.Handler())
 	t.Cleanup(func() { srv.Close(); sim.Close() })
-	return &world{sim: sim, simURL: srv.URL, env: map[string]string{
+	return newSimAt(t, sim, srv.URL)
+}
+
+// newSimAt is the world of sim, served at url by the test.
+func newSimAt(t *testing.T, sim *cdsesim.Sim, url string) *world {
+	t.Helper()
+	return &world{sim: sim, simURL: url, env: map[string]string{
 		"CDSE_USERNAME":      "op@example.org",
 		"CDSE_PASSWORD":      "account-pw",
-		"CDSE_TOKEN_URL":     srv.URL + "/auth/realms/CDSE/protocol/openid-connect/token",
-		"CDSE_CATALOGUE_URL": srv.URL + "/odata/v1",
+		"CDSE_TOKEN_URL":     url + "/auth/realms/CDSE/protocol/openid-connect/token",
+		"CDSE_CATALOGUE_URL": url + "/odata/v1",
 		"RECEIVER_USERNAME":  webhookUser,
 		"RECEIVER_PASSWORD":  webhookPass,
 	}}
