@@ -422,7 +422,9 @@ func TestApply(t *testing.T) {
 	}
 	// A filter the catalogue refuses: its message is shown.
 	write("interests:\n  - name: x\n    filter: Name eq 'x'\n")
-	h.refuse = func(r *http.Request) bool { return r.Method == http.MethodPost && strings.HasSuffix(r.URL.Path, "/Subscriptions") }
+	h.refuse = func(r *http.Request) bool {
+		return r.Method == http.MethodPost && strings.HasSuffix(r.URL.Path, "/Subscriptions")
+	}
 	if code, _, errOut := h.run("apply", "--interests", file, "--endpoint", "https://hooks.example.org/notifications"); code != 1 || !strings.Contains(errOut, "this form is refused") {
 		t.Errorf("refused: %d %s", code, errOut)
 	}

@@ -38,9 +38,9 @@ type ApplyResult struct {
 	Steps   []Step   `json:"steps"`
 	// Window is when PUSH may have missed products (the old subscription
 	// paused, the new one not yet running); zero when none.
-	WindowFrom *time.Time                   `json:"windowFrom,omitempty"`
-	WindowTo   *time.Time                   `json:"windowTo,omitempty"`
-	Notes      []string                     `json:"notes,omitempty"`
+	WindowFrom *time.Time                  `json:"windowFrom,omitempty"`
+	WindowTo   *time.Time                  `json:"windowTo,omitempty"`
+	Notes      []string                    `json:"notes,omitempty"`
 	Current    *catalogclient.Subscription `json:"subscription,omitempty"`
 }
 
