@@ -52,6 +52,9 @@ const (
 	// HeaderSource says how the event reached the stream: push, pull,
 	// reconcile, backfill.
 	HeaderSource = "Cdse-Source"
+	// HeaderInterest names the interest a copy was routed to (absent on
+	// the product subjects).
+	HeaderInterest = "Cdse-Interest"
 
 	HeaderProductType      = "Cdse-Product-Type"
 	HeaderPublicationDate  = "Cdse-Publication-Date"

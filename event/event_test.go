@@ -187,3 +187,22 @@ func TestSanitizeToken(t *testing.T) {
 		}
 	}
 }
+
+func TestInterestFilterSubject(t *testing.T) {
+	tests := []struct {
+		f    event.Filter
+		want string
+	}{
+		{event.Filter{Interest: "l2a-alps"}, "cdse.interest.l2a-alps.*.*.*"},
+		{event.Filter{Interest: "l2a-alps", Event: event.Created, ProductType: "S2MSI2A"}, "cdse.interest.l2a-alps.created.*.S2MSI2A"},
+		{event.Filter{Interest: "s1", InterestPrefix: "team.feeds", Template: "event.collection"}, "team.feeds.s1.*.*"},
+	}
+	for _, tt := range tests {
+		if got, err := tt.f.Subject(); err != nil || got != tt.want {
+			t.Errorf("%+v: %q %v, want %q", tt.f, got, err, tt.want)
+		}
+	}
+	if _, err := (event.Filter{Interest: "a.b"}).Subject(); err == nil {
+		t.Error("an interest name with a dot accepted")
+	}
+}

@@ -11,6 +11,11 @@ import (
 // says otherwise.
 const DefaultPrefix = "cdse.product"
 
+// DefaultInterestPrefix starts the subjects of the copies routed to named
+// interests unless the receiver's INTEREST_SUBJECT_PREFIX says otherwise:
+// cdse.interest.<name>.<event>.<collection>.<productType>.
+const DefaultInterestPrefix = "cdse.interest"
+
 // DefaultStream is the stream the receiver stores events on unless its
 // NATS_STREAM says otherwise.
 const DefaultStream = "CDSE_PRODUCTS"
@@ -164,6 +169,12 @@ func tokenByte(c byte) bool {
 type Filter struct {
 	// Prefix is the receiver's NATS_SUBJECT_PREFIX ("" for DefaultPrefix).
 	Prefix string
+	// Interest, when set, filters the copies routed to that named interest
+	// instead of the product subjects: <InterestPrefix>.<Interest>.<tokens>.
+	Interest string
+	// InterestPrefix is the receiver's INTEREST_SUBJECT_PREFIX ("" for
+	// DefaultInterestPrefix).
+	InterestPrefix string
 	// Template is the receiver's NATS_SUBJECT_TEMPLATE ("" for the default).
 	Template string
 
@@ -180,6 +191,16 @@ func (f Filter) Subject() (string, error) {
 	prefix := f.Prefix
 	if prefix == "" {
 		prefix = DefaultPrefix
+	}
+	if f.Interest != "" {
+		if SanitizeToken(f.Interest) != f.Interest || strings.Contains(f.Interest, "_") {
+			return "", fmt.Errorf("event: interest %q is not an interest's name ([a-z0-9-])", f.Interest)
+		}
+		ip := f.InterestPrefix
+		if ip == "" {
+			ip = DefaultInterestPrefix
+		}
+		prefix = ip + "." + f.Interest
 	}
 	t := DefaultTemplate
 	if f.Template != "" {

@@ -13,6 +13,9 @@
 //   STREAM         the receiver's NATS_STREAM (default CDSE_PRODUCTS)
 //   SUBJECT        filter subject (default cdse.product.created.*.<PRODUCT_TYPE>)
 //   PRODUCT_TYPE   product type of the default subject (default S2MSI2A)
+//   INTEREST       a named interest of the receiver (INTERESTS_FILE): the
+//                  default subject is then cdse.interest.<INTEREST>.> (every
+//                  event routed to it; INTEREST_PREFIX for another prefix)
 //   DURABLE        consumer name, kept by the server across restarts
 //   COUNT          stop after this many messages (default: run until killed)
 import { connect } from "@nats-io/transport-node";
@@ -21,8 +24,10 @@ import { AckPolicy, DeliverPolicy, jetstream, jetstreamManager } from "@nats-io/
 const env = process.env;
 const stream = env.STREAM || "CDSE_PRODUCTS";
 const productType = env.PRODUCT_TYPE || "S2MSI2A";
-const subject = env.SUBJECT || `cdse.product.created.*.${productType}`;
-const durable = env.DURABLE || `downloader-${productType}`.replace(/[^A-Za-z0-9_-]/g, "_");
+const interest = env.INTEREST || "";
+const subject = env.SUBJECT ||
+  (interest ? `${env.INTEREST_PREFIX || "cdse.interest"}.${interest}.>` : `cdse.product.created.*.${productType}`);
+const durable = env.DURABLE || (interest ? `pipeline-${interest}` : `downloader-${productType}`).replace(/[^A-Za-z0-9_-]/g, "_");
 const count = Number(env.COUNT || 0);
 
 const nc = await connect({
@@ -48,6 +53,7 @@ let seen = 0;
 for await (const m of messages) {
   const h = m.headers;
   console.log([
+    ...(interest ? [h?.get("Cdse-Interest")] : []),
     h?.get("Cdse-Event"),
     h?.get("Cdse-Product-Name") || "-",
     h?.get("Cdse-S3-Path") || "-",

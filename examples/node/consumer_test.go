@@ -12,6 +12,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/cdse-jetstream/receiver/internal/config"
 	"github.com/cdse-jetstream/receiver/internal/testkit/natstest"
 	"github.com/cdse-jetstream/receiver/internal/testkit/receivertest"
 )
@@ -98,5 +99,21 @@ func TestNodeConsumer(t *testing.T) {
 		" https://catalogue.dataspace.copernicus.eu/odata/v1/Products(" + id2 + ")/$value"
 	if got := consume(t, env...); len(got) != 1 || got[0] != want2 {
 		t.Fatalf("restarted consumer printed\n%s\nwant\n%s", strings.Join(got, "\n"), want2)
+	}
+}
+
+// TestNodeConsumerOfAnInterest: with INTEREST, the consumer reads the
+// copies the receiver routed to that named interest, and only those.
+func TestNodeConsumerOfAnInterest(t *testing.T) {
+	install(t)
+	file := filepath.Join(t.TempDir(), "interests.yaml")
+	if err := os.WriteFile(file, []byte("interests:\n  - name: s1-grd\n    filter: Collection/Name eq 'SENTINEL-1'\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r := receivertest.Start(t, func(c *config.Config) { c.InterestsFile = file })
+	r.PostFixtures(t)
+	got := consume(t, "NATS_URL="+r.NATSURL, "INTEREST=s1-grd", "COUNT=2")
+	if len(got) != 2 || !strings.HasPrefix(got[0], "s1-grd created S1") || !strings.HasPrefix(got[1], "s1-grd created S1") {
+		t.Fatalf("consumer of the interest printed\n%s", strings.Join(got, "\n"))
 	}
 }

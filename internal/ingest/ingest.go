@@ -56,9 +56,6 @@ type Interests interface {
 	Match(n *notification.Notification, names []string) []string
 }
 
-// HeaderInterest names the interest a copy was routed to.
-const HeaderInterest = "Cdse-Interest"
-
 // DefaultStacCollections are the product types whose STAC collection and
 // item id the CDSE documentation gives: the STAC item id is the product
 // name without ".SAFE".
@@ -126,7 +123,7 @@ func interestCopy(n *notification.Notification, id, name, source string, r *Rout
 		Headers: func() map[string][]string {
 			h := headers(n, id, source, r)
 			h[event.HeaderMsgID] = []string{cid}
-			h[HeaderInterest] = []string{name}
+			h[event.HeaderInterest] = []string{name}
 			return h
 		}}
 }
