@@ -81,12 +81,23 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 {{- if and .Values.register.enabled (not (include "receiver.endpoint" .)) }}
 {{- fail "register.enabled needs register.endpoint or an Ingress host" }}
 {{- end }}
+{{- if and .Values.reconcile.interval (not (or .Values.reconcile.credentialsSecret .Values.register.credentialsSecret)) }}
+{{- fail "reconcile.interval needs reconcile.credentialsSecret or register.credentialsSecret (CDSE_USERNAME, CDSE_PASSWORD): the reconciler lists the catalogue as that user" }}
+{{- end }}
 {{- if and .Values.tls.enabled (not .Values.tls.secretName) }}
 {{- fail "tls.enabled needs tls.secretName" }}
 {{- end }}
 {{- $p := .Values.nats.subjectPrefix }}{{- $q := .Values.nats.quarantine.subjectPrefix }}
 {{- if or (eq $p $q) (hasPrefix (printf "%s." $p) $q) (hasPrefix (printf "%s." $q) $p) }}
 {{- fail "nats.quarantine.subjectPrefix must not overlap nats.subjectPrefix: two streams cannot share subjects, and refused bodies must never reach the product stream" }}
+{{- end }}
+{{- if .Values.interests }}
+{{- $i := .Values.nats.interestSubjectPrefix }}
+{{- range (list $p $q) }}
+{{- if or (eq $i .) (hasPrefix (printf "%s." $i) .) (hasPrefix (printf "%s." .) $i) }}
+{{- fail (printf "nats.interestSubjectPrefix %q must not overlap the product or quarantine prefix %q: an interest's copies would be read as products" $i .) }}
+{{- end }}
+{{- end }}
 {{- end }}
 {{- if eq .Values.nats.stream .Values.nats.quarantine.stream }}
 {{- fail "nats.quarantine.stream must differ from nats.stream" }}
