@@ -1,6 +1,7 @@
 package interest
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -154,5 +155,56 @@ func TestRouterReload(t *testing.T) {
 	write("interests:\n  - name: d\n    filter: Name eq 'z'\n", time.Now().Add(2*time.Second)) // same time as the broken one
 	if changed, err := r.Reload(true); !changed || err != nil || r.Current().Interests[0].Name != "d" {
 		t.Errorf("forced reload: %v %v", changed, err)
+	}
+}
+
+// TestRouterReloadFollowsAConfigMapMount: the kubelet updates a mounted
+// ConfigMap by writing a new timestamped directory and swapping the
+// ..data symlink; the file's own path never changes and the new file may
+// carry the old one's time. The change is taken at the next check.
+func TestRouterReloadFollowsAConfigMapMount(t *testing.T) {
+	dir := t.TempDir()
+	at := time.Now().Add(-time.Hour)
+	version := func(n int, content string) string {
+		t.Helper()
+		d := fmt.Sprintf("..2026_11_23_17_00_%02d.000000001", n)
+		if err := os.Mkdir(filepath.Join(dir, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		f := filepath.Join(dir, d, "interests.yaml")
+		if err := os.WriteFile(f, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chtimes(f, at, at); err != nil { // the same time for every version
+			t.Fatal(err)
+		}
+		return d
+	}
+	swap := func(d string) {
+		t.Helper()
+		tmp := filepath.Join(dir, "..data_tmp")
+		if err := os.Symlink(d, tmp); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Rename(tmp, filepath.Join(dir, "..data")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	swap(version(1, "interests:\n  - name: a\n    filter: Name eq 'x'\n"))
+	path := filepath.Join(dir, "interests.yaml")
+	if err := os.Symlink(filepath.Join("..data", "interests.yaml"), path); err != nil {
+		t.Fatal(err)
+	}
+	log, _ := test.NewNullLogger()
+	r, err := NewRouter(path, prometheus.NewRegistry(), log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	swap(version(2, "interests:\n  - name: b\n    filter: Name eq 'y'\n"))
+	if changed, err := r.Reload(false); !changed || err != nil || r.Current().Interests[0].Name != "b" {
+		t.Fatalf("after the ConfigMap changed: reloaded %v, %v, in force %q", changed, err, r.Current().Interests[0].Name)
+	}
+	if changed, err := r.Reload(false); changed || err != nil {
+		t.Errorf("unchanged since: reloaded %v %v", changed, err)
 	}
 }

@@ -1,6 +1,7 @@
 package interest
 
 import (
+	"crypto/sha256"
 	"fmt"
 	"os"
 	"sync"
@@ -24,8 +25,11 @@ type Router struct {
 	now  func() time.Time
 
 	set   atomic.Pointer[Set]
-	mu    sync.Mutex // reloads
-	mtime time.Time
+	mu sync.Mutex // reloads
+	// sum is the content of the file last read: a change is a change of
+	// content, not of time, because a mounted ConfigMap changes by a
+	// symlink swap and two writes may share a timestamp.
+	sum [32]byte
 
 	unmatched *prometheus.CounterVec
 	routed    *prometheus.CounterVec
@@ -62,21 +66,21 @@ func NewRouter(path string, reg prometheus.Registerer, log logrus.FieldLogger) (
 	for _, res := range []string{"ok", "failed"} {
 		r.reloads.WithLabelValues(res)
 	}
-	st, err := os.Stat(path)
+	b, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("interests: %w", err)
 	}
-	s, err := Load(path)
+	s, err := Parse(b)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("interests %s: %w", path, err)
 	}
-	r.install(s, st.ModTime())
+	r.install(s, sha256.Sum256(b))
 	return r, nil
 }
 
-func (r *Router) install(s *Set, mtime time.Time) {
+func (r *Router) install(s *Set, sum [32]byte) {
 	r.set.Store(s)
-	r.mtime = mtime
+	r.sum = sum
 	r.loaded.Set(float64(s.Len()))
 	for _, in := range s.Interests {
 		r.routed.WithLabelValues(in.Name)
@@ -86,27 +90,28 @@ func (r *Router) install(s *Set, mtime time.Time) {
 // Current is the set in force.
 func (r *Router) Current() *Set { return r.set.Load() }
 
-// Reload re-reads the file when its modification time changed (force:
+// Reload re-reads the file and takes it when its content changed (force:
 // whatever it is, for SIGHUP). A broken file is refused: the last good
 // set stays in force, and the error says why.
 func (r *Router) Reload(force bool) (bool, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	st, err := os.Stat(r.path)
+	b, err := os.ReadFile(r.path)
 	if err != nil {
 		r.reloads.WithLabelValues("failed").Inc()
 		return false, fmt.Errorf("interests: %w", err)
 	}
-	if !force && st.ModTime().Equal(r.mtime) {
+	sum := sha256.Sum256(b)
+	if !force && sum == r.sum {
 		return false, nil
 	}
-	s, err := Load(r.path)
+	s, err := Parse(b)
 	if err != nil {
 		r.reloads.WithLabelValues("failed").Inc()
-		r.mtime = st.ModTime() // told once per change, not every check
-		return false, err
+		r.sum = sum // told once per change, not every check
+		return false, fmt.Errorf("interests %s: %w", r.path, err)
 	}
-	r.install(s, st.ModTime())
+	r.install(s, sum)
 	r.reloads.WithLabelValues("ok").Inc()
 	return true, nil
 }
