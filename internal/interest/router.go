@@ -24,8 +24,8 @@ type Router struct {
 	log  logrus.FieldLogger
 	now  func() time.Time
 
-	set   atomic.Pointer[Set]
-	mu sync.Mutex // reloads
+	set atomic.Pointer[Set]
+	mu  sync.Mutex // reloads
 	// sum is the content of the file last read: a change is a change of
 	// content, not of time, because a mounted ConfigMap changes by a
 	// symlink swap and two writes may share a timestamp.
