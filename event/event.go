@@ -94,6 +94,9 @@ type Notification struct {
 	ID string
 	// Source is how it reached the stream: push, pull, reconcile, backfill.
 	Source string
+	// Interest is the named interest this copy was routed to; "" on the
+	// product subjects.
+	Interest string
 
 	ProductID, ProductName, SubscriptionID string
 	// Collection and ProductType are the subject's tokens ("SENTINEL-2",
@@ -273,7 +276,7 @@ func DecodeData(data []byte, h nats.Header) (*Notification, error) {
 	if c := get(HeaderCollection); c != "" {
 		n.Collection = c // also derived from the name when the attribute is absent
 	}
-	n.ID, n.Source = get(HeaderMsgID), get(HeaderSource)
+	n.ID, n.Source, n.Interest = get(HeaderMsgID), get(HeaderSource), get(HeaderInterest)
 	if u := get(HeaderDownloadURL); u != "" {
 		n.DownloadURL = u // the configured catalogue's, not a mirror's
 	}

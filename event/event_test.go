@@ -122,6 +122,7 @@ func TestDecodeShortFormWithHeaders(t *testing.T) {
 	h := nats.Header{}
 	h.Set(event.HeaderMsgID, "created:e7f8091a-2b3c-4d5e-8f6a-7b8c9d0e1f2a")
 	h.Set(event.HeaderSource, "pull")
+	h.Set(event.HeaderInterest, "l1c-alps")
 	h.Set(event.HeaderProductName, "S2A_MSIL1C_X.SAFE")
 	h.Set(event.HeaderProductType, "S2MSI1C")
 	h.Set(event.HeaderCollection, "SENTINEL-2")
@@ -133,7 +134,7 @@ func TestDecodeShortFormWithHeaders(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n.ID != "created:e7f8091a-2b3c-4d5e-8f6a-7b8c9d0e1f2a" || n.Source != "pull" || n.ProductName != "S2A_MSIL1C_X.SAFE" ||
+	if n.ID != "created:e7f8091a-2b3c-4d5e-8f6a-7b8c9d0e1f2a" || n.Source != "pull" || n.Interest != "l1c-alps" || n.ProductName != "S2A_MSIL1C_X.SAFE" ||
 		n.ProductType != "S2MSI1C" || n.Collection != "SENTINEL-2" || n.Online == nil || *n.Online || n.ContentLength != 42 ||
 		!strings.HasPrefix(n.DownloadURL, "https://cat.example/") || !strings.HasSuffix(n.StacURL, "/items/S2A_MSIL1C_X") {
 		t.Errorf("decoded %+v", n)

@@ -1,39 +1,83 @@
 #!/usr/bin/env bash
 # The whole chain on one machine: the catalogue simulator, the receiver with
-# its embedded NATS, a subscriber printing one line per message, the register
-# command creating the PUSH subscription, and a handful of products.
+# its embedded NATS and two named interests, one subscriber per interest,
+# `register apply` making the one PUSH subscription that covers both, and a
+# handful of products (each sent twice, as the catalogue may).
 # Run it with `make demo`; it stops everything it started when it ends.
+#
+# DEMO_BIN (a directory holding receiver, register, cdse-sim and subscribe:
+# no build) and DEMO_SIM_ADDR, DEMO_RECEIVER_ADDR, DEMO_ADMIN_ADDR,
+# DEMO_NATS_ADDR (host:port) let test/docs run it beside other tests.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-make -s build
+bin=${DEMO_BIN:-bin}
+[ -n "${DEMO_BIN:-}" ] || make -s build
+sim=${DEMO_SIM_ADDR:-127.0.0.1:8090}
+rcv=${DEMO_RECEIVER_ADDR:-127.0.0.1:8080}
+admin=${DEMO_ADMIN_ADDR:-127.0.0.1:9090}
+nats=${DEMO_NATS_ADDR:-127.0.0.1:4222}
 data=$(mktemp -d)
 pids=()
 cleanup() { kill "${pids[@]}" 2>/dev/null || true; wait 2>/dev/null || true; rm -rf "$data"; }
 trap cleanup EXIT
 
 wait_for() { for _ in $(seq 100); do curl -fs "$1" >/dev/null 2>&1 && return 0; sleep 0.1; done; echo "timeout waiting for $1" >&2; return 1; }
+# metric NAME: the sum of a receiver metric's series.
+metric() { curl -fs "http://$admin/metrics" | awk -v m="$1" 'index($0, m) == 1 && $0 !~ /^#/ { s += $NF } END { print s + 0 }'; }
 
-echo "== catalogue simulator on 127.0.0.1:8090"
-SIM_PASSWORD=demo-password bin/cdse-sim --addr 127.0.0.1:8090 >"$data/sim.log" 2>&1 & pids+=($!)
-echo "== receiver on 127.0.0.1:8080 (embedded NATS on 127.0.0.1:4222, admin on 127.0.0.1:9090)"
+cat >"$data/interests.yaml" <<'EOF'
+interests:
+  # Sentinel-2, created or reprocessed, with at most 50 % cloud.
+  - name: s2-clear
+    events: [created, modified]
+    filter: >-
+      Collection/Name eq 'SENTINEL-2'
+      and Attributes/OData.CSC.DoubleAttribute/any(att:att/Name eq 'cloudCover' and att/OData.CSC.DoubleAttribute/Value le 50.00)
+  # Every Sentinel-1 ground-range product, sensed in the last 30 days.
+  - name: s1-grd
+    filter: Collection/Name eq 'SENTINEL-1' and contains(Name,'_GRDH_')
+    maxSensingAge: 30d
+EOF
+echo "== interests ($data/interests.yaml):"
+sed 's/^/   /' "$data/interests.yaml"
+
+echo "== catalogue simulator on $sim"
+SIM_PASSWORD=demo-password "$bin/cdse-sim" --addr "$sim" >"$data/sim.log" 2>&1 & pids+=($!)
+echo "== receiver on $rcv (embedded NATS on $nats, admin on $admin)"
 # Download links point at the simulator's catalogue, as they would at the real one.
-CDSE_CATALOGUE_URL=http://127.0.0.1:8090/odata/v1 RECEIVER_DATA_DIR="$data/receiver" LOG_LEVEL=warn bin/receiver --config configs/dev.yaml >"$data/receiver.log" 2>&1 & pids+=($!)
-wait_for http://127.0.0.1:9090/readyz
-echo "== subscriber (examples/subscribe), one line per message:"
-bin/subscribe & pids+=($!)
+RECEIVER_ADDR=$rcv RECEIVER_ADMIN_ADDR=$admin NATS_EMBEDDED_ADDR=$nats INTERESTS_FILE="$data/interests.yaml" \
+  CDSE_CATALOGUE_URL=http://$sim/odata/v1 RECEIVER_DATA_DIR="$data/receiver" LOG_LEVEL=warn \
+  "$bin/receiver" --config configs/dev.yaml >"$data/receiver.log" 2>&1 & pids+=($!)
+wait_for "http://$admin/readyz"
+echo "== one subscriber per interest (examples/subscribe --interest NAME), one line per message:"
+export NATS_URL=nats://$nats
+for i in s2-clear s1-grd; do
+  "$bin/subscribe" --interest $i > >(tee "$data/$i.out") & pids+=($!)
+done
 
 export CDSE_USERNAME=demo@example.org CDSE_PASSWORD=demo-password
-export CDSE_TOKEN_URL=http://127.0.0.1:8090/auth/realms/CDSE/protocol/openid-connect/token
-export CDSE_CATALOGUE_URL=http://127.0.0.1:8090/odata/v1
+export CDSE_TOKEN_URL=http://$sim/auth/realms/CDSE/protocol/openid-connect/token
+export CDSE_CATALOGUE_URL=http://$sim/odata/v1
 export RECEIVER_USERNAME=cdse RECEIVER_PASSWORD=dev-password-change-me
-echo "== register create"
-bin/register create --endpoint http://127.0.0.1:8080/notifications --insecure-endpoint \
-  --filter "Collection/Name eq 'SENTINEL-2' or Collection/Name eq 'SENTINEL-1'" --events created,modified
-echo "== the simulator publishes 3 Sentinel-2, 1 Sentinel-1 and 1 Sentinel-3 product (filtered out), and sends each twice"
-curl -fs -X POST http://127.0.0.1:8090/sim/config -d '{"duplicateSends":true}' >/dev/null
-curl -fs -X POST http://127.0.0.1:8090/sim/products -d '{"mission":"S2","count":3}' >/dev/null
-curl -fs -X POST http://127.0.0.1:8090/sim/products -d '{"mission":"S1","count":1}' >/dev/null
-curl -fs -X POST http://127.0.0.1:8090/sim/products -d '{"mission":"S3","count":1}' >/dev/null
-sleep 2
-echo "== simulator: $(curl -fs http://127.0.0.1:8090/sim/stats)"
-echo "== receiver: $(curl -fs http://127.0.0.1:9090/metrics | grep '^cdse_receiver_notifications_total{event="created"' | tr '\n' ' ')"
+echo "== register apply: the one subscription covering both interests"
+"$bin/register" apply --interests "$data/interests.yaml" --endpoint "http://$rcv/notifications" --insecure-endpoint
+echo "== the simulator publishes 4 Sentinel-2, 2 Sentinel-1 and 1 Sentinel-3 product (outside the subscription), and sends each twice"
+curl -fs -X POST "http://$sim/sim/config" -d '{"duplicateSends":true}' >/dev/null
+curl -fs -X POST "http://$sim/sim/products" -d '{"mission":"S2","count":4}' >/dev/null
+curl -fs -X POST "http://$sim/sim/products" -d '{"mission":"S1","count":2}' >/dev/null
+curl -fs -X POST "http://$sim/sim/products" -d '{"mission":"S3","count":1}' >/dev/null
+# Every send answered (the simulator has none left in flight) ...
+for _ in $(seq 100); do
+  curl -fs "http://$sim/sim/stats" | grep -q '"pushPending":0,' && break
+  sleep 0.1
+done
+# ... and each interest's subscriber has printed what was routed to it.
+for i in s2-clear s1-grd; do
+  for _ in $(seq 100); do
+    [ "$(wc -l <"$data/$i.out")" -ge "$(metric "cdse_receiver_interest_routed_total{interest=\"$i\"}")" ] && break
+    sleep 0.1
+  done
+done
+echo "== simulator: $(curl -fs "http://$sim/sim/stats")"
+echo "== receiver: $(curl -fs "http://$admin/metrics" | grep -E '^cdse_receiver_(notifications_total\{event="created"|interest_routed_total|interest_unmatched_total\{event="created")' | tr '\n' ' ')"
+echo "== the Sentinel-3 product and any Sentinel-2 one above 50 % cloud are outside the subscription (the interests' union): the catalogue never sends them"

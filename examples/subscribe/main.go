@@ -43,6 +43,8 @@ func run(ctx context.Context) error {
 	flag.StringVar(&f.Collection, "collection", "", "e.g. SENTINEL-2 (default any)")
 	flag.StringVar(&f.ProductType, "product-type", "", "e.g. S2MSI2A (default any)")
 	flag.StringVar(&f.Prefix, "prefix", os.Getenv("NATS_SUBJECT_PREFIX"), "the receiver's NATS_SUBJECT_PREFIX")
+	flag.StringVar(&f.Interest, "interest", "", "a named interest of the receiver's INTERESTS_FILE: its copies instead of the product subjects")
+	flag.StringVar(&f.InterestPrefix, "interest-prefix", os.Getenv("INTEREST_SUBJECT_PREFIX"), "the receiver's INTEREST_SUBJECT_PREFIX")
 	flag.StringVar(&subject, "subject", "", "a filter subject of your own instead of the three above")
 	flag.StringVar(&stream, "stream", event.DefaultStream, "the receiver's NATS_STREAM")
 	version := flag.Bool("version", false, "print the version and exit (every binary of the project answers --version)")
@@ -79,6 +81,9 @@ func run(ctx context.Context) error {
 		if err != nil {
 			fmt.Fprintf(os.Stderr, "subscribe: %s: %v\n", m.Subject(), err)
 			return
+		}
+		if n.Interest != "" {
+			fmt.Printf("[%s] ", n.Interest)
 		}
 		fmt.Printf("%s %s %s %s %s %s\n", n.Event, n.ProductType, n.ProductID, n.ProductName, n.S3Path, n.DownloadURL)
 	})

@@ -30,6 +30,13 @@ type stamped struct {
 	pub   *publish.Publisher
 	last  *atomic.Int64
 	delay map[string]prometheus.Observer // by event, of this source
+	// interests counts what each interest received (nil without them).
+	interests counter
+}
+
+// counter is the interests' Router, counting what was stored.
+type counter interface {
+	Count(msgs []publish.Message, res []publish.Result)
 }
 
 func (s stamped) Publish(ctx context.Context, msgs []publish.Message) ([]publish.Result, error) {
@@ -38,6 +45,9 @@ func (s stamped) Publish(ctx context.Context, msgs []publish.Message) ([]publish
 		now := time.Now()
 		s.last.Store(now.UnixNano())
 		s.observe(msgs, res, now)
+		if s.interests != nil {
+			s.interests.Count(msgs, res)
+		}
 	}
 	return res, err
 }
@@ -60,7 +70,11 @@ func (a *App) stamp(source string) stamped {
 	for _, ev := range event.Kinds {
 		delay[string(ev)] = a.delay.WithLabelValues(source, string(ev))
 	}
-	return stamped{pub: a.pub, last: a.lastStored[source], delay: delay}
+	s := stamped{pub: a.pub, last: a.lastStored[source], delay: delay}
+	if a.interests != nil {
+		s.interests = a.interests
+	}
+	return s
 }
 
 // newDelay is the delivery delay histogram, its series there from the start

@@ -77,6 +77,7 @@ type Stats struct {
 	PushLost     int64 `json:"pushLost"`     // never sent (PushDropRate)
 	PushAttempts int64 `json:"pushAttempts"` // HTTP requests made
 	PushDropped  int64 `json:"pushDropped"`  // given up after the retries
+	PushPending  int64 `json:"pushPending"`  // being delivered or retried now
 	QueueDropped int64 `json:"queueDropped"` // removed from full PULL queues
 	Logins       int64 `json:"logins"`       // password grants that succeeded
 }
@@ -93,7 +94,7 @@ type Sim struct {
 	rng      *rand.Rand
 
 	duplicate atomic.Bool
-	stats     struct{ pushed, lost, attempts, dropped, queueDropped, logins atomic.Int64 }
+	stats     struct{ pushed, lost, attempts, dropped, pending, queueDropped, logins atomic.Int64 }
 	push      sync.WaitGroup
 	ctx       context.Context
 	cancel    context.CancelFunc
@@ -158,7 +159,7 @@ func (s *Sim) SetDuplicateSends(on bool) { s.duplicate.Store(on) }
 
 // Stats returns the counters.
 func (s *Sim) Stats() Stats {
-	return Stats{Pushed: s.stats.pushed.Load(), PushLost: s.stats.lost.Load(), PushAttempts: s.stats.attempts.Load(), PushDropped: s.stats.dropped.Load(),
+	return Stats{Pushed: s.stats.pushed.Load(), PushLost: s.stats.lost.Load(), PushAttempts: s.stats.attempts.Load(), PushDropped: s.stats.dropped.Load(), PushPending: s.stats.pending.Load(),
 		QueueDropped: s.stats.queueDropped.Load(), Logins: s.stats.logins.Load()}
 }
 
@@ -271,6 +272,7 @@ func (s *Sim) emit(event string, p *Product) {
 		}
 		for range sends {
 			s.push.Add(1)
+			s.stats.pending.Add(1)
 			go s.deliver(sub.NotificationEndpoint, sub.NotificationEpUsername, sub.NotificationEpPassword, body)
 		}
 	}
@@ -290,6 +292,7 @@ func (s *Sim) sortedSubs() []*subscription {
 // drops the notification, as the catalogue does.
 func (s *Sim) deliver(endpoint, user, pass string, body []byte) {
 	defer s.push.Done()
+	defer s.stats.pending.Add(-1)
 	if s.o.PushDelay > 0 {
 		select {
 		case <-s.ctx.Done():

@@ -115,6 +115,16 @@ func Messages(ns []notification.Notification, r *Route, source string) []publish
 // each interest stores an event once, whatever the product stream holds.
 func InterestMsgID(name, id string) string { return "interest/" + name + "/" + id }
 
+// CopyInterest is the interest of a copy's Nats-Msg-Id (InterestMsgID).
+func CopyInterest(msgID string) (string, bool) {
+	rest, ok := strings.CutPrefix(msgID, "interest/")
+	if !ok {
+		return "", false
+	}
+	name, _, ok := strings.Cut(rest, "/")
+	return name, ok
+}
+
 // interestCopy is the product message as routed to one interest: same data
 // and headers, plus Cdse-Interest, and the interest's own Nats-Msg-Id.
 func interestCopy(n *notification.Notification, id, name, source string, r *Route) publish.Message {

@@ -12,8 +12,10 @@ import (
 	"github.com/sirupsen/logrus"
 
 	"github.com/cdse-jetstream/receiver/event"
+	"github.com/cdse-jetstream/receiver/internal/ingest"
 	"github.com/cdse-jetstream/receiver/internal/notification"
 	"github.com/cdse-jetstream/receiver/internal/productfilter"
+	"github.com/cdse-jetstream/receiver/internal/publish"
 )
 
 // Router is the receiver's side: the interests file in force (reloaded
@@ -48,9 +50,9 @@ const maxTold = 1000
 func NewRouter(path string, reg prometheus.Registerer, log logrus.FieldLogger) (*Router, error) {
 	r := &Router{path: path, log: log.WithField("component", "interests"), now: time.Now, told: map[[3]string]bool{},
 		unmatched: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "cdse_receiver_interest_unmatched_total",
-			Help: "Product events stored that match no interest, by event: the subscription is wider than the interests, or the receiver's evaluation disagrees with the catalogue's."}, []string{"event"}),
+			Help: "Product events stored (not duplicates) that match no interest, by event: the subscription is wider than the interests, or the receiver's evaluation disagrees with the catalogue's."}, []string{"event"}),
 		routed: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "cdse_receiver_interest_routed_total",
-			Help: "Product events routed to an interest (a copy on its subjects), by interest."}, []string{"interest"}),
+			Help: "Product events stored on an interest's subjects (a copy, not a duplicate), by interest."}, []string{"interest"}),
 		reloads: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "cdse_receiver_interests_reloads_total",
 			Help: "Reloads of INTERESTS_FILE after a change, by result (ok; failed: the file was refused and the last good one stays in force)."}, []string{"result"}),
 		loaded: prometheus.NewGauge(prometheus.GaugeOpts{Name: "cdse_receiver_interests", Help: "Interests in force."}),
@@ -124,13 +126,31 @@ func (r *Router) Match(n *notification.Notification, names []string) []string {
 	before := len(names)
 	names = s.Match(n.Event, p, r.now(), names)
 	if len(names) == before {
-		r.unmatched.WithLabelValues(string(n.Event)).Inc()
 		r.tell(n)
 	}
-	for _, name := range names[before:] {
-		r.routed.WithLabelValues(name).Inc()
-	}
 	return names
+}
+
+// Count notes what was stored: for every message JetStream stored anew,
+// the interests its copies went to, or that it matched none. Duplicates
+// (the catalogue's resends, the reconciler's overlap) are not counted: the
+// metrics say what each interest's subjects received.
+func (r *Router) Count(msgs []publish.Message, res []publish.Result) {
+	for i := range res {
+		m := &msgs[i]
+		if res[i].Duplicate {
+			continue
+		}
+		if len(m.Copies) == 0 {
+			r.unmatched.WithLabelValues(m.Event).Inc()
+			continue
+		}
+		for j := range m.Copies {
+			if name, ok := ingest.CopyInterest(m.Copies[j].MsgID); ok {
+				r.routed.WithLabelValues(name).Inc()
+			}
+		}
+	}
 }
 
 // tell logs an unmatched kind of product once.

@@ -208,3 +208,47 @@ func TestInterestsRouteEverySourceOnce(t *testing.T) {
 		time.Sleep(50 * time.Millisecond)
 	}
 }
+
+// TestInterestMetricsCountWhatWasStored: every fixture sent twice (as the
+// catalogue may); the interests' metrics count what their subjects
+// received and the product events that reached none, never the resends:
+// each metric equals what the stream holds.
+func TestInterestMetricsCountWhatWasStored(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "interests.yaml")
+	if err := os.WriteFile(file, []byte("interests:\n  - name: s1\n    events: [created, deleted]\n    filter: Collection/Name eq 'SENTINEL-1'\n  - name: l2a\n    events: [created, modified]\n    filter: Name eq 'none' or contains(Name,'_MSIL2A_')\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r := receivertest.Start(t, func(c *config.Config) { c.InterestsFile = file })
+	r.PostFixtures(t)
+	r.PostFixtures(t)
+	js, closeNC := natstest.JetStream(t, r.NATSURL)
+	defer closeNC()
+	copies, unmatched := map[string]int{}, map[string]int{}
+	msgs := natstest.StreamMessages(t, js, "CDSE_PRODUCTS")
+	routed := map[string]bool{} // the product events' keys that have a copy
+	for _, m := range msgs {
+		if name := m.Header.Get("Cdse-Interest"); name != "" {
+			copies[name]++
+			routed[m.Header.Get("Cdse-Event")+":"+m.Header.Get("Cdse-Product-Id")] = true
+		}
+	}
+	for _, m := range msgs {
+		if m.Header.Get("Cdse-Interest") == "" && !routed[m.Header.Get("Cdse-Event")+":"+m.Header.Get("Cdse-Product-Id")] {
+			unmatched[m.Header.Get("Cdse-Event")]++
+		}
+	}
+	if copies["s1"] == 0 || copies["l2a"] == 0 || unmatched["created"] == 0 {
+		t.Fatalf("the fixtures no longer exercise the metrics: copies %v, unmatched %v", copies, unmatched)
+	}
+	for _, name := range []string{"s1", "l2a"} {
+		if got := metric(t, r.Admin, `cdse_receiver_interest_routed_total{interest="`+name+`"}`); got != fmt.Sprint(copies[name]) {
+			t.Errorf("routed to %s: metric %s, stream %d", name, got, copies[name])
+		}
+	}
+	for _, ev := range []string{"created", "modified", "deleted"} {
+		if got := metric(t, r.Admin, `cdse_receiver_interest_unmatched_total{event="`+ev+`"}`); got != fmt.Sprint(unmatched[ev]) {
+			t.Errorf("unmatched %s: metric %s, stream %d", ev, got, unmatched[ev])
+		}
+	}
+	t.Logf("copies %v, unmatched %v", copies, unmatched)
+}

@@ -1,0 +1,69 @@
+package docs
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cdse-jetstream/receiver/internal/testkit/bins"
+	"github.com/cdse-jetstream/receiver/internal/testkit/natstest"
+)
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	bins.Cleanup()
+	os.Exit(code)
+}
+
+// TestMakeDemo runs scripts/demo.sh (make demo) on free ports with the
+// binaries built here: both interests' subscribers print what was routed
+// to them, each product once, and the demo ends by itself.
+func TestMakeDemo(t *testing.T) {
+	dir := t.TempDir()
+	for name, pkg := range map[string]string{"receiver": "cmd/receiver", "register": "cmd/register", "cdse-sim": "cmd/cdse-sim", "subscribe": "examples/subscribe"} {
+		if err := os.Symlink(bins.Build(t, "github.com/cdse-jetstream/receiver/"+pkg), filepath.Join(dir, name)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ports := natstest.FreePorts(t, 4)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "bash", filepath.Join("..", "..", "scripts", "demo.sh"))
+	cmd.Env = append(os.Environ(), "DEMO_BIN="+dir,
+		fmt.Sprintf("DEMO_SIM_ADDR=127.0.0.1:%d", ports[0]), fmt.Sprintf("DEMO_RECEIVER_ADDR=127.0.0.1:%d", ports[1]),
+		fmt.Sprintf("DEMO_ADMIN_ADDR=127.0.0.1:%d", ports[2]), fmt.Sprintf("DEMO_NATS_ADDR=127.0.0.1:%d", ports[3]))
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("demo: %v\n%s", err, out)
+	}
+	lines := map[string][]string{}
+	for _, l := range strings.Split(string(out), "\n") {
+		if m := regexp.MustCompile(`^\[([a-z0-9-]+)\] created (\S+) (\S+)`).FindStringSubmatch(l); m != nil {
+			lines[m[1]] = append(lines[m[1]], m[3])
+		}
+	}
+	// Two Sentinel-1 GRD products; of four Sentinel-2, those at most 50 %
+	// cloudy (the simulator draws the cloud: none to four).
+	if len(lines["s1-grd"]) != 2 || len(lines["s2-clear"]) > 4 || len(lines) > 2 {
+		t.Fatalf("the interests' subscribers printed %v\n%s", lines, out)
+	}
+	for name, ids := range lines {
+		seen := map[string]bool{}
+		for _, id := range ids {
+			if seen[id] {
+				t.Errorf("%s printed %s twice (each is sent twice, stored once)", name, id)
+			}
+			seen[id] = true
+		}
+	}
+	routed := regexp.MustCompile(`cdse_receiver_interest_routed_total\{interest="s2-clear"\} (\d+)`).FindStringSubmatch(string(out))
+	if routed == nil || routed[1] != fmt.Sprint(len(lines["s2-clear"])) {
+		t.Errorf("s2-clear: %d printed, the receiver's metric says %v", len(lines["s2-clear"]), routed)
+	}
+}
