@@ -20,6 +20,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/cdse-jetstream/receiver/event"
+	"github.com/cdse-jetstream/receiver/internal/jsonscan"
 )
 
 // UnknownCollection is the collection token used when neither the product's
@@ -135,7 +136,7 @@ func Parse(body []byte, max int) ([]Notification, error) {
 	if !ok {
 		return nil, &ValidationError{Index: -1, Reason: "malformed JSON" + syntaxDetail(body), Syntax: true}
 	}
-	switch body[skipSpace(body, 0)] {
+	switch body[jsonscan.SkipSpace(body, 0)] {
 	case '{':
 		if dup >= 0 {
 			return nil, duplicateError(body, dup, -1)
@@ -196,7 +197,7 @@ func Decode(raw []byte) (Notification, error) {
 // duplicateError says which member name repeats (the name literal starts
 // at b[at]); idx is the array element, or -1.
 func duplicateError(b []byte, at, idx int) error {
-	name, err := unquote(b[at:stringEnd(b, at)])
+	name, err := jsonscan.Unquote(b[at:jsonscan.StringEnd(b, at)])
 	if err != nil {
 		name = "?"
 	}
@@ -214,18 +215,18 @@ func decode(raw []byte, idx int) (Notification, error) {
 	// again to read it.
 	members := make([]member, 0, 12)
 	var productErr *fieldError
-	_, err := walkObject(raw, 0, func(name string, i int) int {
+	_, err := jsonscan.WalkObject(raw, 0, func(name string, i int) int {
 		end := -1
 		if (name == "value" || name == "Value") && raw[i] == '{' && productErr == nil {
 			end, productErr = n.readProduct(raw, i)
 		}
 		if end < 0 {
-			end = valueEnd(raw, i)
+			end = jsonscan.ValueEnd(raw, i)
 		}
 		members = append(members, member{name: name, value: raw[i:end]})
 		return end
 	})
-	if errors.Is(err, errNotObject) {
+	if errors.Is(err, jsonscan.ErrNotObject) {
 		return bad("", "notification must be a JSON object, not "+jsonKind(raw))
 	}
 	if err != nil {
@@ -339,10 +340,10 @@ func (n *Notification) readProduct(raw []byte, i int) (int, *fieldError) {
 			ferr = &fieldError{field, reason}
 		}
 	}
-	end, err := walkObject(raw, i, func(name string, v int) int {
+	end, err := jsonscan.WalkObject(raw, i, func(name string, v int) int {
 		switch name {
 		case "Name":
-			e := valueEnd(raw, v)
+			e := jsonscan.ValueEnd(raw, v)
 			s, ok := optionalString(raw[v:e])
 			if !ok {
 				fail("Name", "must be a string, not "+jsonKind(raw[v:e]))
@@ -353,7 +354,7 @@ func (n *Notification) readProduct(raw []byte, i int) (int, *fieldError) {
 			}
 			return e
 		case "ModificationDate":
-			e := valueEnd(raw, v)
+			e := jsonscan.ValueEnd(raw, v)
 			s, ok := optionalString(raw[v:e])
 			switch {
 			case !ok:
@@ -368,12 +369,12 @@ func (n *Notification) readProduct(raw []byte, i int) (int, *fieldError) {
 			return e
 		case "Attributes":
 			if raw[v] != '[' {
-				if e := valueEnd(raw, v); string(raw[v:e]) != "null" {
+				if e := jsonscan.ValueEnd(raw, v); string(raw[v:e]) != "null" {
 					fail("Attributes", "must be an array, not "+jsonKind(raw[v:e]))
 				}
 				return -1
 			}
-			e, _ := walkArray(raw, v, func(a int) int {
+			e, _ := jsonscan.WalkArray(raw, v, func(a int) int {
 				if raw[a] != '{' {
 					return -1
 				}
@@ -400,7 +401,7 @@ func (n *Notification) readProduct(raw []byte, i int) (int, *fieldError) {
 			return e
 		case "DeletionDate":
 			// Read for the delivery delay only: never a reason to refuse.
-			e := valueEnd(raw, v)
+			e := jsonscan.ValueEnd(raw, v)
 			if s, ok := stringValue(raw[v:e]); ok {
 				n.Deleted, _ = ParseTime(s)
 			}
@@ -408,7 +409,7 @@ func (n *Notification) readProduct(raw []byte, i int) (int, *fieldError) {
 		// Fields that only become headers: a value that cannot be one is
 		// left out, never a reason to refuse the notification.
 		case "PublicationDate":
-			e := valueEnd(raw, v)
+			e := jsonscan.ValueEnd(raw, v)
 			if s, ok := stringValue(raw[v:e]); ok {
 				if t, ok := ParseTime(s); ok {
 					n.Published = t
@@ -417,19 +418,19 @@ func (n *Notification) readProduct(raw []byte, i int) (int, *fieldError) {
 			}
 			return e
 		case "ContentLength":
-			e := valueEnd(raw, v)
+			e := jsonscan.ValueEnd(raw, v)
 			if lit := raw[v:e]; isDigits(lit) && len(lit) <= 20 {
 				n.ContentLength = string(lit)
 			}
 			return e
 		case "S3Path":
-			e := valueEnd(raw, v)
+			e := jsonscan.ValueEnd(raw, v)
 			if s, ok := stringValue(raw[v:e]); ok && headerSafe(s, maxNameLen) == "" {
 				n.S3Path = s
 			}
 			return e
 		case "Online":
-			e := valueEnd(raw, v)
+			e := jsonscan.ValueEnd(raw, v)
 			if lit := string(raw[v:e]); lit == "true" || lit == "false" {
 				n.Online = lit
 			}
@@ -451,10 +452,10 @@ func (n *Notification) readProduct(raw []byte, i int) (int, *fieldError) {
 // twenty-odd attributes cost no allocation.
 func attribute(raw []byte, i int) (end int, name string, value []byte) {
 	var nameRaw, valueRaw []byte
-	end, err := walkObject(raw, i, func(member string, v int) int {
+	end, err := jsonscan.WalkObject(raw, i, func(member string, v int) int {
 		switch member {
 		case "Name", "Value":
-			e := valueEnd(raw, v)
+			e := jsonscan.ValueEnd(raw, v)
 			if member == "Name" {
 				nameRaw = raw[v:e]
 			} else {
@@ -661,7 +662,7 @@ func stringValue(raw []byte) (string, bool) {
 	if len(raw) == 0 || raw[0] != '"' {
 		return "", false
 	}
-	s, err := unquote(raw)
+	s, err := jsonscan.Unquote(raw)
 	return s, err == nil
 }
 
@@ -697,7 +698,7 @@ func headerSafe(s string, max int) string {
 }
 
 func jsonKind(raw []byte) string {
-	i := skipSpace(raw, 0)
+	i := jsonscan.SkipSpace(raw, 0)
 	if i >= len(raw) {
 		return "nothing"
 	}

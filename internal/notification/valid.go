@@ -3,6 +3,8 @@ package notification
 import (
 	"encoding/binary"
 	"strings"
+
+	"github.com/cdse-jetstream/receiver/internal/jsonscan"
 )
 
 // validJSON reports whether b is exactly one valid JSON value (RFC 8259),
@@ -245,7 +247,7 @@ func asciiEqualFold(a, b []byte) bool {
 // foldKey is the name decoded and case-folded: two names with the same key
 // are the same member to a case-insensitive reader (encoding/json's).
 func foldKey(b []byte, n name) string {
-	s, err := unquote(b[n.start:n.end])
+	s, err := jsonscan.Unquote(b[n.start:n.end])
 	if err != nil {
 		s = string(b[n.start:n.end])
 	}
