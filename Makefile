@@ -23,7 +23,7 @@ run: ## run the receiver with the embedded NATS and the development settings of 
 	$(GO) run -ldflags '$(LDFLAGS)' ./cmd/receiver --config configs/dev.yaml
 
 .PHONY: demo
-demo: ## the whole chain locally: simulator, receiver, subscriber, register, a few products
+demo: ## the whole chain locally: simulator, receiver with two named interests, a subscriber per interest, register apply, a few products
 	./scripts/demo.sh
 
 .PHONY: test
@@ -68,6 +68,13 @@ bench-compare: ## the load harness with this tree's receiver and the one committ
 	git archive $(or $(REV),HEAD) | tar -x -C "$$d/src" && \
 	(cd "$$d/src" && $(GO) build -o "$$d/receiver" ./cmd/receiver) && \
 	$(GO) run ./bench/cmd/bench -compare "$$d/receiver" $(BENCHFLAGS)
+
+.PHONY: bench-interests
+bench-interests: ## what 20 named interests cost: this tree's receiver with INTERESTS_FILE (INTERESTS, default bench/interests20.yaml: one copy per product; bench/interests20-none.yaml: evaluation only) against itself without, loaded in the same rounds (BENCHFLAGS, default -rounds 8 -duration 5s)
+	$(GO) test ./internal/interest -run '^$$' -bench Router -benchmem
+	d=$$(mktemp -d) && trap 'rm -rf "$$d"' EXIT && \
+	$(GO) build -o "$$d/receiver" ./cmd/receiver && \
+	$(GO) run ./bench/cmd/bench -compare "$$d/receiver" -receiver-env "INTERESTS_FILE=$(abspath $(or $(INTERESTS),bench/interests20.yaml))" -compare-env "" $(or $(BENCHFLAGS),-rounds 8 -duration 5s)
 
 .PHONY: bench-headers
 bench-headers: ## what the consumer headers cost: this tree's receiver against the same built with only the routing headers (-tags benchbaseheaders), loaded in the same rounds (BENCHFLAGS, default -rounds 12 -duration 5s)

@@ -175,7 +175,7 @@ func productOf(n *notification.Notification) (*productfilter.Product, error) {
 	if len(n.Value) == 0 {
 		return nil, nil
 	}
-	p, err := productfilter.FromEntity(n.Value)
+	p, err := productfilter.FromValidEntity(n.Value) // validated by notification.Parse
 	if err != nil {
 		return nil, err
 	}

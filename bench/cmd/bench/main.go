@@ -66,6 +66,9 @@ type opts struct {
 	natsEnv    string
 	rounds     int
 	compare    string
+	// compareEnv, when given, is the compared receiver's extra
+	// environment instead of extraEnv's (nil: the same).
+	compareEnv *string
 }
 
 // median returns the middle element of xs ordered by key (the upper one
@@ -125,6 +128,10 @@ func run(ctx context.Context) error {
 	flag.StringVar(&o.pacedProf, "cpuprofile-paced", "", "write a CPU profile of the receiver at half rate (first round) to this file")
 	flag.StringVar(&o.extraEnv, "receiver-env", "", "extra environment of the receiver process only, space-separated KEY=VALUE (e.g. GOGC=200)")
 	flag.StringVar(&o.natsEnv, "nats-env", "", "extra environment of the nats-server process, space-separated KEY=VALUE (e.g. GOGC=400)")
+	flag.Func("compare-env", "the compared receiver's extra environment instead of -receiver-env's (e.g. \"\" to compare this tree with and without INTERESTS_FILE)", func(v string) error {
+		o.compareEnv = &v
+		return nil
+	})
 	flag.StringVar(&o.compare, "compare", "", "another receiver binary (e.g. built from an earlier commit), run side by side and loaded in the same rounds; prints its throughput relative to this tree's")
 	flag.Parse()
 
@@ -199,8 +206,12 @@ func run(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		q, err := startReceiver(ctx, bin, ns.ClientURL(), false, append(strings.Fields(o.extraEnv),
-			"NATS_STREAM=BENCH_COMPARE", "NATS_SUBJECT_PREFIX=compare.product",
+		env := o.extraEnv
+		if o.compareEnv != nil {
+			env = *o.compareEnv
+		}
+		q, err := startReceiver(ctx, bin, ns.ClientURL(), false, append(strings.Fields(env),
+			"NATS_STREAM=BENCH_COMPARE", "NATS_SUBJECT_PREFIX=compare.product", "INTEREST_SUBJECT_PREFIX=compare.interest",
 			"QUARANTINE_STREAM=BENCH_COMPARE_QUARANTINE", "QUARANTINE_SUBJECT_PREFIX=compare.quarantine")...)
 		if err != nil {
 			return fmt.Errorf("-compare %s: %w", o.compare, err)
@@ -619,6 +630,7 @@ func verify(ctx context.Context, js jetstream.JetStream, acked, sent map[string]
 		return err
 	}
 	seen := make(map[string]int, info.State.Msgs)
+	copies := map[string]int{}
 	read := uint64(0)
 	for read < info.State.Msgs {
 		// No more than remain: a short batch would wait out FetchMaxWait.
@@ -628,7 +640,13 @@ func verify(ctx context.Context, js jetstream.JetStream, acked, sent map[string]
 		}
 		n := 0
 		for m := range batch.Messages() {
-			seen[m.Headers().Get("Cdse-Product-Id")]++
+			// A named interest's copy (-receiver-env INTERESTS_FILE=...)
+			// is counted apart: each interest stores a product once too.
+			if name := m.Headers().Get("Cdse-Interest"); name != "" {
+				copies[name+" "+m.Headers().Get("Cdse-Product-Id")]++
+			} else {
+				seen[m.Headers().Get("Cdse-Product-Id")]++
+			}
 			n++
 		}
 		if n == 0 {
@@ -647,8 +665,16 @@ func verify(ctx context.Context, js jetstream.JetStream, acked, sent map[string]
 			problems = append(problems, fmt.Sprintf("%s stored %d times (sent: %v)", k, n, sent[k]))
 		}
 	}
+	for k, n := range copies {
+		if _, id, _ := strings.Cut(k, " "); n > 1 || seen[id] != 1 {
+			problems = append(problems, fmt.Sprintf("interest copy %s stored %d times (its product %d times)", k, n, seen[id]))
+		}
+	}
 	if len(problems) > 0 {
 		return fmt.Errorf("%d problems, first: %s", len(problems), problems[0])
+	}
+	if len(copies) > 0 {
+		fmt.Printf("interest copies:                          %d, each once, each of a product stored once\n", len(copies))
 	}
 	return nil
 }

@@ -1,0 +1,67 @@
+package interest
+
+import (
+	"path/filepath"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/sirupsen/logrus"
+
+	"github.com/cdse-jetstream/receiver/event"
+	"github.com/cdse-jetstream/receiver/internal/ingest"
+	"github.com/cdse-jetstream/receiver/internal/notification"
+	"github.com/cdse-jetstream/receiver/internal/testkit/fixtures"
+)
+
+// BenchmarkRouterMatch is what 20 interests cost the receiver per product
+// event it stores: the interests of the load harness (bench/interests20.yaml,
+// four of them areas) evaluated against every fixture notification, reading
+// its product once (Match); and the messages ingest builds, each with its
+// copies (Messages, against the same without interests). ns/product is per
+// fixture, ns/interest per product and interest.
+func BenchmarkRouterMatch(b *testing.B) {
+	log := logrus.New()
+	log.SetLevel(logrus.PanicLevel)
+	r, err := NewRouter(filepath.Join("..", "..", "bench", "interests20.yaml"), prometheus.NewRegistry(), log)
+	if err != nil {
+		b.Fatal(err)
+	}
+	var ns []notification.Notification
+	for name, raw := range fixtures.All(b) {
+		got, err := notification.Parse(raw, 1000)
+		if err != nil {
+			b.Fatalf("%s: %v", name, err)
+		}
+		ns = append(ns, got...)
+	}
+	report := func(b *testing.B, interests int) {
+		per := float64(b.Elapsed().Nanoseconds()) / float64(b.N) / float64(len(ns))
+		b.ReportMetric(per, "ns/product")
+		if interests > 0 {
+			b.ReportMetric(per/float64(interests), "ns/interest")
+		}
+	}
+	b.Run("Match", func(b *testing.B) {
+		b.ReportAllocs()
+		var names []string
+		for b.Loop() {
+			for i := range ns {
+				names = r.Match(&ns[i], names[:0])
+			}
+		}
+		report(b, r.Current().Len())
+	})
+	for _, tt := range []struct {
+		name      string
+		interests ingest.Interests
+	}{{"Messages/without", nil}, {"Messages/with", r}} {
+		b.Run(tt.name, func(b *testing.B) {
+			route := &ingest.Route{Prefix: event.DefaultPrefix, Interests: tt.interests, InterestPrefix: event.DefaultInterestPrefix}
+			b.ReportAllocs()
+			for b.Loop() {
+				ingest.Messages(ns, route, ingest.SourcePush)
+			}
+			report(b, 0)
+		})
+	}
+}
