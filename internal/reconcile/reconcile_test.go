@@ -33,7 +33,9 @@ type world struct {
 
 func setup(t *testing.T) *world {
 	t.Helper()
-	sim := cdsesim.New(cdsesim.Options{Users: map[string]cdsesim.User{"u": {Password: "pw"}}, PushBackoff: time.Millisecond})
+	// A running limit of 2: deadPushSubscription needs created/modified
+	// and deleted, which one subscription cannot carry.
+	sim := cdsesim.New(cdsesim.Options{Users: map[string]cdsesim.User{"u": {Password: "pw"}}, PushBackoff: time.Millisecond, MaxRunning: 2})
 	srv := httptest.NewServer(sim.Handler())
 	t.Cleanup(func() { srv.Close(); sim.Close() })
 	ts := auth.NewPasswordSource(auth.PasswordConfig{TokenURL: srv.URL + "/auth/realms/CDSE/protocol/openid-connect/token", Username: "u", Password: "pw"})

@@ -217,7 +217,7 @@ func PrintApply(w io.Writer, r ApplyResult) error {
 	case !r.Changed:
 		verb = "unchanged"
 	}
-	fmt.Fprintf(w, "%s: events %s, filter:\n%s\n", verb, strings.Join(r.Events, ","), r.Filter)
+	fmt.Fprintf(w, "%s: events %s, filter (%d characters):\n%s\n", verb, strings.Join(r.Events, ","), len(r.Filter), r.Filter)
 	for _, n := range r.Notes {
 		fmt.Fprintf(w, "note: %s\n", n)
 	}
