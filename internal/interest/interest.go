@@ -94,7 +94,7 @@ func Parse(b []byte) (*Set, error) {
 		return nil, err
 	}
 	if len(f.Interests) == 0 {
-		return nil, errors.New("no interests: the file needs a list under interests:")
+		return nil, errors.New("no interests: the file needs a list under the key interests")
 	}
 	lines := interestLines(&doc)
 	var errs []error
