@@ -13,7 +13,6 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -22,6 +21,7 @@ import (
 
 	"github.com/cdse-jetstream/receiver/internal/testkit/bins"
 	"github.com/cdse-jetstream/receiver/internal/testkit/natstest"
+	"github.com/cdse-jetstream/receiver/internal/testkit/pebbletest"
 )
 
 const (
@@ -32,6 +32,7 @@ const (
 func TestMain(m *testing.M) {
 	code := m.Run()
 	bins.Cleanup()
+	pebbletest.Cleanup()
 	os.Exit(code)
 }
 
@@ -91,26 +92,9 @@ type proc struct {
 	webhook string
 	admin   string
 	natsURL string
-	logs    *syncBuffer
+	logs    *bins.SyncBuffer
 	done    chan struct{} // closed when the process has exited
 	err     error         // its exit status, once done
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 // startReceiver runs the binary with the embedded NATS default on free ports
@@ -140,7 +124,7 @@ func startReceiverArgs(t *testing.T, dataDir string, args []string, extraEnv ...
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := &proc{cmd: cmd, logs: &syncBuffer{}, done: make(chan struct{})}
+	p := &proc{cmd: cmd, logs: &bins.SyncBuffer{}, done: make(chan struct{})}
 	cmd.Stderr = p.logs
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)

@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cdse-jetstream/receiver/internal/testkit/scrape"
+
 	"github.com/cdse-jetstream/receiver/internal/cdsesim"
 	"github.com/cdse-jetstream/receiver/internal/config"
 	"github.com/cdse-jetstream/receiver/internal/testkit/natstest"
@@ -55,7 +57,7 @@ func TestDeliveryMeasuredAsTheCatalogueBehaves(t *testing.T) {
 	}
 	bucket := func(r *receivertest.Receiver, source, le string) int {
 		t.Helper()
-		v, err := strconv.ParseFloat(metric(t, r.Admin, `cdse_receiver_delivery_delay_seconds_bucket{event="created",source="`+source+`",le="`+le+`"}`), 64)
+		v, err := strconv.ParseFloat(scrape.Value(t, r.Admin, `cdse_receiver_delivery_delay_seconds_bucket{event="created",source="`+source+`",le="`+le+`"}`), 64)
 		if err != nil {
 			t.Fatal(err)
 		}

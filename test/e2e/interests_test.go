@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cdse-jetstream/receiver/internal/testkit/scrape"
+
 	"github.com/nats-io/nats.go"
 
 	"github.com/cdse-jetstream/receiver/internal/cdsesim"
@@ -241,12 +243,12 @@ func TestInterestMetricsCountWhatWasStored(t *testing.T) {
 		t.Fatalf("the fixtures no longer exercise the metrics: copies %v, unmatched %v", copies, unmatched)
 	}
 	for _, name := range []string{"s1", "l2a"} {
-		if got := metric(t, r.Admin, `cdse_receiver_interest_routed_total{interest="`+name+`"}`); got != fmt.Sprint(copies[name]) {
+		if got := scrape.Value(t, r.Admin, `cdse_receiver_interest_routed_total{interest="`+name+`"}`); got != fmt.Sprint(copies[name]) {
 			t.Errorf("routed to %s: metric %s, stream %d", name, got, copies[name])
 		}
 	}
 	for _, ev := range []string{"created", "modified", "deleted"} {
-		if got := metric(t, r.Admin, `cdse_receiver_interest_unmatched_total{event="`+ev+`"}`); got != fmt.Sprint(unmatched[ev]) {
+		if got := scrape.Value(t, r.Admin, `cdse_receiver_interest_unmatched_total{event="`+ev+`"}`); got != fmt.Sprint(unmatched[ev]) {
 			t.Errorf("unmatched %s: metric %s, stream %d", ev, got, unmatched[ev])
 		}
 	}

@@ -1,16 +1,14 @@
 package e2e
 
 import (
-	"bytes"
 	"encoding/json"
-	"io"
-	"net/http"
 	"os"
 	"path/filepath"
-	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/cdse-jetstream/receiver/internal/testkit/scrape"
 
 	"golang.org/x/crypto/bcrypt"
 
@@ -136,27 +134,9 @@ func TestCredentialRotationLosesNothing(t *testing.T) {
 		t.Errorf("the catalogue's pushes: %+v (every attempt should have been answered 2xx at once)", st)
 	}
 	for name, r := range map[string]*receivertest.Receiver{"first": a, "second": b} {
-		if got := metric(t, r.Admin, `cdse_receiver_auth_failures_total{reason="invalid"}`); got != "0" {
+		if got := scrape.Value(t, r.Admin, `cdse_receiver_auth_failures_total{reason="invalid"}`); got != "0" {
 			t.Errorf("the %s receiver refused %s requests for their credentials", name, got)
 		}
 	}
 	t.Logf("%d products pushed during the rotation, each stored once", n)
-}
-
-// metric reads one series' value from a receiver's /metrics.
-func metric(t *testing.T, admin, series string) string {
-	t.Helper()
-	resp, err := http.Get(admin + "/metrics")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	for _, line := range bytes.Split(b, []byte("\n")) {
-		if v, ok := strings.CutPrefix(string(line), series+" "); ok {
-			return v
-		}
-	}
-	t.Fatalf("no %s in %s/metrics", series, admin)
-	return ""
 }

@@ -5,6 +5,7 @@
 package bins
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"os"
@@ -85,4 +86,23 @@ func Run(t testing.TB, bin string, env map[string]string, args ...string) (code 
 func Register(t testing.TB) string {
 	t.Helper()
 	return Build(t, "github.com/cdse-jetstream/receiver/cmd/register")
+}
+
+// SyncBuffer is a bytes.Buffer written by a process (its Stdout, Stderr)
+// and read by the test while it runs.
+type SyncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *SyncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *SyncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }
