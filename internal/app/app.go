@@ -15,6 +15,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/pprof"
+	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -27,6 +28,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/sirupsen/logrus"
 
+	"github.com/cdse-jetstream/receiver/internal/acme"
 	"github.com/cdse-jetstream/receiver/internal/auth"
 	"github.com/cdse-jetstream/receiver/internal/buildinfo"
 	"github.com/cdse-jetstream/receiver/internal/catalogclient"
@@ -69,6 +71,10 @@ type App struct {
 
 	web, admin     *http.Server
 	webLn, adminLn net.Listener
+	// acme gets the webhook's certificate with RECEIVER_ACME_DOMAINS;
+	// acmeHTTP answers HTTP-01 on RECEIVER_ACME_HTTP_ADDR.
+	acme           *acme.Manager
+	acmeHTTP       *http.Server
 	errs           chan error
 	keeper         *topology.Keeper
 	stopping       atomic.Bool
@@ -108,7 +114,7 @@ func New(cfg config.Config, log logrus.FieldLogger, reg *prometheus.Registry) (*
 	); err != nil {
 		return nil, fmt.Errorf("register process metrics: %w", err)
 	}
-	a := &App{cfg: cfg, log: log, reg: reg, verifier: verifier, route: route, interests: interests, errs: make(chan error, 2), lastStored: newClocks(), started: time.Now(), delay: newDelay()}
+	a := &App{cfg: cfg, log: log, reg: reg, verifier: verifier, route: route, interests: interests, errs: make(chan error, 3), lastStored: newClocks(), started: time.Now(), delay: newDelay()}
 	// What the alerts watch: readiness (as /readyz answers it, one stream
 	// lookup per scrape) and the NATS connection.
 	if err := errors.Join(
@@ -229,7 +235,7 @@ func (a *App) Start(ctx context.Context) error {
 		return fmt.Errorf("start: %w", err)
 	}
 	if cfg.Webhook {
-		if err := a.startWebhook(); err != nil {
+		if err := a.startWebhook(ctx); err != nil {
 			return err
 		}
 	}
@@ -242,7 +248,11 @@ func (a *App) Start(ctx context.Context) error {
 	return nil
 }
 
-func (a *App) startWebhook() error {
+// acmeObtainTimeout bounds the first certificate's order at start (the
+// CA validates the challenge on the webhook's port meanwhile).
+const acmeObtainTimeout = 2 * time.Minute
+
+func (a *App) startWebhook(ctx context.Context) error {
 	cfg := a.cfg
 	proxies, _ := cfg.TrustedProxyNets() // checked by Validate
 	wo := webhook.Options{
@@ -283,7 +293,51 @@ func (a *App) startWebhook() error {
 		}
 		a.log.WithField("cert", cfg.TLSCertFile).Info("serving HTTPS (TLS 1.2+), certificate reloaded when the files change")
 	}
+	if cfg.ACMEDomains != "" {
+		if err := a.startACME(); err != nil {
+			a.webLn.Close()
+			return err
+		}
+	}
 	go a.serve(a.web, a.webLn)
+	if a.acme != nil {
+		// Served first: the CA validates TLS-ALPN-01 on this very port.
+		octx, cancel := context.WithTimeout(ctx, acmeObtainTimeout)
+		defer cancel()
+		if err := a.acme.Obtain(octx); err != nil {
+			return fmt.Errorf("ACME: %w (is %s reachable from the internet on port 443, or on port 80 with RECEIVER_ACME_HTTP_ADDR?)", err, cfg.ACMEDomains)
+		}
+		a.log.WithField("domains", cfg.ACMEDomains).Info("serving HTTPS (TLS 1.2+) with the ACME certificate, renewed ahead of expiry")
+	}
+	return nil
+}
+
+// startACME makes the webhook's listener serve the ACME certificates,
+// kept in the data directory, and the optional HTTP-01 port.
+func (a *App) startACME() error {
+	cfg := a.cfg
+	m, err := acme.New(acme.Options{Domains: cfg.ACMEDomainList(), Email: cfg.ACMEEmail, Directory: cfg.ACMEDirectory, CAFile: cfg.ACMECAFile,
+		CacheDir: filepath.Join(cfg.DataDir, "acme")}, a.log.WithField("component", "acme"))
+	if err != nil {
+		return err
+	}
+	if err := a.reg.Register(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "cdse_receiver_tls_certificate_expiry_timestamp_seconds",
+		Help: "Unix time at which the webhook's TLS certificate in force expires.",
+	}, func() float64 { return float64(m.NotAfter().Unix()) })); err != nil {
+		m.Close()
+		return fmt.Errorf("register metrics: %w", err)
+	}
+	a.acme = m
+	a.webLn = tls.NewListener(a.webLn, m.TLSConfig())
+	if cfg.ACMEHTTPAddr != "" {
+		ln, err := net.Listen("tcp", cfg.ACMEHTTPAddr)
+		if err != nil {
+			return fmt.Errorf("ACME HTTP-01 listener: %w", err)
+		}
+		a.acmeHTTP = &http.Server{Handler: m.HTTPHandler(nil), ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 10 * time.Second, ErrorLog: logging.StdLog(a.log)}
+		go a.serve(a.acmeHTTP, ln)
+	}
 	return nil
 }
 
@@ -526,6 +580,14 @@ func (a *App) Shutdown(ctx context.Context) error {
 		if err := a.web.Shutdown(ctx); err != nil {
 			errs = append(errs, fmt.Errorf("webhook: %w", err))
 		}
+	}
+	if a.acmeHTTP != nil {
+		if err := a.acmeHTTP.Shutdown(ctx); err != nil {
+			errs = append(errs, fmt.Errorf("ACME HTTP-01: %w", err))
+		}
+	}
+	if a.acme != nil {
+		a.acme.Close()
 	}
 	if a.nc != nil {
 		if err := drain(ctx, a.nc); err != nil {

@@ -11,6 +11,7 @@
 package config
 
 import (
+	"strings"
 	"time"
 
 	"github.com/cdse-jetstream/receiver/event"
@@ -29,7 +30,7 @@ type Config struct {
 	Username          string        `koanf:"RECEIVER_USERNAME" flag:"username" help:"Basic-auth user the catalogue sends (required without an htpasswd file)"`
 	Password          string        `koanf:"RECEIVER_PASSWORD" secret:"true" help:"Basic-auth password (required with the user, at least 12 characters)"`
 	AdminAddr         string        `koanf:"RECEIVER_ADMIN_ADDR" flag:"admin-addr" help:"listen address of /healthz, /readyz, /metrics, /status; keep it private"`
-	DataDir           string        `koanf:"RECEIVER_DATA_DIR" flag:"data-dir" help:"data directory: the embedded NATS server's JetStream store"`
+	DataDir           string        `koanf:"RECEIVER_DATA_DIR" flag:"data-dir" help:"data directory: the embedded NATS server's JetStream store, and the ACME certificates (acme/)"`
 	MaxBody           int64         `koanf:"RECEIVER_MAX_BODY" flag:"max-body" help:"largest request body in bytes, after gzip decompression (suffixes KiB, MiB)"`
 	MaxNotifications  int           `koanf:"RECEIVER_MAX_NOTIFICATIONS" flag:"max-notifications" help:"most notifications in one array body"`
 	DedupeWindow      time.Duration `koanf:"RECEIVER_DEDUPE_WINDOW" flag:"dedupe-window" help:"the stream's duplicate window: how long a product event is recognised as already stored"`
@@ -40,6 +41,11 @@ type Config struct {
 	ReadHeaderTimeout time.Duration `koanf:"RECEIVER_READ_HEADER_TIMEOUT" flag:"read-header-timeout" help:"longest time to read the request headers (slowloris)"`
 	TLSCertFile       string        `koanf:"RECEIVER_TLS_CERT_FILE" flag:"tls-cert-file" help:"serve HTTPS with this certificate (PEM; reloaded when it changes)"`
 	TLSKeyFile        string        `koanf:"RECEIVER_TLS_KEY_FILE" flag:"tls-key-file" help:"private key of RECEIVER_TLS_CERT_FILE"`
+	ACMEDomains       string        `koanf:"RECEIVER_ACME_DOMAINS" flag:"acme-domains" help:"obtain and renew the webhook's certificate by ACME for these host names, comma-separated (TLS-ALPN-01 on RECEIVER_ADDR; one instance only: see docs/deployment.md)"`
+	ACMEEmail         string        `koanf:"RECEIVER_ACME_EMAIL" flag:"acme-email" help:"contact the ACME CA warns about problems with the certificates"`
+	ACMEDirectory     string        `koanf:"RECEIVER_ACME_DIRECTORY" flag:"acme-directory" help:"ACME directory URL (setting RECEIVER_ACME_DOMAINS accepts that CA's terms of service)"`
+	ACMECAFile        string        `koanf:"RECEIVER_ACME_CA_FILE" flag:"acme-ca-file" help:"PEM roots to trust the ACME server with (a private ACME CA)"`
+	ACMEHTTPAddr      string        `koanf:"RECEIVER_ACME_HTTP_ADDR" flag:"acme-http-addr" help:"also answer HTTP-01 challenges on this plain-HTTP address (e.g. :80), which serves only them and a redirect to HTTPS"`
 	HTPasswdFile      string        `koanf:"RECEIVER_HTPASSWD_FILE" flag:"htpasswd-file" help:"more webhook credentials: an htpasswd file of bcrypt hashes (htpasswd -nB), reloaded when it changes"`
 	TrustedProxies    string        `koanf:"RECEIVER_TRUSTED_PROXIES" flag:"trusted-proxies" help:"comma-separated CIDRs of proxies whose X-Forwarded-For is believed"`
 	AuthFailureLimit  int           `koanf:"RECEIVER_AUTH_FAILURE_LIMIT" flag:"auth-failure-limit" help:"failed logins a minute per client address before wrong credentials get 429 (0: off)"`
@@ -106,6 +112,7 @@ func Default() Config {
 		Path:               "/notifications",
 		AdminAddr:          ":9090",
 		DataDir:            "./data",
+		ACMEDirectory:      "https://acme-v02.api.letsencrypt.org/directory",
 		MaxBody:            1 << 20,
 		MaxNotifications:   100,
 		DedupeWindow:       24 * time.Hour,
@@ -140,4 +147,15 @@ func Default() Config {
 		LogLevel:           "info",
 		LogFormat:          "json",
 	}
+}
+
+// ACMEDomainList is RECEIVER_ACME_DOMAINS as a list.
+func (c Config) ACMEDomainList() []string {
+	var out []string
+	for _, d := range strings.Split(c.ACMEDomains, ",") {
+		if d = strings.TrimSpace(d); d != "" {
+			out = append(out, d)
+		}
+	}
+	return out
 }

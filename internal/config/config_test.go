@@ -252,6 +252,15 @@ func TestValidate(t *testing.T) {
 			c.SubjectTemplate = "collection.productType.platform.processingLevel.tileId.relativeOrbit.event"
 		}, nil},
 		{"quarantine overlaps the product subjects", func(c *Config) { c.QuarantinePrefix = "cdse.product.bad" }, []string{"QUARANTINE_SUBJECT_PREFIX", "overlaps"}},
+		{"acme", func(c *Config) {
+			c.ACMEDomains, c.ACMEHTTPAddr, c.ACMEEmail = "hooks.example.org, hooks2.example.org", ":80", "ops@example.org"
+		}, nil},
+		{"acme with certificate files", func(c *Config) { c.ACMEDomains, c.TLSCertFile, c.TLSKeyFile = "hooks.example.org", "c.pem", "k.pem" }, []string{"two ways to get the webhook's certificate: set one"}},
+		{"acme domains", func(c *Config) { c.ACMEDomains = "hooks.example.org,10.0.0.1,*.example.org,bad_name.example" }, []string{"RECEIVER_ACME_DOMAINS", "10.0.0.1", "*.example.org", "bad_name.example"}},
+		{"acme directory and http address", func(c *Config) {
+			c.ACMEDomains, c.ACMEDirectory, c.ACMEHTTPAddr = "hooks.example.org", "http://ca.example/dir", "80"
+		}, []string{"RECEIVER_ACME_DIRECTORY", "RECEIVER_ACME_HTTP_ADDR"}},
+		{"acme settings without domains", func(c *Config) { c.ACMEHTTPAddr = ":80" }, []string{"need RECEIVER_ACME_DOMAINS"}},
 		{"reconcile events and page size", func(c *Config) {
 			c.ReconcileInterval, c.ReconcileFilter, c.CDSEUsername, c.CDSEPassword = time.Hour, "x", "u", "p"
 			c.ReconcileEvents, c.ReconcilePageSize = "created,updated", 5000

@@ -12,6 +12,7 @@ import (
 	"github.com/sirupsen/logrus"
 
 	"github.com/cdse-jetstream/receiver/event"
+	"github.com/cdse-jetstream/receiver/internal/acme"
 	"github.com/cdse-jetstream/receiver/internal/catalogclient"
 	"github.com/cdse-jetstream/receiver/internal/ingest"
 	"github.com/cdse-jetstream/receiver/internal/interest"
@@ -78,6 +79,26 @@ func (c Config) ValidateWebhook() error {
 	}
 	if (c.TLSCertFile == "") != (c.TLSKeyFile == "") {
 		p.add("RECEIVER_TLS_CERT_FILE and RECEIVER_TLS_KEY_FILE go together")
+	}
+	if c.ACMEDomains != "" {
+		if c.TLSCertFile != "" || c.TLSKeyFile != "" {
+			p.add("RECEIVER_ACME_DOMAINS and RECEIVER_TLS_CERT_FILE/RECEIVER_TLS_KEY_FILE are two ways to get the webhook's certificate: set one")
+		}
+		if err := acme.ValidateDomains(c.ACMEDomainList()); err != nil {
+			p.add("RECEIVER_ACME_DOMAINS: %v", err)
+		}
+		if !strings.HasPrefix(c.ACMEDirectory, "https://") {
+			p.add("RECEIVER_ACME_DIRECTORY %q must be an https:// URL", c.ACMEDirectory)
+		}
+		if c.ACMEHTTPAddr != "" {
+			if _, _, err := net.SplitHostPort(c.ACMEHTTPAddr); err != nil {
+				p.add("RECEIVER_ACME_HTTP_ADDR %q: %v", c.ACMEHTTPAddr, err)
+			} else if c.ACMEHTTPAddr == c.Addr || c.ACMEHTTPAddr == c.AdminAddr {
+				p.add("RECEIVER_ACME_HTTP_ADDR must differ from RECEIVER_ADDR and RECEIVER_ADMIN_ADDR")
+			}
+		}
+	} else if c.ACMEHTTPAddr != "" || c.ACMEEmail != "" || c.ACMECAFile != "" {
+		p.add("RECEIVER_ACME_HTTP_ADDR, RECEIVER_ACME_EMAIL and RECEIVER_ACME_CA_FILE need RECEIVER_ACME_DOMAINS")
 	}
 	if _, err := c.TrustedProxyNets(); err != nil {
 		p.add("RECEIVER_TRUSTED_PROXIES: %v", err)
