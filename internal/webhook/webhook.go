@@ -20,6 +20,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/cdse-jetstream/receiver/internal/buildinfo"
+
 	"github.com/labstack/echo/v4"
 	"github.com/labstack/echo/v4/middleware"
 	"github.com/prometheus/client_golang/prometheus"
@@ -236,6 +238,9 @@ func (h *handler) receive(c echo.Context) error {
 			h.m.notKept.WithLabelValues("incomplete").Inc()
 		}
 		return err
+	}
+	if len(body) == 0 && req.Header.Get(PreflightHeader) == "1" {
+		return h.preflight(c)
 	}
 	ns, err := h.parse(body, h.o.MaxNotifications)
 	if err != nil {
@@ -649,4 +654,23 @@ func requestLog(log RequestLogger, m *metrics) echo.MiddlewareFunc {
 			return nil
 		}
 	}
+}
+
+// PreflightHeader marks register's preflight request (internal/preflight):
+// a POST with the credentials being registered and no body, which the
+// receiver answers as itself without storing anything. With a body the
+// header is ignored: a notification is a notification.
+const PreflightHeader = "Cdse-Preflight"
+
+// preflightAnswer tells the preflight check it reached this receiver and
+// that the credentials passed (the middleware has checked them).
+type preflightAnswer struct {
+	Preflight string `json:"preflight"`
+	Service   string `json:"service"`
+	Version   string `json:"version"`
+}
+
+func (h *handler) preflight(c echo.Context) error {
+	h.log.WithField("remote", c.RealIP()).Info("preflight request answered: the endpoint and the credentials work")
+	return c.JSON(http.StatusOK, preflightAnswer{Preflight: "ok", Service: "cdse-jetstream-receiver", Version: buildinfo.Get().Version})
 }

@@ -209,6 +209,11 @@ func TestResponses(t *testing.T) {
 		{"too large", req{body: bytes.Repeat([]byte(" "), 1<<20+1)}, 413, "body_too_large", "", false},
 		{"gzip bomb", req{body: gz(bytes.Repeat([]byte(" "), 50<<20)), headers: map[string]string{"Content-Encoding": "gzip"}}, 413, "body_too_large", "", false},
 
+		// register's preflight: answered as the receiver, nothing stored;
+		// only with the credentials, and a body is a notification.
+		{"preflight", req{headers: map[string]string{"Cdse-Preflight": "1"}}, 200, "", `"preflight":"ok","service":"cdse-jetstream-receiver"`, false},
+		{"preflight without credentials", req{noAuth: true, headers: map[string]string{"Cdse-Preflight": "1"}}, 401, "unauthorized", "", false},
+		{"preflight header on a notification", req{body: fixtures.Notification(t, "created-s5p.json"), headers: map[string]string{"Cdse-Preflight": "1"}}, 200, "", `"duplicates":1`, false},
 		{"empty body", req{body: nil}, 400, "invalid_notification", "empty body", true},
 		{"null", req{body: []byte("null")}, 400, "invalid_notification", "not null", true},
 		{"empty array", req{body: []byte("[]")}, 400, "invalid_notification", "empty array", true},
@@ -277,8 +282,8 @@ func TestResponses(t *testing.T) {
 			}
 		})
 	}
-	if got := testutil.ToFloat64(mustCounter(t, e.reg, "cdse_receiver_auth_failures_total")); got != 5 {
-		t.Errorf("auth failures counted: %v, want 5", got)
+	if got := testutil.ToFloat64(mustCounter(t, e.reg, "cdse_receiver_auth_failures_total")); got != 6 {
+		t.Errorf("auth failures counted: %v, want 6", got)
 	}
 }
 
