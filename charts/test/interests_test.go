@@ -101,7 +101,7 @@ func TestInterests(t *testing.T) {
 	m.get(t, "Job/cdse-receiver-register", &job)
 	mounted("register job", job.Spec.Template.Spec)
 	args := strings.Join(job.Spec.Template.Spec.Containers[0].Args, " ")
-	if want := "apply --interests /etc/receiver/interests/interests.yaml --endpoint https://hooks.example.org/notifications --max-running 1"; args != want {
+	if want := "apply --interests /etc/receiver/interests/interests.yaml --endpoint https://hooks.example.org/notifications --max-running 1"; args != want { // with the preflight (register.preflight true)
 		t.Errorf("register job args\n%q\nwant\n%q", args, want)
 	}
 }
@@ -151,5 +151,31 @@ func TestInterestRefusals(t *testing.T) {
 				t.Fatalf("err = %v, want one naming %q", err, tt.want)
 			}
 		})
+	}
+}
+
+// TestPreflightOff: register.preflight and statusCheck.preflight false pass
+// --skip-preflight, for a cluster that cannot reach its own public address.
+func TestPreflightOff(t *testing.T) {
+	m := mustRender(t, values(t, base+`
+register: {enabled: true, credentialsSecret: cdse-login, endpoint: "https://hooks.example.org/notifications", preflight: false}
+statusCheck: {enabled: true, preflight: false}
+`))
+	var job batchv1.Job
+	m.get(t, "Job/cdse-receiver-register", &job)
+	if args := strings.Join(job.Spec.Template.Spec.Containers[0].Args, " "); !strings.HasSuffix(args, "--skip-preflight") {
+		t.Errorf("register job: %s", args)
+	}
+	var cj batchv1.CronJob
+	m.get(t, "CronJob/cdse-receiver-status", &cj)
+	if args := strings.Join(cj.Spec.JobTemplate.Spec.Template.Spec.Containers[0].Args, " "); !strings.HasSuffix(args, "--skip-preflight") {
+		t.Errorf("status cronjob: %s", args)
+	}
+	m = mustRender(t, values(t, base+`
+register: {enabled: true, credentialsSecret: cdse-login, endpoint: "https://hooks.example.org/notifications"}
+`))
+	m.get(t, "Job/cdse-receiver-register", &job)
+	if args := strings.Join(job.Spec.Template.Spec.Containers[0].Args, " "); strings.Contains(args, "skip-preflight") {
+		t.Errorf("register job skips the preflight by default: %s", args)
 	}
 }

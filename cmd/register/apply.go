@@ -29,6 +29,7 @@ cancels the old one (--keep-old keeps it paused). It prints what it did and
 the window in which PUSH may have missed products: the receiver's
 reconciler, whose filter is the same union with INTERESTS_FILE set, brings
 them. --dry-run prints the compiled filter and the plan and changes nothing.
+The endpoint is checked first, as create checks it (--skip-preflight).
 
 ` + register.SettingsHelp,
 		Example: `  register apply --interests interests.yaml --endpoint https://hooks.example.org/notifications --dry-run
@@ -53,5 +54,6 @@ them. --dry-run prints the compiled filter and the plan and changes nothing.
 	f.BoolVar(&o.KeepOld, "keep-old", false, "keep the replaced subscription paused instead of cancelling it")
 	f.BoolVar(&o.DryRun, "dry-run", false, "print the compiled filter and the plan; change nothing")
 	f.BoolVar(&o.Insecure, "insecure-endpoint", false, "allow an http:// endpoint (local testing only)")
+	f.BoolVar(&o.SkipPreflight, "skip-preflight", false, "do not check the endpoint first (DNS, TCP, TLS, the receiver and the credentials): for an endpoint reachable only from the catalogue's side")
 	return cmd
 }

@@ -18,6 +18,13 @@ type, endpoint, filter and events changes nothing (--resume resumes it when
 paused). At the account's limit of running subscriptions it refuses and lists
 them, unless --replace says which one to pause (or cancel) first.
 
+A PUSH subscription's endpoint is checked first, from here, with the
+credentials being registered (a preflight: DNS, TCP, the certificate and its
+expiry, the receiver's answer); a failure stops create with the reason
+(unreachable, bad certificate, wrong credentials, not the receiver).
+--skip-preflight registers anyway, for an endpoint reachable only from the
+catalogue's side.
+
 ` + register.SettingsHelp,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -42,6 +49,7 @@ them, unless --replace says which one to pause (or cancel) first.
 	f.StringVar(&o.ReplaceAction, "replace-action", "pause", "what --replace does: pause or cancel")
 	f.BoolVar(&o.Resume, "resume", false, "resume the matching subscription if it is paused")
 	f.BoolVar(&o.Insecure, "insecure-endpoint", false, "allow an http:// endpoint (local testing only)")
+	f.BoolVar(&o.SkipPreflight, "skip-preflight", false, "do not check the endpoint first (DNS, TCP, TLS, the receiver and the credentials): for an endpoint reachable only from the catalogue's side")
 	_ = create.RegisterFlagCompletionFunc("events", cobra.FixedCompletions([]string{"created", "modified", "created,modified", "deleted"}, cobra.ShellCompDirectiveNoFileComp))
 	_ = create.RegisterFlagCompletionFunc("type", cobra.FixedCompletions([]string{"push", "pull"}, cobra.ShellCompDirectiveNoFileComp))
 	_ = create.RegisterFlagCompletionFunc("replace-action", cobra.FixedCompletions([]string{"pause", "cancel"}, cobra.ShellCompDirectiveNoFileComp))

@@ -74,7 +74,7 @@ func (h *harness) subs(t *testing.T) []catalogclient.Subscription {
 	return subs
 }
 
-var create = []string{"create", "--endpoint", "https://hooks.example.org/notifications", "--filter", "Collection/Name eq 'SENTINEL-2'", "--events", "created,modified"}
+var create = []string{"create", "--endpoint", "https://hooks.example.org/notifications", "--filter", "Collection/Name eq 'SENTINEL-2'", "--events", "created,modified", "--skip-preflight"}
 
 func TestCreateIsIdempotent(t *testing.T) {
 	h := newHarness(t)
@@ -102,7 +102,7 @@ func TestCreateIsIdempotent(t *testing.T) {
 
 func TestCreateLimitAndReplace(t *testing.T) {
 	h := newHarness(t) // the simulator's limit is the live one: 1 running
-	if code, _, errOut := h.run("create", "--endpoint", "https://a.example/n"); code != 0 {
+	if code, _, errOut := h.run("create", "--endpoint", "https://a.example/n", "--skip-preflight"); code != 0 {
 		t.Fatal(errOut)
 	}
 	first := h.subs(t)[0].ID
@@ -133,7 +133,7 @@ func TestCreateLimitAndReplace(t *testing.T) {
 		t.Errorf("statuses %v", status)
 	}
 	// Resuming the paused one needs room too.
-	code, _, errOut = h.run("create", "--endpoint", "https://a.example/n", "--resume")
+	code, _, errOut = h.run("create", "--endpoint", "https://a.example/n", "--resume", "--skip-preflight")
 	if code != 1 || !strings.Contains(errOut, "limit") {
 		t.Errorf("resume at the limit: %d %s", code, errOut)
 	}
@@ -179,7 +179,7 @@ func TestCommands(t *testing.T) {
 		{[]string{"create", "--endpoint", "http://plain.example/n"}, 2, "must be https://"},
 		{[]string{"create", "--endpoint", "https://hooks.example.org/notifications/"}, 2, "ends in '/'"},
 		{[]string{"create", "--endpoint", "https://hooks.example.org/notifications?x=1"}, 2, "query"},
-		{[]string{"create", "--endpoint", "http://127.0.0.1:8080/n", "--insecure-endpoint"}, 0, "http://127.0.0.1:8080/n"},
+		{[]string{"create", "--endpoint", "http://127.0.0.1:8080/n", "--insecure-endpoint", "--skip-preflight"}, 0, "http://127.0.0.1:8080/n"},
 		{[]string{"create", "--endpoint", "https://u:p@x.example/n"}, 2, "must not carry credentials"},
 		{[]string{"create", "--events", "created,deleted", "--endpoint", "https://x.example/n"}, 2, "--events"},
 		{[]string{"create"}, 2, "--endpoint is required"},
@@ -262,10 +262,11 @@ func TestUpdate(t *testing.T) {
 		code   int
 		output string
 	}{
-		{[]string{"update", id, "--endpoint", "https://hooks2.example.org/notifications"}, 0, "endpoint https://hooks.example.org/notifications → https://hooks2.example.org/notifications"},
+		{[]string{"update", id, "--endpoint", "https://hooks2.example.org/notifications", "--skip-preflight"}, 0, "endpoint https://hooks.example.org/notifications → https://hooks2.example.org/notifications"},
 		{[]string{"update", id, "--endpoint", "https://hooks2.example.org/notifications"}, 0, "nothing changed"},
-		{[]string{"update", id, "--receiver-password-file", pw}, 0, "password set from " + pw},
-		{[]string{"update", id, "--receiver-username", "cdse2"}, 0, `user "cdse" → "cdse2"`},
+		{[]string{"update", id, "--receiver-password-file", pw}, 1, "preflight: unreachable: not reachable: hooks2.example.org has no address"},
+		{[]string{"update", id, "--receiver-password-file", pw, "--skip-preflight"}, 0, "password set from " + pw},
+		{[]string{"update", id, "--receiver-username", "cdse2", "--skip-preflight"}, 0, `user "cdse" → "cdse2"`},
 		{[]string{"update", id}, 2, "give what to change"},
 		{[]string{"update", id, "--receiver-password-file", short}, 2, "shorter than 12"},
 		{[]string{"update", id, "--endpoint", "http://plain.example/n"}, 2, "must be https://"},
@@ -368,7 +369,7 @@ func TestApply(t *testing.T) {
 	write(v1)
 	apply := func(extra ...string) (int, register.ApplyResult, string) {
 		t.Helper()
-		code, out, errOut := h.run(append([]string{"apply", "--interests", file, "--endpoint", "https://hooks.example.org/notifications", "-o", "json"}, extra...)...)
+		code, out, errOut := h.run(append([]string{"apply", "--interests", file, "--endpoint", "https://hooks.example.org/notifications", "-o", "json", "--skip-preflight"}, extra...)...)
 		var r register.ApplyResult
 		if code == 0 {
 			if err := json.Unmarshal([]byte(out), &r); err != nil {
@@ -417,7 +418,7 @@ func TestApply(t *testing.T) {
 		t.Errorf("--keep-old: %v", status)
 	}
 	// Another endpoint's running subscription takes the one place.
-	if code, _, errOut := h.run("apply", "--interests", file, "--endpoint", "https://other.example.org/notifications"); code != 1 || !strings.Contains(errOut, "limit is 1") {
+	if code, _, errOut := h.run("apply", "--interests", file, "--endpoint", "https://other.example.org/notifications", "--skip-preflight"); code != 1 || !strings.Contains(errOut, "limit is 1") {
 		t.Errorf("at the limit: %d %s", code, errOut)
 	}
 	// A filter the catalogue refuses: its message is shown.
@@ -425,7 +426,7 @@ func TestApply(t *testing.T) {
 	h.refuse = func(r *http.Request) bool {
 		return r.Method == http.MethodPost && strings.HasSuffix(r.URL.Path, "/Subscriptions")
 	}
-	if code, _, errOut := h.run("apply", "--interests", file, "--endpoint", "https://hooks.example.org/notifications"); code != 1 || !strings.Contains(errOut, "this form is refused") {
+	if code, _, errOut := h.run("apply", "--interests", file, "--endpoint", "https://hooks.example.org/notifications", "--skip-preflight"); code != 1 || !strings.Contains(errOut, "this form is refused") {
 		t.Errorf("refused: %d %s", code, errOut)
 	}
 }

@@ -21,8 +21,10 @@ func newStatus(d deps) *cobra.Command {
 receiver with what the receiver says about itself (GET /status on its admin
 port), and checks: the subscription is running; its endpoint is the
 receiver's (--endpoint, or the receiver's webhook path); it sends the user
-the receiver expects; its last notification and the stream's newest message
-are younger than --max-silence; the receiver is ready. It prints a check per
+the receiver expects; the endpoint answers from here as the receiver (DNS,
+TCP, the certificate and its expiry, the credentials when RECEIVER_PASSWORD
+is set: "endpoint ..." checks); its last notification and the stream's
+newest message are younger than --max-silence; the receiver is ready. It prints a check per
 line (✔ ok, ✘ failed, ! warning, - not checked) and exits 1 when a check
 failed: run it from a Kubernetes CronJob (the chart's statusCheck) or by hand.
 
@@ -55,5 +57,6 @@ failed: run it from a Kubernetes CronJob (the chart's statusCheck) or by hand.
 	f.StringVar(&o.Receiver, "receiver", d.getenv("RECEIVER_ADMIN_URL"), "the receiver's admin URL, e.g. http://127.0.0.1:9090 (default $RECEIVER_ADMIN_URL)")
 	f.StringVar(&o.Endpoint, "endpoint", "", "the receiver's public webhook URL, as registered")
 	f.DurationVar(&o.MaxSilence, "max-silence", 6*time.Hour, "fail when the last notification is older than this")
+	f.BoolVar(&o.SkipPreflight, "skip-preflight", false, "do not check the running subscription's endpoint from here (DNS, TCP, TLS, the receiver and, with RECEIVER_PASSWORD, the credentials)")
 	return cmd
 }

@@ -470,13 +470,16 @@ func (c *checker) webhook(ctx context.Context) bool {
 	case http.StatusUnauthorized:
 		realms := basicRealms(resp.Header.Values("WWW-Authenticate"))
 		for _, r := range realms {
-			if r == realm {
-				who := "the user and password"
-				if c.o.Username == "" && c.o.Password == "" {
-					who = "a request without credentials"
-				}
-				return c.fail(name, WrongCredentials, "wrong credentials: the receiver refuses %s (401): use the receiver's RECEIVER_USERNAME and RECEIVER_PASSWORD (or a line of its RECEIVER_HTPASSWD_FILE)", who)
+			if r != realm {
+				continue
 			}
+			if c.o.Username == "" && c.o.Password == "" {
+				// Nothing to check the credentials with: the receiver's
+				// own challenge still says the URL is right.
+				c.add(name, Warn, "the receiver answers at this URL (401, realm %q); the credentials were not checked: none were given", realm)
+				return true
+			}
+			return c.fail(name, WrongCredentials, "wrong credentials: the receiver refuses the user and password (401): use the receiver's RECEIVER_USERNAME and RECEIVER_PASSWORD (or a line of its RECEIVER_HTPASSWD_FILE)")
 		}
 		other := "no Basic realm"
 		if len(realms) > 0 {

@@ -348,6 +348,13 @@ func TestWarnings(t *testing.T) {
 		t.Errorf("tls 13 days before: %s %q", s.Status, s.Detail)
 	}
 
+	// No credentials to check with: the receiver's own 401 says the URL is
+	// right, a warning.
+	r = preflight.Check(context.Background(), preflight.Options{Endpoint: srv.URL + "/notifications", RootCAs: pool})
+	if s := step(t, r, "webhook"); s.Status != preflight.Warn || !strings.Contains(s.Detail, "credentials were not checked") || !r.OK() {
+		t.Errorf("webhook without credentials: %s %q, OK %v", s.Status, s.Detail, r.OK())
+	}
+
 	plain := httptest.NewServer(receiver(t))
 	defer plain.Close()
 	r = preflight.Check(context.Background(), preflight.Options{Endpoint: plain.URL + "/notifications", Username: user, Password: password, Insecure: true})

@@ -19,6 +19,7 @@ type ApplyOptions struct {
 	MaxRunning          int
 	KeepOld, DryRun     bool
 	Insecure            bool
+	SkipPreflight       bool
 }
 
 // Step is one thing apply did (or, dry, would do).
@@ -81,6 +82,11 @@ func (s *Session) Apply(ctx context.Context, o ApplyOptions, log io.Writer) (App
 		return ApplyResult{}, cli.Usagef("set RECEIVER_USERNAME and RECEIVER_PASSWORD (or RECEIVER_PASSWORD_FILE): the receiver refuses unauthenticated notifications")
 	}
 	req.NotificationEndpoint, req.NotificationEpUsername, req.NotificationEpPassword = o.Endpoint, s.cfg.Username, s.cfg.Password
+	if !o.DryRun && !o.SkipPreflight {
+		if err := Preflight(ctx, o.Endpoint, s.cfg.Username, s.cfg.Password, o.Insecure, log); err != nil {
+			return ApplyResult{}, err
+		}
+	}
 	r := ApplyResult{DryRun: o.DryRun, Filter: req.FilterParam, Events: req.SubscriptionEvent, Steps: []Step{}}
 	if c.Deleted && len(c.Events) > 0 {
 		r.Notes = append(r.Notes, "an interest takes deleted: one subscription cannot carry deleted with created/modified, so deletions reach it through the receiver's reconciler (RECONCILE_EVENTS includes deleted by default), not through PUSH")

@@ -85,7 +85,7 @@ func (s *Session) Login(ctx context.Context) error {
 type CreateOptions struct {
 	Endpoint, Filter, Events, Type, Replace, ReplaceAction string
 	MaxRunning                                             int
-	Resume, Insecure                                       bool
+	Resume, Insecure, SkipPreflight                        bool
 }
 
 // Create makes the receiver's subscription, or finds the same one already
@@ -97,6 +97,11 @@ func (s *Session) Create(ctx context.Context, o CreateOptions, log io.Writer) (*
 	req, err := o.Request(s.cfg.Username, s.cfg.Password)
 	if err != nil {
 		return nil, err
+	}
+	if req.NotificationEndpoint != "" && !o.SkipPreflight {
+		if err := Preflight(ctx, req.NotificationEndpoint, s.cfg.Username, s.cfg.Password, o.Insecure, log); err != nil {
+			return nil, err
+		}
 	}
 	subs, err := s.API.ListSubscriptions(ctx)
 	if err != nil {
@@ -280,7 +285,7 @@ func PrintSubscriptions(w io.Writer, out *cli.Output, subs []catalogclient.Subsc
 // endpoint and its credentials; never the filter or the events).
 type UpdateOptions struct {
 	Endpoint, Username, PasswordFile string
-	Insecure                         bool
+	Insecure, SkipPreflight          bool
 }
 
 // Update changes a PUSH subscription's endpoint and/or the credentials it
@@ -331,6 +336,30 @@ func (s *Session) Update(ctx context.Context, id string, o UpdateOptions, log io
 	if len(did) == 0 {
 		fmt.Fprintf(log, "subscription %s already sends to %s as %q; nothing changed\n", id, cur.NotificationEndpoint, cur.NotificationEpUsername)
 		return cur, nil
+	}
+	if !o.SkipPreflight {
+		// What the catalogue will send after the change: the new endpoint
+		// and credentials, each else the current one (the catalogue never
+		// shows the password: without a new one, RECEIVER_PASSWORD's).
+		endpoint, user, pass := cur.NotificationEndpoint, cur.NotificationEpUsername, s.cfg.Password
+		if o.Endpoint != "" {
+			endpoint = o.Endpoint
+		}
+		if o.Username != "" {
+			user = o.Username
+		}
+		if user == "" {
+			user = s.cfg.Username
+		}
+		if password != "" {
+			pass = password
+		}
+		if pass == "" {
+			user = "" // the receiver's own 401 still says it is the receiver
+		}
+		if err := Preflight(ctx, endpoint, user, pass, o.Insecure || endpoint == cur.NotificationEndpoint && plainHTTP(endpoint), log); err != nil {
+			return nil, err
+		}
 	}
 	updated, err := s.API.UpdateSubscription(ctx, id, u)
 	if err != nil {

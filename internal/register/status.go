@@ -37,6 +37,10 @@ type Report struct {
 	Checks   []Check                      `json:"checks"`
 	Receiver *status.Receiver             `json:"receiver,omitempty"`
 	Matched  []catalogclient.Subscription `json:"subscriptions"`
+
+	// preflight checks the running subscription's endpoint as the
+	// catalogue reaches it (nil: not checked).
+	preflight func(endpoint string)
 }
 
 // ErrChecksFailed makes the exit code 1 once the report is printed.
@@ -46,12 +50,19 @@ var ErrChecksFailed = errors.New("checks failed")
 type StatusOptions struct {
 	Receiver, Endpoint string
 	MaxSilence         time.Duration
+	// SkipPreflight leaves out the endpoint's checks from here.
+	SkipPreflight bool
 }
 
 // Status joins what the catalogue and the receiver say into checks.
 func (c *Session) Status(ctx context.Context, o StatusOptions, client *http.Client, now time.Time) (Report, error) {
 	var r Report
 	add := r.add
+	if !o.SkipPreflight {
+		r.preflight = func(endpoint string) {
+			r.statusPreflight(ctx, endpoint, c.cfg.Username, c.cfg.Password)
+		}
+	}
 	// The receiver first: it says which path, user and PULL subscription
 	// to look for in the catalogue.
 	if o.Receiver != "" {
@@ -173,6 +184,9 @@ func (r *Report) checkPush(push []catalogclient.Subscription, o StatusOptions, w
 	}
 	s := running[0]
 	add("push subscription", checkOK, "%s running, events %s, filter %q, endpoint %s", s.ID, strings.Join(s.SubscriptionEvent, ","), s.FilterParam, s.NotificationEndpoint)
+	if r.preflight != nil {
+		r.preflight(s.NotificationEndpoint)
+	}
 	if webhook != nil {
 		switch {
 		case s.NotificationEpUsername == "":

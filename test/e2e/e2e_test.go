@@ -173,7 +173,12 @@ func TestRegisterAndDeliver(t *testing.T) {
 func TestWrongWebhookPasswordDeliversNothing(t *testing.T) {
 	w := setup(t)
 	w.env["RECEIVER_PASSWORD"] = "not-the-receivers-password"
-	w.register(t, "create", "--endpoint", w.webhook, "--insecure-endpoint")
+	// The preflight stops it, naming the problem; forced, the catalogue's
+	// every push is refused.
+	if code, _, errOut := w.runRegister(t, "create", "--endpoint", w.webhook, "--insecure-endpoint"); code != 1 || !strings.Contains(errOut, "preflight: wrong-credentials") || strings.Contains(w.register(t, "-o", "json", "list"), w.webhook) {
+		t.Fatalf("create with a password the receiver refuses: exit %d\n%s", code, errOut)
+	}
+	w.register(t, "create", "--endpoint", w.webhook, "--insecure-endpoint", "--skip-preflight")
 	w.sim.Generate(cdsesim.Sentinel2, 2)
 	w.sim.WaitPushes()
 	if got := w.messages(t); len(got) != 0 {
@@ -213,8 +218,8 @@ func TestReconcileAfterOutage(t *testing.T) {
 	w := newSim(t)
 	// The receiver is down while the catalogue creates, modifies and
 	// deletes products: PUSH gives up on every one of them.
-	w.register(t, "create", "--endpoint", "http://127.0.0.1:1/notifications", "--insecure-endpoint", "--filter", "Collection/Name eq 'SENTINEL-1'", "--events", "created,modified")
-	w.register(t, "create", "--endpoint", "http://127.0.0.1:1/notifications", "--insecure-endpoint", "--filter", "Collection/Name eq 'SENTINEL-1'", "--events", "deleted", "--max-running", "2")
+	w.register(t, "create", "--endpoint", "http://127.0.0.1:1/notifications", "--insecure-endpoint", "--filter", "Collection/Name eq 'SENTINEL-1'", "--events", "created,modified", "--skip-preflight")
+	w.register(t, "create", "--endpoint", "http://127.0.0.1:1/notifications", "--insecure-endpoint", "--filter", "Collection/Name eq 'SENTINEL-1'", "--events", "deleted", "--max-running", "2", "--skip-preflight")
 	lost := w.sim.Generate(cdsesim.Sentinel1, 30)
 	for _, p := range lost[20:25] {
 		if err := w.sim.ModifyProduct(p.ID); err != nil {

@@ -109,7 +109,10 @@ func TestCredentialRotationLosesNothing(t *testing.T) {
 	a.App.Reload(false)
 	b.App.Reload(false)
 	step("old password removed")
-	w.register(t, "update", id, "--endpoint", b.Webhook, "--insecure-endpoint") // 4. another endpoint
+	// 4. another endpoint: its preflight sends the password of the
+	// operator's environment, the new one by now.
+	w.env["RECEIVER_PASSWORD"] = newPW
+	w.register(t, "update", id, "--endpoint", b.Webhook, "--insecure-endpoint")
 	step("endpoint moved")
 	close(stop)
 	<-stopped

@@ -71,7 +71,7 @@ func TestRegisterStatus(t *testing.T) {
 	}
 
 	code, got := w.checks(t, "--receiver", admin, "--endpoint", w.webhook)
-	for _, name := range []string{"receiver", "receiver ready", "stream", "quarantine", "catalogue", "push subscription", "credentials", "last notification"} {
+	for _, name := range []string{"receiver", "receiver ready", "stream", "quarantine", "catalogue", "push subscription", "endpoint tcp", "endpoint webhook", "credentials", "last notification"} {
 		if got[name].Status != "ok" {
 			t.Errorf("%s: %+v", name, got[name])
 		}
@@ -124,7 +124,11 @@ func TestRegisterStatus(t *testing.T) {
 	// A subscription that sends another user than the receiver expects.
 	w.register(t, "cancel", subs[0].Id)
 	w.env["RECEIVER_USERNAME"] = "someone-else"
-	w.register(t, "create", "--endpoint", w.webhook, "--insecure-endpoint")
+	// The preflight stops it first: the receiver refuses that user.
+	if code, _, errOut := w.runRegister(t, "create", "--endpoint", w.webhook, "--insecure-endpoint"); code != 1 || !strings.Contains(errOut, "preflight: wrong-credentials") {
+		t.Fatalf("create with a user the receiver refuses: exit %d\n%s", code, errOut)
+	}
+	w.register(t, "create", "--endpoint", w.webhook, "--insecure-endpoint", "--skip-preflight")
 	w.env["RECEIVER_USERNAME"] = webhookUser
 	code, got = w.checks(t, "--receiver", admin, "--endpoint", w.webhook)
 	if c := got["credentials"]; code != 1 || c.Status != "fail" || !strings.Contains(c.Detail, `sends user "someone-else", the receiver expects "cdse"`) {
