@@ -305,7 +305,7 @@ func (a *App) startWebhook(ctx context.Context) error {
 		octx, cancel := context.WithTimeout(ctx, acmeObtainTimeout)
 		defer cancel()
 		if err := a.acme.Obtain(octx); err != nil {
-			return fmt.Errorf("ACME: %w (is %s reachable from the internet on port 443, or on port 80 with RECEIVER_ACME_HTTP_ADDR?)", err, cfg.ACMEDomains)
+			return fmt.Errorf("ACME: %w (the CA at RECEIVER_ACME_DIRECTORY must be reachable from here, and %s must resolve to this machine with port 443, or port 80 with RECEIVER_ACME_HTTP_ADDR, open to the CA)", err, cfg.ACMEDomains)
 		}
 		a.log.WithField("domains", cfg.ACMEDomains).Info("serving HTTPS (TLS 1.2+) with the ACME certificate, renewed ahead of expiry")
 	}
