@@ -1,6 +1,7 @@
 package interest
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -13,8 +14,11 @@ import (
 	"github.com/sirupsen/logrus/hooks/test"
 
 	"github.com/cdse-jetstream/receiver/event"
+	"github.com/cdse-jetstream/receiver/internal/ingest"
 	"github.com/cdse-jetstream/receiver/internal/notification"
+	"github.com/cdse-jetstream/receiver/internal/publish"
 	"github.com/cdse-jetstream/receiver/internal/testkit/fixtures"
+	"github.com/cdse-jetstream/receiver/internal/testkit/publishtest"
 )
 
 func TestParseRefusesWithNameAndPosition(t *testing.T) {
@@ -206,5 +210,46 @@ func TestRouterReloadFollowsAConfigMapMount(t *testing.T) {
 	}
 	if changed, err := r.Reload(false); changed || err != nil {
 		t.Errorf("unchanged since: reloaded %v %v", changed, err)
+	}
+}
+
+// TestCountAfterAPartialPublish: a publish that stored the product message
+// but not its copy fails, and the retry finds the product message a
+// duplicate while it stores the copy: the copy is counted then, once, and
+// not again when the catalogue resends.
+func TestCountAfterAPartialPublish(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "interests.yaml")
+	if err := os.WriteFile(path, []byte("interests:\n  - name: a\n    filter: Name eq 'x'\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	log, _ := test.NewNullLogger()
+	r, err := NewRouter(path, prometheus.NewRegistry(), log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := publishtest.New(t, nil)
+	id, copyID := "created:k1", ingest.InterestMsgID("a", "created:k1")
+	product := publish.Message{Subject: "cdse.product.created.SENTINEL-2.S2MSI2A", MsgID: id, Header: map[string][]string{"Nats-Msg-Id": {id}}, Data: []byte(`{}`), Event: "created"}
+	withCopy := product
+	withCopy.Copies = []publish.Message{{Subject: "cdse.product.copies.a", MsgID: copyID, Header: map[string][]string{"Nats-Msg-Id": {copyID}}, Data: []byte(`{}`)}}
+	publishCount := func(m publish.Message) []publish.Result {
+		t.Helper()
+		res, err := env.Publisher.Publish(context.Background(), []publish.Message{m})
+		if err != nil {
+			t.Fatal(err)
+		}
+		r.Count([]publish.Message{m}, res)
+		return res
+	}
+	publishCount(product) // the first attempt: only the product message was stored
+	if res := publishCount(withCopy); !res[0].Duplicate || len(res[0].CopiesStored) != 1 || !res[0].CopiesStored[0] {
+		t.Fatalf("the retry: %+v", res[0])
+	}
+	publishCount(withCopy) // the catalogue's resend
+	if got := testutil.ToFloat64(r.routed.WithLabelValues("a")); got != 1 {
+		t.Errorf("routed to a: %v, want 1", got)
+	}
+	if got := testutil.ToFloat64(r.unmatched.WithLabelValues("created")); got != 1 {
+		t.Errorf("unmatched: %v, want 1 (the first attempt's message, stored without a copy)", got)
 	}
 }

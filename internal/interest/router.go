@@ -131,21 +131,24 @@ func (r *Router) Match(n *notification.Notification, names []string) []string {
 	return names
 }
 
-// Count notes what was stored: for every message JetStream stored anew,
-// the interests its copies went to, or that it matched none. Duplicates
-// (the catalogue's resends, the reconciler's overlap) are not counted: the
-// metrics say what each interest's subjects received.
+// Count notes what was stored: each copy JetStream stored anew, by its
+// interest, and each product message stored anew that matched none.
+// Duplicates (the catalogue's resends, the reconciler's overlap, a retry
+// after a publish that stored only part) are not counted: the metrics say
+// what each interest's subjects received.
 func (r *Router) Count(msgs []publish.Message, res []publish.Result) {
 	for i := range res {
 		m := &msgs[i]
-		if res[i].Duplicate {
-			continue
-		}
 		if len(m.Copies) == 0 {
-			r.unmatched.WithLabelValues(m.Event).Inc()
+			if !res[i].Duplicate {
+				r.unmatched.WithLabelValues(m.Event).Inc()
+			}
 			continue
 		}
-		for j := range m.Copies {
+		for j, stored := range res[i].CopiesStored {
+			if !stored || j >= len(m.Copies) {
+				continue
+			}
 			if name, ok := ingest.CopyInterest(m.Copies[j].MsgID); ok {
 				r.routed.WithLabelValues(name).Inc()
 			}

@@ -73,6 +73,10 @@ type Result struct {
 	// Local is true when the answer came from the memory of ids this
 	// replica stored, without asking JetStream: nothing was confirmed now.
 	Local bool
+	// CopiesStored says, for each of the message's Copies in order,
+	// whether JetStream stored it now (false: a duplicate); nil when no
+	// copy was sent.
+	CopiesStored []bool
 }
 
 // Confirmed says whether JetStream confirmed at least one of results now
@@ -210,6 +214,7 @@ func (p *Publisher) Publish(ctx context.Context, msgs []Message) ([]Result, erro
 	futures := make([]jetstream.PubAckFuture, len(msgs))
 	var copies []jetstream.PubAckFuture
 	var copySubjects []string
+	var copyOwner []int // the message of each copy
 	send := func(m *Message) (jetstream.PubAckFuture, error) {
 		f, err := p.js.PublishMsgAsync(&nats.Msg{Subject: m.Subject, Header: nats.Header(m.MessageHeader()), Data: m.Data},
 			jetstream.WithExpectStream(p.stream),
@@ -233,7 +238,7 @@ func (p *Publisher) Publish(ctx context.Context, msgs []Message) ([]Result, erro
 			if err != nil {
 				return nil, err
 			}
-			copies, copySubjects = append(copies, f), append(copySubjects, msgs[i].Copies[j].Subject)
+			copies, copySubjects, copyOwner = append(copies, f), append(copySubjects, msgs[i].Copies[j].Subject), append(copyOwner, i)
 		}
 	}
 	wait := func(f jetstream.PubAckFuture, subject string) (*jetstream.PubAck, error) {
@@ -259,9 +264,12 @@ func (p *Publisher) Publish(ctx context.Context, msgs []Message) ([]Result, erro
 	// A copy stored or known is enough; one that failed fails the whole
 	// publish (the sender retries, and every message is deduplicated).
 	for k, f := range copies {
-		if _, err := wait(f, copySubjects[k]); err != nil {
+		ack, err := wait(f, copySubjects[k])
+		if err != nil {
 			return nil, err
 		}
+		r := &results[copyOwner[k]]
+		r.CopiesStored = append(r.CopiesStored, !ack.Duplicate)
 	}
 	// Only now, every copy stored too, is a fresh store remembered (a retry
 	// answered from memory does not publish the copies again); and only a
