@@ -450,6 +450,13 @@ register: {endpoint: "https://hooks.example.org/notifications"}
 	if pod.Labels["app.kubernetes.io/name"] == "receiver" || c.SecurityContext == nil || *c.SecurityContext.AllowPrivilegeEscalation {
 		t.Errorf("pod labels %v (the Services would select it), security %+v", pod.Labels, c.SecurityContext)
 	}
+	// The webhook's credentials, from the Secret: the preflight checks
+	// them rather than posting without (a failed login every run).
+	e := env(c)
+	if e["RECEIVER_PASSWORD_FILE"].Value != "/etc/receiver/auth/password" || e["RECEIVER_USERNAME"].ValueFrom == nil ||
+		len(pod.Spec.Volumes) != 1 || pod.Spec.Volumes[0].Secret.SecretName != "cdse-receiver" || len(c.VolumeMounts) != 1 || c.VolumeMounts[0].MountPath != "/etc/receiver/auth" {
+		t.Errorf("webhook credentials: env %+v, volumes %+v, mounts %+v", e, pod.Spec.Volumes, c.VolumeMounts)
+	}
 }
 
 // The dashboard ConfigMap, opt-in, carries the file as it is, with the

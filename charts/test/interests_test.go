@@ -101,7 +101,7 @@ func TestInterests(t *testing.T) {
 	m.get(t, "Job/cdse-receiver-register", &job)
 	mounted("register job", job.Spec.Template.Spec)
 	args := strings.Join(job.Spec.Template.Spec.Containers[0].Args, " ")
-	if want := "apply --interests /etc/receiver/interests/interests.yaml --endpoint https://hooks.example.org/notifications --max-running 1"; args != want { // with the preflight (register.preflight true)
+	if want := "apply --interests /etc/receiver/interests/interests.yaml --endpoint https://hooks.example.org/notifications --max-running 1 --preflight-wait 4m"; args != want {
 		t.Errorf("register job args\n%q\nwant\n%q", args, want)
 	}
 }
@@ -175,7 +175,7 @@ statusCheck: {enabled: true, preflight: false}
 register: {enabled: true, credentialsSecret: cdse-login, endpoint: "https://hooks.example.org/notifications"}
 `))
 	m.get(t, "Job/cdse-receiver-register", &job)
-	if args := strings.Join(job.Spec.Template.Spec.Containers[0].Args, " "); strings.Contains(args, "skip-preflight") {
-		t.Errorf("register job skips the preflight by default: %s", args)
+	if args := strings.Join(job.Spec.Template.Spec.Containers[0].Args, " "); strings.Contains(args, "skip-preflight") || !strings.HasSuffix(args, "--preflight-wait 4m") {
+		t.Errorf("register job by default: %s, want the preflight retried for 4m", args)
 	}
 }

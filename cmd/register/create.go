@@ -50,6 +50,7 @@ catalogue's side.
 	f.BoolVar(&o.Resume, "resume", false, "resume the matching subscription if it is paused")
 	f.BoolVar(&o.Insecure, "insecure-endpoint", false, "allow an http:// endpoint (local testing only)")
 	f.BoolVar(&o.SkipPreflight, "skip-preflight", false, "do not check the endpoint first (DNS, TCP, TLS, the receiver and the credentials): for an endpoint reachable only from the catalogue's side")
+	f.DurationVar(&o.PreflightWait, "preflight-wait", 0, "retry a failing preflight every 5 s for this long (an endpoint still coming up: a Helm hook, a new certificate)")
 	_ = create.RegisterFlagCompletionFunc("events", cobra.FixedCompletions([]string{"created", "modified", "created,modified", "deleted"}, cobra.ShellCompDirectiveNoFileComp))
 	_ = create.RegisterFlagCompletionFunc("type", cobra.FixedCompletions([]string{"push", "pull"}, cobra.ShellCompDirectiveNoFileComp))
 	_ = create.RegisterFlagCompletionFunc("replace-action", cobra.FixedCompletions([]string{"pause", "cancel"}, cobra.ShellCompDirectiveNoFileComp))

@@ -192,14 +192,14 @@ func (c *checker) url() bool {
 			err = ue.Err // without the URL, which may hold a password
 		}
 		return c.fail(name, InvalidEndpoint, "the endpoint is not a URL: %v", err)
+	case u.User != nil: // first: the messages below show the URL
+		return c.fail(name, InvalidEndpoint, "%s carries credentials in the URL: give them as the webhook's user and password instead", u.Redacted())
 	case u.Scheme == "http" && !c.o.Insecure:
 		return c.fail(name, InvalidEndpoint, "%s is http: the catalogue sends credentials and notifications only to an https endpoint", c.o.Endpoint)
 	case u.Scheme != "https" && u.Scheme != "http":
 		return c.fail(name, InvalidEndpoint, "%q is not an https URL", c.o.Endpoint)
 	case u.Host == "" || u.Hostname() == "":
 		return c.fail(name, InvalidEndpoint, "%q has no host", c.o.Endpoint)
-	case u.User != nil:
-		return c.fail(name, InvalidEndpoint, "%s carries credentials in the URL: give them as the webhook's user and password instead", u.Redacted())
 	case u.Fragment != "":
 		return c.fail(name, InvalidEndpoint, "%s has a fragment (#...): the catalogue would not send it", c.o.Endpoint)
 	}

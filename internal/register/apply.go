@@ -20,6 +20,7 @@ type ApplyOptions struct {
 	KeepOld, DryRun     bool
 	Insecure            bool
 	SkipPreflight       bool
+	PreflightWait       time.Duration
 }
 
 // Step is one thing apply did (or, dry, would do).
@@ -83,7 +84,7 @@ func (s *Session) Apply(ctx context.Context, o ApplyOptions, log io.Writer) (App
 	}
 	req.NotificationEndpoint, req.NotificationEpUsername, req.NotificationEpPassword = o.Endpoint, s.cfg.Username, s.cfg.Password
 	if !o.DryRun && !o.SkipPreflight {
-		if err := Preflight(ctx, o.Endpoint, s.cfg.Username, s.cfg.Password, o.Insecure, log); err != nil {
+		if err := Preflight(ctx, o.Endpoint, s.cfg.Username, s.cfg.Password, o.Insecure, o.PreflightWait, log); err != nil {
 			return ApplyResult{}, err
 		}
 	}

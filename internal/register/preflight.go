@@ -4,7 +4,9 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net/url"
 	"strings"
+	"time"
 
 	"github.com/cdse-jetstream/receiver/internal/preflight"
 )
@@ -15,9 +17,24 @@ import (
 // password would otherwise show only as notifications retried three times
 // and dropped. It prints the checks to log and returns an error naming the
 // problem when one failed.
-func Preflight(ctx context.Context, endpoint, user, password string, insecure bool, log io.Writer) error {
-	r := preflight.Check(ctx, preflight.Options{Endpoint: endpoint, Username: user, Password: password, Insecure: insecure})
-	fmt.Fprintf(log, "preflight of %s:\n", endpoint)
+//
+// wait, when positive, retries a failing check every 5 s for that long:
+// for a deployment that registers while it comes up (the chart's Job runs
+// as the receiver, its Ingress and its certificate are being created).
+func Preflight(ctx context.Context, endpoint, user, password string, insecure bool, wait time.Duration, log io.Writer) error {
+	o := preflight.Options{Endpoint: endpoint, Username: user, Password: password, Insecure: insecure}
+	deadline := time.Now().Add(wait)
+	r := preflight.Check(ctx, o)
+	for !r.OK() && r.Problem != preflight.InvalidEndpoint && time.Now().Add(preflightRetry).Before(deadline) {
+		fmt.Fprintf(log, "preflight of %s: %s; again in %s (--preflight-wait, until %s)\n", redacted(endpoint), r.Problem, preflightRetry, deadline.Format(time.TimeOnly))
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("preflight: %w", ctx.Err())
+		case <-time.After(preflightRetry):
+		}
+		r = preflight.Check(ctx, o)
+	}
+	fmt.Fprintf(log, "preflight of %s:\n", redacted(endpoint))
 	if err := preflight.PrintReport(log, r); err != nil {
 		return err
 	}
@@ -27,6 +44,9 @@ func Preflight(ctx context.Context, endpoint, user, password string, insecure bo
 	last := r.Checks[len(r.Checks)-1]
 	return fmt.Errorf("preflight: %s: %s (nothing was registered; --skip-preflight registers anyway, for an endpoint reachable only from the catalogue's side)", r.Problem, last.Detail)
 }
+
+// preflightRetry is the pause between the checks of --preflight-wait.
+const preflightRetry = 5 * time.Second
 
 // plainHTTP says whether endpoint is an http:// URL, which only
 // --insecure-endpoint lets through to the catalogue.
@@ -44,4 +64,14 @@ func (r *Report) statusPreflight(ctx context.Context, endpoint, user, password s
 	for _, c := range p.Checks {
 		r.add("endpoint "+c.Name, string(c.Status), "%s", c.Detail)
 	}
+}
+
+// redacted is endpoint without a password it may carry (one the catalogue
+// returned, never checked by register).
+func redacted(endpoint string) string {
+	u, err := url.Parse(endpoint)
+	if err != nil {
+		return "the endpoint"
+	}
+	return u.Redacted()
 }

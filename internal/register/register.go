@@ -86,6 +86,7 @@ type CreateOptions struct {
 	Endpoint, Filter, Events, Type, Replace, ReplaceAction string
 	MaxRunning                                             int
 	Resume, Insecure, SkipPreflight                        bool
+	PreflightWait                                          time.Duration
 }
 
 // Create makes the receiver's subscription, or finds the same one already
@@ -99,7 +100,7 @@ func (s *Session) Create(ctx context.Context, o CreateOptions, log io.Writer) (*
 		return nil, err
 	}
 	if req.NotificationEndpoint != "" && !o.SkipPreflight {
-		if err := Preflight(ctx, req.NotificationEndpoint, s.cfg.Username, s.cfg.Password, o.Insecure, log); err != nil {
+		if err := Preflight(ctx, req.NotificationEndpoint, s.cfg.Username, s.cfg.Password, o.Insecure, o.PreflightWait, log); err != nil {
 			return nil, err
 		}
 	}
@@ -286,6 +287,7 @@ func PrintSubscriptions(w io.Writer, out *cli.Output, subs []catalogclient.Subsc
 type UpdateOptions struct {
 	Endpoint, Username, PasswordFile string
 	Insecure, SkipPreflight          bool
+	PreflightWait                    time.Duration
 }
 
 // Update changes a PUSH subscription's endpoint and/or the credentials it
@@ -353,11 +355,13 @@ func (s *Session) Update(ctx context.Context, id string, o UpdateOptions, log io
 		}
 		if password != "" {
 			pass = password
+		} else if user != s.cfg.Username {
+			pass = "" // RECEIVER_PASSWORD is RECEIVER_USERNAME's, not this user's
 		}
 		if pass == "" {
 			user = "" // the receiver's own 401 still says it is the receiver
 		}
-		if err := Preflight(ctx, endpoint, user, pass, o.Insecure || endpoint == cur.NotificationEndpoint && plainHTTP(endpoint), log); err != nil {
+		if err := Preflight(ctx, endpoint, user, pass, o.Insecure || endpoint == cur.NotificationEndpoint && plainHTTP(endpoint), o.PreflightWait, log); err != nil {
 			return nil, err
 		}
 	}

@@ -40,7 +40,7 @@ type Report struct {
 
 	// preflight checks the running subscription's endpoint as the
 	// catalogue reaches it (nil: not checked).
-	preflight func(endpoint string)
+	preflight func(endpoint, user string)
 }
 
 // ErrChecksFailed makes the exit code 1 once the report is printed.
@@ -59,8 +59,12 @@ func (c *Session) Status(ctx context.Context, o StatusOptions, client *http.Clie
 	var r Report
 	add := r.add
 	if !o.SkipPreflight {
-		r.preflight = func(endpoint string) {
-			r.statusPreflight(ctx, endpoint, c.cfg.Username, c.cfg.Password)
+		r.preflight = func(endpoint, user string) {
+			pass := c.cfg.Password
+			if user != "" && user != c.cfg.Username {
+				pass = "" // RECEIVER_PASSWORD is RECEIVER_USERNAME's: the receiver's 401 still identifies it
+			}
+			r.statusPreflight(ctx, endpoint, c.cfg.Username, pass)
 		}
 	}
 	// The receiver first: it says which path, user and PULL subscription
@@ -185,7 +189,7 @@ func (r *Report) checkPush(push []catalogclient.Subscription, o StatusOptions, w
 	s := running[0]
 	add("push subscription", checkOK, "%s running, events %s, filter %q, endpoint %s", s.ID, strings.Join(s.SubscriptionEvent, ","), s.FilterParam, s.NotificationEndpoint)
 	if r.preflight != nil {
-		r.preflight(s.NotificationEndpoint)
+		r.preflight(s.NotificationEndpoint, s.NotificationEpUsername)
 	}
 	if webhook != nil {
 		switch {
