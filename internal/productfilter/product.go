@@ -202,6 +202,9 @@ func FromValidEntity(raw []byte) (Product, error) {
 	end, err := jsonscan.WalkObject(raw, 0, func(name string, v int) int {
 		e := jsonscan.ValueEnd(raw, v)
 		val := raw[v:e]
+		if len(val) == 0 { // only in JSON that is not valid, which callers rule out
+			return e
+		}
 		switch name {
 		case "Id":
 			p.ID, _ = s(v, e)
