@@ -417,7 +417,13 @@ func (a *App) ensureStream(ctx context.Context) bool {
 				"replicas": info.Config.Replicas, "duplicate_window": info.Config.Duplicates.String()}).Info("stream ready")
 			return true
 		}
-		a.log.WithError(err).WithField("retry_in", wait.String()).Warn("stream not ready")
+		msg := "stream not ready"
+		if !a.nc.IsConnected() {
+			// The client's own error (a full reconnect buffer) hides that
+			// nothing answers at NATS_URL, often one exported for a client.
+			msg = "stream not ready: not connected to the NATS of NATS_URL (without NATS_URL the receiver runs its own embedded server)"
+		}
+		a.log.WithError(err).WithField("retry_in", wait.String()).Warn(msg)
 		select {
 		case <-ctx.Done():
 			return false

@@ -37,8 +37,10 @@ const (
 const SettingsHelp = `Settings come from the environment (never from flags, which show in ps):
   CDSE_USERNAME, CDSE_PASSWORD or CDSE_PASSWORD_FILE, CDSE_TOTP (two-factor
   code), CDSE_CLIENT_ID (default cdse-public), CDSE_TOKEN_URL, CDSE_CATALOGUE_URL;
-  for create: RECEIVER_USERNAME, RECEIVER_PASSWORD or RECEIVER_PASSWORD_FILE
-  (the Basic-auth credentials the catalogue will send to the receiver).
+  for create and apply: RECEIVER_USERNAME, RECEIVER_PASSWORD or
+  RECEIVER_PASSWORD_FILE (the Basic-auth credentials the catalogue will send
+  to the receiver, which the preflight of create, apply, update and status
+  sends first).
 
 Exit codes: 0 ok, 1 error, 2 usage.`
 
