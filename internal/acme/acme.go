@@ -335,9 +335,6 @@ func (m *Manager) NotAfter() time.Time {
 	return first
 }
 
-// Domains are the names served, lower-case.
-func (m *Manager) Domains() []string { return append([]string(nil), m.domains...) }
-
 // Close stops talking to the CA: renewals from now on fail (and would be
 // retried by a new Manager), nothing more is written to the cache
 // directory once Close returns. The certificates in force are still

@@ -281,9 +281,6 @@ func (l *Lister) request(ctx context.Context, k Kind, filter string, skip int, c
 	return items, page.Count, nil
 }
 
-// PageSize is the number of products asked for per request.
-func (l *Lister) PageSize() int { return l.pageSize }
-
 func (k Kind) item(raw json.RawMessage) (Item, error) {
 	var p struct {
 		ID               string `json:"Id"`

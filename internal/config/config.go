@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/cdse-jetstream/receiver/event"
+	"github.com/cdse-jetstream/receiver/internal/acme"
 	"github.com/cdse-jetstream/receiver/internal/auth"
 	"github.com/cdse-jetstream/receiver/internal/catalogclient"
 	"github.com/cdse-jetstream/receiver/internal/ingest"
@@ -112,7 +113,7 @@ func Default() Config {
 		Path:               "/notifications",
 		AdminAddr:          ":9090",
 		DataDir:            "./data",
-		ACMEDirectory:      "https://acme-v02.api.letsencrypt.org/directory",
+		ACMEDirectory:      acme.LetsEncrypt,
 		MaxBody:            1 << 20,
 		MaxNotifications:   100,
 		DedupeWindow:       24 * time.Hour,
@@ -130,7 +131,7 @@ func Default() Config {
 		StacCollections:    ingest.DefaultStacCollections,
 		Stream:             event.DefaultStream,
 		StreamReplicas:     1,
-		InterestPrefix:     "cdse.interest",
+		InterestPrefix:     event.DefaultInterestPrefix,
 		QuarantineStream:   "CDSE_QUARANTINE",
 		QuarantinePrefix:   "cdse.quarantine",
 		QuarantineMaxAge:   30 * 24 * time.Hour,

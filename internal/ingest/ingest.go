@@ -81,14 +81,6 @@ func ParseStacCollections(s string) (map[string]string, error) {
 	return m, errors.Join(errs...)
 }
 
-// Headers set from the route.
-const (
-	HeaderDownloadURL = event.HeaderDownloadURL
-	HeaderStacURL     = event.HeaderStacURL
-	// event.CloudEventsTypePrefix prefixes ce-type: eu.copernicus.dataspace.product.created.
-	CloudEventsType = event.CloudEventsTypePrefix
-)
-
 // Messages builds one message per notification, its data the notification's
 // own bytes.
 // r is shared by the messages' lazy headers, not copied per request.

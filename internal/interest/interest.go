@@ -42,8 +42,6 @@ type Interest struct {
 // Set is the interests of one file, in its order.
 type Set struct {
 	Interests []Interest
-	// geo: a filter reads footprints.
-	geo bool
 }
 
 // Len is the number of interests.
@@ -146,7 +144,6 @@ func Parse(b []byte) (*Set, error) {
 				bad("filter (line %d): %v", in.Filter.Line, err)
 			default:
 				it.Filter = flt
-				set.geo = set.geo || flt.UsesGeometry()
 			}
 		}
 		if in.MaxSensingAge != "" {

@@ -146,7 +146,7 @@ func (r *Router) Count(msgs []publish.Message, res []publish.Result) {
 			continue
 		}
 		for j, stored := range res[i].CopiesStored {
-			if !stored || j >= len(m.Copies) {
+			if !stored {
 				continue
 			}
 			if name, ok := ingest.CopyInterest(m.Copies[j].MsgID); ok {

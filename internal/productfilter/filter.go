@@ -24,6 +24,7 @@
 package productfilter
 
 import (
+	"cmp"
 	"strconv"
 	"strings"
 	"time"
@@ -136,16 +137,6 @@ func (o op) holds(c int) bool {
 	return c <= 0
 }
 
-func cmpOrdered[T int64 | float64](a, b T) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
-}
-
 type stringField uint8
 
 const (
@@ -232,7 +223,7 @@ type lengthCmp struct {
 }
 
 func (n lengthCmp) eval(p *Product) bool {
-	return p.HasContentLength && n.op.holds(cmpOrdered(p.ContentLength, n.val))
+	return p.HasContentLength && n.op.holds(cmp.Compare(p.ContentLength, n.val))
 }
 
 type nameFunc uint8
@@ -287,9 +278,9 @@ func (n attrAny) eval(p *Product) bool {
 		case StringAttr:
 			c = strings.Compare(a.Str, n.str)
 		case DoubleAttr:
-			c = cmpOrdered(a.Float, n.f)
+			c = cmp.Compare(a.Float, n.f)
 		case IntegerAttr:
-			c = cmpOrdered(a.Int, n.i)
+			c = cmp.Compare(a.Int, n.i)
 		case DateTimeOffsetAttr:
 			c = a.Time.Compare(n.t)
 		}

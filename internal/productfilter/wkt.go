@@ -2,6 +2,7 @@ package productfilter
 
 import (
 	"strconv"
+	"strings"
 
 	"github.com/peterstace/simplefeatures/geom"
 )
@@ -156,7 +157,7 @@ func (r *wktReader) number() (float64, bool) {
 		return 0, false
 	}
 	lit := r.s[r.i:j]
-	if d := lit[len(lit)-len(trimMinus(lit)):]; len(d) > 1 && d[0] == '0' && d[1] >= '0' && d[1] <= '9' {
+	if d := strings.TrimPrefix(lit, "-"); len(d) > 1 && d[0] == '0' && d[1] >= '0' && d[1] <= '9' {
 		return 0, false // 08: an octal literal to the general parser's lexer
 	}
 	f, err := strconv.ParseFloat(lit, 64)
@@ -165,11 +166,4 @@ func (r *wktReader) number() (float64, bool) {
 	}
 	r.i = j
 	return f, true
-}
-
-func trimMinus(s string) string {
-	if len(s) > 0 && s[0] == '-' {
-		return s[1:]
-	}
-	return s
 }

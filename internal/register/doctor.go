@@ -33,8 +33,8 @@ type Probe struct {
 	Expected string `json:"expected"`
 	Got      string `json:"got"`
 	OK       bool   `json:"ok"`
-	// Required probes fail the command; others (a form used only when the
-	// data calls for it, where the data is not there) are told.
+	// Required is always true: every probe is a form the receiver relies
+	// on, and a failed one fails the command (kept for scripts reading it).
 	Required bool `json:"required"`
 }
 
@@ -104,7 +104,7 @@ func Doctor(ctx context.Context, getenv func(string) string, o DoctorOptions, no
 	api.MaxAttempts = 1 // a probe reports what one request got
 	var r DoctorReport
 	// probe runs f and turns each request it sent into a row.
-	probe := func(check, expected string, required bool, f func() (got string, err error)) bool {
+	probe := func(check, expected string, f func() (got string, err error)) bool {
 		got, err := f()
 		reqs := rec.take()
 		ok := err == nil
@@ -112,11 +112,11 @@ func Doctor(ctx context.Context, getenv func(string) string, o DoctorOptions, no
 			got = err.Error()
 		}
 		if len(reqs) == 0 {
-			r.Probes = append(r.Probes, Probe{Check: check, Expected: expected, Got: got, OK: ok, Required: required})
+			r.Probes = append(r.Probes, Probe{Check: check, Expected: expected, Got: got, OK: ok, Required: true})
 			return ok
 		}
 		for i, q := range reqs {
-			p := Probe{Check: check, Request: q.request, Status: q.status, Expected: expected, OK: q.err == nil && q.status/100 == 2, Required: required}
+			p := Probe{Check: check, Request: q.request, Status: q.status, Expected: expected, OK: q.err == nil && q.status/100 == 2, Required: true}
 			if i == len(reqs)-1 {
 				p.OK, p.Got = p.OK && ok, got
 			}
@@ -124,24 +124,24 @@ func Doctor(ctx context.Context, getenv func(string) string, o DoctorOptions, no
 		}
 		return ok
 	}
-	loggedIn := probe("login", "200, an access and a refresh token (password grant)", true, func() (string, error) {
+	loggedIn := probe("login", "200, an access and a refresh token (password grant)", func() (string, error) {
 		_, err := tokens.Token(ctx)
 		return "logged in as " + s.cfg.CDSEUsername, err
 	})
 	if !loggedIn {
 		return r.done(), nil
 	}
-	probe("refresh", "200, a new access token (refresh grant)", true, func() (string, error) {
+	probe("refresh", "200, a new access token (refresh grant)", func() (string, error) {
 		return "refreshed", tokens.Refresh(ctx)
 	})
 	var subs []catalogclient.Subscription
-	probe("list subscriptions", "200, a JSON array", true, func() (string, error) {
+	probe("list subscriptions", "200, a JSON array", func() (string, error) {
 		var err error
 		subs, err = api.ListSubscriptions(ctx)
 		return fmt.Sprintf("%d subscription(s)", len(subs)), err
 	})
 	if len(subs) > 0 {
-		probe("get a subscription", "200, the entity", true, func() (string, error) {
+		probe("get a subscription", "200, the entity", func() (string, error) {
 			sub, err := api.GetSubscription(ctx, subs[0].ID)
 			if err == nil && sub.ID != subs[0].ID {
 				err = fmt.Errorf("asked for %s, got %q", subs[0].ID, sub.ID)
@@ -156,7 +156,7 @@ func Doctor(ctx context.Context, getenv func(string) string, o DoctorOptions, no
 			continue
 		}
 		// Read is not Ack: it leaves the queue as it is.
-		probe("PULL read", "200, an array of notifications (SubscriptionEvent, ProductId, AckId)", true, func() (string, error) {
+		probe("PULL read", "200, an array of notifications (SubscriptionEvent, ProductId, AckId)", func() (string, error) {
 			raws, err := api.Read(ctx, sub.ID, 1)
 			if err != nil {
 				return "", err
@@ -177,7 +177,7 @@ func Doctor(ctx context.Context, getenv func(string) string, o DoctorOptions, no
 		k := catalogclient.KindOf(ev)
 		l := catalogclient.NewLister(api, o.PageSize, 1000)
 		var first catalogclient.Listed
-		listed := probe(string(ev)+": first page", "200, the products of the window in "+k.DateField+" order, Id breaking ties; @odata.count", true, func() (string, error) {
+		listed := probe(string(ev)+": first page", "200, the products of the window in "+k.DateField+" order, Id breaking ties; @odata.count", func() (string, error) {
 			var err error
 			if first, err = l.Page(ctx, k, rng, true); err != nil {
 				return "", err
@@ -193,7 +193,7 @@ func Doctor(ctx context.Context, getenv func(string) string, o DoctorOptions, no
 			}
 			continue
 		}
-		probe(string(ev)+": next page", "200, what follows the last product listed ("+k.DateField+" ge it, the ones listed left out)", true, func() (string, error) {
+		probe(string(ev)+": next page", "200, what follows the last product listed ("+k.DateField+" ge it, the ones listed left out)", func() (string, error) {
 			next := rng
 			next.After = first.Next
 			p, err := l.Page(ctx, k, next, false)
@@ -201,7 +201,7 @@ func Doctor(ctx context.Context, getenv func(string) string, o DoctorOptions, no
 		})
 		// A tie longer than a page is walked with $skip inside one date:
 		// the same request, with a page of one.
-		probe(string(ev)+": a tie", "200, the products at one "+k.DateField+" after the first ($skip inside "+k.DateField+" eq)", true, func() (string, error) {
+		probe(string(ev)+": a tie", "200, the products at one "+k.DateField+" after the first ($skip inside "+k.DateField+" eq)", func() (string, error) {
 			it := first.Items[0]
 			tie := rng
 			tie.After = catalogclient.Cursor{Date: it.Date, IDs: []string{it.ID}}
@@ -215,7 +215,7 @@ func Doctor(ctx context.Context, getenv func(string) string, o DoctorOptions, no
 func (r DoctorReport) done() DoctorReport {
 	r.OK = true
 	for _, p := range r.Probes {
-		if p.Required && !p.OK {
+		if !p.OK {
 			r.OK = false
 		}
 	}
@@ -232,11 +232,8 @@ func PrintDoctor(w io.Writer, r DoctorReport) error {
 	fmt.Fprintln(tw, "CHECK\tOK\tSTATUS\tREQUEST\tEXPECTED\tGOT")
 	for _, p := range r.Probes {
 		mark := "✔"
-		switch {
-		case !p.OK && p.Required:
+		if !p.OK {
 			mark = "✘"
-		case !p.OK:
-			mark = "!"
 		}
 		status := "-"
 		if p.Status != 0 {
