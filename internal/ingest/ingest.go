@@ -86,7 +86,6 @@ func ParseStacCollections(s string) (map[string]string, error) {
 // r is shared by the messages' lazy headers, not copied per request.
 func Messages(ns []notification.Notification, r *Route, source string) []publish.Message {
 	msgs := make([]publish.Message, len(ns))
-	var names []string
 	for i := range ns {
 		n := &ns[i]
 		id := n.DedupeKey()
@@ -94,9 +93,12 @@ func Messages(ns []notification.Notification, r *Route, source string) []publish
 			Headers: func() map[string][]string { return headers(n, id, source, r) },
 			Event:   string(n.Event), Occurred: n.EventTime()}
 		if r.Interests != nil {
-			names = r.Interests.Match(n, names[:0])
-			for _, name := range names {
-				msgs[i].Copies = append(msgs[i].Copies, interestCopy(n, id, name, source, r))
+			msgs[i].MakeCopies = func() []publish.Message {
+				var copies []publish.Message
+				for _, name := range r.Interests.Match(n, nil) {
+					copies = append(copies, interestCopy(n, id, name, source, r))
+				}
+				return copies
 			}
 		}
 	}

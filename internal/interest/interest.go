@@ -239,6 +239,16 @@ func (s *Set) Evaluate(ev event.Kind, p *productfilter.Product, now time.Time) [
 	return out
 }
 
+// wants says whether an interest takes ev.
+func (s *Set) wants(ev event.Kind) bool {
+	for _, in := range s.Interests {
+		if in.wants(ev) {
+			return true
+		}
+	}
+	return false
+}
+
 // Match returns the names of the interests a product event is routed to,
 // without the reasons (the receiver's path: no strings built).
 func (s *Set) Match(ev event.Kind, p *productfilter.Product, now time.Time, names []string) []string {

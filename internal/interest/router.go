@@ -122,6 +122,10 @@ func (r *Router) Reload(force bool) (bool, error) {
 // the notification's product (none for the short form: no interest).
 func (r *Router) Match(n *notification.Notification, names []string) []string {
 	s := r.set.Load()
+	if !s.wants(n.Event) { // nothing to read the product for
+		r.tell(n)
+		return names
+	}
 	p, _ := productOf(n) // an entity it cannot read matches nothing, and is counted
 	before := len(names)
 	names = s.Match(n.Event, p, r.now(), names)

@@ -44,9 +44,13 @@ type Message struct {
 	Data    []byte
 	// Copies are stored with the message, or the publish fails: the
 	// product event as routed to the interests it matches (each with its
-	// own id). A message answered from the memory of stored ids needs none:
-	// they were stored with it.
-	Copies []Message
+	// own id). MakeCopies, when Copies is nil, makes them: it is called only
+	// for a message that is published (and Copies then set, for the
+	// caller), not for one answered from the memory of stored ids, whose
+	// copies were stored with it — evaluating the interests is the costly
+	// part of a copy.
+	Copies     []Message
+	MakeCopies func() []Message
 	// Event and Occurred say which product event the message is and when
 	// the catalogue says it happened (zero when unknown): the publisher
 	// does not read them; they travel with the message for the delivery
@@ -213,8 +217,6 @@ func (p *Publisher) Publish(ctx context.Context, msgs []Message) ([]Result, erro
 	deadline := start.Add(p.timeout)
 	futures := make([]jetstream.PubAckFuture, len(msgs))
 	var copies []jetstream.PubAckFuture
-	var copySubjects []string
-	var copyOwner []int // the message of each copy
 	send := func(m *Message) (jetstream.PubAckFuture, error) {
 		f, err := p.js.PublishMsgAsync(&nats.Msg{Subject: m.Subject, Header: nats.Header(m.MessageHeader()), Data: m.Data},
 			jetstream.WithExpectStream(p.stream),
@@ -233,12 +235,15 @@ func (p *Publisher) Publish(ctx context.Context, msgs []Message) ([]Result, erro
 			return nil, err
 		}
 		futures[i] = f
+		if m := &msgs[i]; m.Copies == nil && m.MakeCopies != nil {
+			m.Copies = m.MakeCopies()
+		}
 		for j := range msgs[i].Copies {
 			f, err := send(&msgs[i].Copies[j])
 			if err != nil {
 				return nil, err
 			}
-			copies, copySubjects, copyOwner = append(copies, f), append(copySubjects, msgs[i].Copies[j].Subject), append(copyOwner, i)
+			copies = append(copies, f)
 		}
 	}
 	wait := func(f jetstream.PubAckFuture, subject string) (*jetstream.PubAck, error) {
@@ -263,13 +268,21 @@ func (p *Publisher) Publish(ctx context.Context, msgs []Message) ([]Result, erro
 	}
 	// A copy stored or known is enough; one that failed fails the whole
 	// publish (the sender retries, and every message is deduplicated).
-	for k, f := range copies {
-		ack, err := wait(f, copySubjects[k])
-		if err != nil {
-			return nil, err
+	// The copies were sent in the order of the messages that were sent.
+	k := 0
+	for i := range msgs {
+		if futures[i] == nil || len(msgs[i].Copies) == 0 {
+			continue
 		}
-		r := &results[copyOwner[k]]
-		r.CopiesStored = append(r.CopiesStored, !ack.Duplicate)
+		results[i].CopiesStored = make([]bool, len(msgs[i].Copies))
+		for j := range msgs[i].Copies {
+			ack, err := wait(copies[k], msgs[i].Copies[j].Subject)
+			if err != nil {
+				return nil, err
+			}
+			k++
+			results[i].CopiesStored[j] = !ack.Duplicate
+		}
 	}
 	// Only now, every copy stored too, is a fresh store remembered (a retry
 	// answered from memory does not publish the copies again); and only a
