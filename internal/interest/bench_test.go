@@ -18,8 +18,8 @@ import (
 // four of them areas) evaluated against every fixture notification, reading
 // its product once (Match); and the messages ingest builds, each with its
 // copies as Publish makes them (Messages, against the same without
-// interests). ns/product is per
-// fixture, ns/interest per product and interest.
+// interests). ns/product is per fixture, ns/interest per product and
+// interest.
 func BenchmarkRouterMatch(b *testing.B) {
 	log := logrus.New()
 	log.SetLevel(logrus.PanicLevel)

@@ -283,3 +283,33 @@ func TestNewPublisherRefusesNoTimeout(t *testing.T) {
 		}
 	}
 }
+
+// TestCopiesMadeOnlyForWhatIsSent: a message's copies are made when it is
+// published, with each copy's result, and not for a message answered from
+// the memory of stored ids (its copies were stored with it).
+func TestCopiesMadeOnlyForWhatIsSent(t *testing.T) {
+	f := setup(t, natstest.RunJetStream(t), PublisherOptions{RecentIDs: 10, RecentTTL: time.Hour}, topology.Options{})
+	made := 0
+	m := msg("x")
+	m.MakeCopies = func() []Message {
+		made++
+		c := msg("x-copy")
+		c.Subject = "cdse.product.copies.x"
+		return []Message{c}
+	}
+	msgs := []Message{m}
+	res, err := f.pub.Publish(context.Background(), msgs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(msgs[0].Copies) != 1 || len(res[0].CopiesStored) != 1 || !res[0].CopiesStored[0] {
+		t.Errorf("the first publish: copies %d, result %+v", len(msgs[0].Copies), res[0])
+	}
+	msgs = []Message{m}
+	if res, err = f.pub.Publish(context.Background(), msgs); err != nil || !res[0].Local || msgs[0].Copies != nil {
+		t.Errorf("the resend: %+v %v, copies %d", res, err, len(msgs[0].Copies))
+	}
+	if made != 1 || streamMsgs(t, f.js) != 2 {
+		t.Errorf("copies made %d times, want 1 (the resend is answered from memory); %d messages stored, want 2", made, streamMsgs(t, f.js))
+	}
+}
