@@ -54,7 +54,6 @@ The endpoint is checked first, as create checks it (--skip-preflight).
 	f.BoolVar(&o.KeepOld, "keep-old", false, "keep the replaced subscription paused instead of cancelling it")
 	f.BoolVar(&o.DryRun, "dry-run", false, "print the compiled filter and the plan; change nothing")
 	f.BoolVar(&o.Insecure, "insecure-endpoint", false, "allow an http:// endpoint (local testing only)")
-	f.BoolVar(&o.SkipPreflight, "skip-preflight", false, "do not check the endpoint first (DNS, TCP, TLS, the receiver and the credentials): for an endpoint reachable only from the catalogue's side")
-	f.DurationVar(&o.PreflightWait, "preflight-wait", 0, "retry a failing preflight every 5 s for this long (an endpoint still coming up: a Helm hook, a new certificate)")
+	addPreflightFlags(f, &o.Preflight, "do not check the endpoint first (DNS, TCP, TLS, the receiver and the credentials): for an endpoint reachable only from the catalogue's side")
 	return cmd
 }

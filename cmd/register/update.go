@@ -44,7 +44,6 @@ webhook credentials".
 	f.StringVar(&o.Username, "receiver-username", "", "the user the catalogue sends from now on")
 	f.StringVar(&o.PasswordFile, "receiver-password-file", "", "a file holding the password the catalogue sends from now on")
 	f.BoolVar(&o.Insecure, "insecure-endpoint", false, "allow an http:// endpoint (local testing only)")
-	f.BoolVar(&o.SkipPreflight, "skip-preflight", false, "do not check the endpoint first with the credentials it will receive (DNS, TCP, TLS, the receiver): for an endpoint reachable only from the catalogue's side")
-	f.DurationVar(&o.PreflightWait, "preflight-wait", 0, "retry a failing preflight every 5 s for this long (an endpoint still coming up: a Helm hook, a new certificate)")
+	addPreflightFlags(f, &o.Preflight, "do not check the endpoint first with the credentials it will receive (DNS, TCP, TLS, the receiver): for an endpoint reachable only from the catalogue's side")
 	return cmd
 }

@@ -29,11 +29,13 @@ import (
 	"time"
 )
 
-// What the receiver and the check agree on.
+// The protocol between the receiver (internal/webhook) and the check:
+// a POST with the credentials, Header: 1 and no body, answered 200 with an
+// Answer whose Service is Service, or 401 with the receiver's Basic Realm.
 const (
-	preflightHeader = "Cdse-Preflight"
-	realm           = "cdse-receiver"
-	service         = "cdse-jetstream-receiver"
+	Header  = "Cdse-Preflight"
+	Realm   = "cdse-receiver"
+	Service = "cdse-jetstream-receiver"
 )
 
 // DefaultTimeout bounds each check.
@@ -127,11 +129,15 @@ func (r Report) MarshalJSON() ([]byte, error) {
 
 // PrintReport writes the checks as a table (✔ ok, ✘ fail, ! warn, - skip),
 // as register status does.
-func PrintReport(w io.Writer, r Report) error {
+func PrintReport(w io.Writer, r Report) error { return PrintSteps(w, r.Checks) }
+
+// PrintSteps writes checks as a table (check, a mark, the detail), as
+// register status prints its own.
+func PrintSteps(w io.Writer, steps []Step) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "CHECK\tOK\tDETAIL")
 	mark := map[Status]string{OK: "✔", Fail: "✘", Warn: "!", Skip: "-"}
-	for _, c := range r.Checks {
+	for _, c := range steps {
 		fmt.Fprintf(tw, "%s\t%s\t%s\n", c.Name, mark[c.Status], c.Detail)
 	}
 	return tw.Flush()
@@ -400,8 +406,8 @@ func (c *checker) tlsFailure(name string, err error) bool {
 	return c.fail(name, BadCertificate, "bad certificate: the TLS handshake failed: %v: is a certificate for %s served?", err, c.host)
 }
 
-// preflightAnswer is the receiver's answer to a preflight request.
-type preflightAnswer struct {
+// Answer is the receiver's answer to a preflight request.
+type Answer struct {
 	Preflight string `json:"preflight"`
 	Service   string `json:"service"`
 	Version   string `json:"version"`
@@ -434,7 +440,7 @@ func (c *checker) webhook(ctx context.Context) bool {
 	if c.o.Username != "" || c.o.Password != "" {
 		req.SetBasicAuth(c.o.Username, c.o.Password)
 	}
-	req.Header.Set(preflightHeader, "1")
+	req.Header.Set(Header, "1")
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("User-Agent", "cdse-jetstream-receiver-preflight")
 	start := time.Now()
@@ -457,8 +463,8 @@ func (c *checker) webhook(ctx context.Context) bool {
 
 	switch resp.StatusCode {
 	case http.StatusOK:
-		var a preflightAnswer
-		if strings.HasPrefix(ctype, "application/json") && json.Unmarshal(body, &a) == nil && a.Preflight == "ok" && a.Service == service {
+		var a Answer
+		if strings.HasPrefix(ctype, "application/json") && json.Unmarshal(body, &a) == nil && a.Preflight == "ok" && a.Service == Service {
 			version := ""
 			if a.Version != "" {
 				version = " (version " + a.Version + ")"
@@ -470,13 +476,13 @@ func (c *checker) webhook(ctx context.Context) bool {
 	case http.StatusUnauthorized:
 		realms := basicRealms(resp.Header.Values("WWW-Authenticate"))
 		for _, r := range realms {
-			if r != realm {
+			if r != Realm {
 				continue
 			}
 			if c.o.Username == "" && c.o.Password == "" {
 				// Nothing to check the credentials with: the receiver's
 				// own challenge still says the URL is right.
-				c.add(name, Warn, "the receiver answers at this URL (401, realm %q); the credentials were not checked: none were given", realm)
+				c.add(name, Warn, "the receiver answers at this URL (401, realm %q); the credentials were not checked: none were given", Realm)
 				return true
 			}
 			return c.fail(name, WrongCredentials, "wrong credentials: the receiver refuses the user and password (401): use the receiver's RECEIVER_USERNAME and RECEIVER_PASSWORD (or a line of its RECEIVER_HTPASSWD_FILE)")
@@ -485,7 +491,7 @@ func (c *checker) webhook(ctx context.Context) bool {
 		if len(realms) > 0 {
 			other = fmt.Sprintf("realm %q", realms[0])
 		}
-		return c.fail(name, NotReceiver, "not the receiver: POST %s answered 401 with %s, not the receiver's %q: another server (a proxy's own login?) asks for credentials", c.o.Endpoint, other, realm)
+		return c.fail(name, NotReceiver, "not the receiver: POST %s answered 401 with %s, not the receiver's %q: another server (a proxy's own login?) asks for credentials", c.o.Endpoint, other, Realm)
 	case http.StatusTooManyRequests:
 		return c.fail(name, WrongCredentials, "wrong credentials, probably: 429: the receiver limits failed logins per address (RECEIVER_AUTH_FAILURE_LIMIT a minute) and correct credentials always pass: check them, then retry in a minute")
 	case http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout:

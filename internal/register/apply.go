@@ -19,8 +19,7 @@ type ApplyOptions struct {
 	MaxRunning          int
 	KeepOld, DryRun     bool
 	Insecure            bool
-	SkipPreflight       bool
-	PreflightWait       time.Duration
+	Preflight           PreflightOptions
 }
 
 // Step is one thing apply did (or, dry, would do).
@@ -76,15 +75,11 @@ func (s *Session) Apply(ctx context.Context, o ApplyOptions, log io.Writer) (App
 	if err != nil {
 		return ApplyResult{}, err
 	}
-	if err := CheckEndpoint(o.Endpoint, o.Insecure); err != nil {
+	if err := pushTo(&req, o.Endpoint, s.cfg.Username, s.cfg.Password, o.Insecure); err != nil {
 		return ApplyResult{}, err
 	}
-	if s.cfg.Username == "" || s.cfg.Password == "" {
-		return ApplyResult{}, cli.Usagef("set RECEIVER_USERNAME and RECEIVER_PASSWORD (or RECEIVER_PASSWORD_FILE): the receiver refuses unauthenticated notifications")
-	}
-	req.NotificationEndpoint, req.NotificationEpUsername, req.NotificationEpPassword = o.Endpoint, s.cfg.Username, s.cfg.Password
-	if !o.DryRun && !o.SkipPreflight {
-		if err := Preflight(ctx, o.Endpoint, s.cfg.Username, s.cfg.Password, o.Insecure, o.PreflightWait, log); err != nil {
+	if !o.DryRun {
+		if err := o.Preflight.run(ctx, o.Endpoint, s.cfg.Username, s.cfg.Password, o.Insecure, log); err != nil {
 			return ApplyResult{}, err
 		}
 	}

@@ -45,6 +45,41 @@ func Preflight(ctx context.Context, endpoint, user, password string, insecure bo
 	return fmt.Errorf("preflight: %s: %s (nothing was registered; --skip-preflight registers anyway, for an endpoint reachable only from the catalogue's side)", r.Problem, last.Detail)
 }
 
+// PreflightOptions are the preflight's flags of create, apply and update.
+type PreflightOptions struct {
+	// Skip registers without checking (an endpoint reachable only from
+	// the catalogue's side).
+	Skip bool
+	// Wait retries a failing check this long (Preflight).
+	Wait time.Duration
+}
+
+// run is Preflight, unless o.Skip.
+func (o PreflightOptions) run(ctx context.Context, endpoint, user, password string, insecure bool, log io.Writer) error {
+	if o.Skip {
+		return nil
+	}
+	return Preflight(ctx, endpoint, user, password, insecure, o.Wait, log)
+}
+
+// preflightCredentials are what a preflight sends for a subscription
+// sending user ("": RECEIVER_USERNAME) with password ("": none given).
+// RECEIVER_PASSWORD goes only with RECEIVER_USERNAME: another user's
+// password is not known here. Without a password no user is sent either:
+// the receiver's own 401 still says it is the receiver.
+func (s *Session) preflightCredentials(user, password string) (string, string) {
+	if user == "" {
+		user = s.cfg.Username
+	}
+	if password == "" && user == s.cfg.Username {
+		password = s.cfg.Password
+	}
+	if password == "" {
+		user = ""
+	}
+	return user, password
+}
+
 // preflightRetry is the pause between the checks of --preflight-wait.
 const preflightRetry = 5 * time.Second
 
@@ -57,12 +92,9 @@ func plainHTTP(endpoint string) bool { return strings.HasPrefix(endpoint, "http:
 // password (RECEIVER_PASSWORD[_FILE] where status runs) the credentials
 // are not checked: the receiver's own 401 then says it is the receiver.
 func (r *Report) statusPreflight(ctx context.Context, endpoint, user, password string) {
-	if password == "" {
-		user = ""
-	}
 	p := preflight.Check(ctx, preflight.Options{Endpoint: endpoint, Username: user, Password: password, Insecure: plainHTTP(endpoint)})
 	for _, c := range p.Checks {
-		r.add("endpoint "+c.Name, string(c.Status), "%s", c.Detail)
+		r.add("endpoint "+c.Name, c.Status, "%s", c.Detail)
 	}
 }
 

@@ -87,8 +87,8 @@ func (s *Session) Login(ctx context.Context) error {
 type CreateOptions struct {
 	Endpoint, Filter, Events, Type, Replace, ReplaceAction string
 	MaxRunning                                             int
-	Resume, Insecure, SkipPreflight                        bool
-	PreflightWait                                          time.Duration
+	Resume, Insecure                                       bool
+	Preflight                                              PreflightOptions
 }
 
 // Create makes the receiver's subscription, or finds the same one already
@@ -101,8 +101,8 @@ func (s *Session) Create(ctx context.Context, o CreateOptions, log io.Writer) (*
 	if err != nil {
 		return nil, err
 	}
-	if req.NotificationEndpoint != "" && !o.SkipPreflight {
-		if err := Preflight(ctx, req.NotificationEndpoint, s.cfg.Username, s.cfg.Password, o.Insecure, o.PreflightWait, log); err != nil {
+	if req.NotificationEndpoint != "" {
+		if err := o.Preflight.run(ctx, req.NotificationEndpoint, s.cfg.Username, s.cfg.Password, o.Insecure, log); err != nil {
 			return nil, err
 		}
 	}
@@ -183,14 +183,21 @@ func (o CreateOptions) Request(user, pass string) (catalogclient.SubscriptionReq
 	default:
 		return req, cli.Usagef("--type must be push or pull")
 	}
-	if err := CheckEndpoint(o.Endpoint, o.Insecure); err != nil {
-		return req, err
+	return req, pushTo(&req, o.Endpoint, user, pass, o.Insecure)
+}
+
+// pushTo makes req a PUSH subscription to endpoint with the receiver's
+// webhook credentials, refusing as usage errors an endpoint the webhook
+// cannot be and missing credentials.
+func pushTo(req *catalogclient.SubscriptionRequest, endpoint, user, pass string, insecure bool) error {
+	if err := CheckEndpoint(endpoint, insecure); err != nil {
+		return err
 	}
 	if user == "" || pass == "" {
-		return req, cli.Usagef("set RECEIVER_USERNAME and RECEIVER_PASSWORD (or RECEIVER_PASSWORD_FILE): the receiver refuses unauthenticated notifications")
+		return cli.Usagef("set RECEIVER_USERNAME and RECEIVER_PASSWORD (or RECEIVER_PASSWORD_FILE): the receiver refuses unauthenticated notifications")
 	}
-	req.NotificationEndpoint, req.NotificationEpUsername, req.NotificationEpPassword = o.Endpoint, user, pass
-	return req, nil
+	req.NotificationEndpoint, req.NotificationEpUsername, req.NotificationEpPassword = endpoint, user, pass
+	return nil
 }
 
 // CheckEndpoint refuses, as a usage error, an endpoint the receiver's
@@ -288,8 +295,8 @@ func PrintSubscriptions(w io.Writer, out *cli.Output, subs []catalogclient.Subsc
 // endpoint and its credentials; never the filter or the events).
 type UpdateOptions struct {
 	Endpoint, Username, PasswordFile string
-	Insecure, SkipPreflight          bool
-	PreflightWait                    time.Duration
+	Insecure                         bool
+	Preflight                        PreflightOptions
 }
 
 // Update changes a PUSH subscription's endpoint and/or the credentials it
@@ -341,31 +348,18 @@ func (s *Session) Update(ctx context.Context, id string, o UpdateOptions, log io
 		fmt.Fprintf(log, "subscription %s already sends to %s as %q; nothing changed\n", id, cur.NotificationEndpoint, cur.NotificationEpUsername)
 		return cur, nil
 	}
-	if !o.SkipPreflight {
-		// What the catalogue will send after the change: the new endpoint
-		// and credentials, each else the current one (the catalogue never
-		// shows the password: without a new one, RECEIVER_PASSWORD's).
-		endpoint, user, pass := cur.NotificationEndpoint, cur.NotificationEpUsername, s.cfg.Password
-		if o.Endpoint != "" {
-			endpoint = o.Endpoint
-		}
-		if o.Username != "" {
-			user = o.Username
-		}
-		if user == "" {
-			user = s.cfg.Username
-		}
-		if password != "" {
-			pass = password
-		} else if user != s.cfg.Username {
-			pass = "" // RECEIVER_PASSWORD is RECEIVER_USERNAME's, not this user's
-		}
-		if pass == "" {
-			user = "" // the receiver's own 401 still says it is the receiver
-		}
-		if err := Preflight(ctx, endpoint, user, pass, o.Insecure || endpoint == cur.NotificationEndpoint && plainHTTP(endpoint), o.PreflightWait, log); err != nil {
-			return nil, err
-		}
+	// What the catalogue will send after the change: the new endpoint and
+	// credentials, each else the current one.
+	endpoint, user := cur.NotificationEndpoint, cur.NotificationEpUsername
+	if o.Endpoint != "" {
+		endpoint = o.Endpoint
+	}
+	if o.Username != "" {
+		user = o.Username
+	}
+	user, pass := s.preflightCredentials(user, password)
+	if err := o.Preflight.run(ctx, endpoint, user, pass, o.Insecure || endpoint == cur.NotificationEndpoint && plainHTTP(endpoint), log); err != nil {
+		return nil, err
 	}
 	updated, err := s.API.UpdateSubscription(ctx, id, u)
 	if err != nil {

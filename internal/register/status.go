@@ -8,28 +8,25 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/cdse-jetstream/receiver/internal/catalogclient"
+	"github.com/cdse-jetstream/receiver/internal/preflight"
 	"github.com/cdse-jetstream/receiver/internal/status"
 )
 
-// Check outcomes. A warning is printed but does not fail the command; a
-// skipped check could not be made (it says why).
+// Check outcomes: a warning is printed but does not fail the command; a
+// skipped check could not be made (it says why). The same as the
+// preflight's, whose checks status includes.
 const (
-	checkOK   = "ok"
-	checkFail = "fail"
-	checkWarn = "warn"
-	checkSkip = "skip"
+	checkOK   = preflight.OK
+	checkFail = preflight.Fail
+	checkWarn = preflight.Warn
+	checkSkip = preflight.Skip
 )
 
 // Check is one line of `register status`.
-type Check struct {
-	Name   string `json:"name"`
-	Status string `json:"status"`
-	Detail string `json:"detail"`
-}
+type Check = preflight.Step
 
 // Report is what `register status -o json` prints.
 type Report struct {
@@ -37,10 +34,6 @@ type Report struct {
 	Checks   []Check                      `json:"checks"`
 	Receiver *status.Receiver             `json:"receiver,omitempty"`
 	Matched  []catalogclient.Subscription `json:"subscriptions"`
-
-	// preflight checks the running subscription's endpoint as the
-	// catalogue reaches it (nil: not checked).
-	preflight func(endpoint, user string)
 }
 
 // ErrChecksFailed makes the exit code 1 once the report is printed.
@@ -58,13 +51,13 @@ type StatusOptions struct {
 func (c *Session) Status(ctx context.Context, o StatusOptions, client *http.Client, now time.Time) (Report, error) {
 	var r Report
 	add := r.add
+	// checkEndpoint checks the running subscription's endpoint as the
+	// catalogue reaches it (nil: not checked).
+	var checkEndpoint func(endpoint, user string)
 	if !o.SkipPreflight {
-		r.preflight = func(endpoint, user string) {
-			pass := c.cfg.Password
-			if user != "" && user != c.cfg.Username {
-				pass = "" // RECEIVER_PASSWORD is RECEIVER_USERNAME's: the receiver's 401 still identifies it
-			}
-			r.statusPreflight(ctx, endpoint, c.cfg.Username, pass)
+		checkEndpoint = func(endpoint, user string) {
+			user, pass := c.preflightCredentials(user, "")
+			r.statusPreflight(ctx, endpoint, user, pass)
 		}
 	}
 	// The receiver first: it says which path, user and PULL subscription
@@ -127,7 +120,7 @@ func (c *Session) Status(ctx context.Context, o StatusOptions, client *http.Clie
 			}
 		}
 		r.Matched = append(r.Matched, push...)
-		r.checkPush(push, o, webhook, now)
+		r.checkPush(push, o, webhook, now, checkEndpoint)
 	}
 	if pullID != "" {
 		r.checkPull(subs, pullID, o, now)
@@ -139,7 +132,7 @@ func (c *Session) Status(ctx context.Context, o StatusOptions, client *http.Clie
 }
 
 // add appends a check.
-func (r *Report) add(name, st, format string, a ...any) {
+func (r *Report) add(name string, st preflight.Status, format string, a ...any) {
 	r.Checks = append(r.Checks, Check{Name: name, Status: st, Detail: fmt.Sprintf(format, a...)})
 }
 
@@ -166,7 +159,7 @@ func pushMatches(s catalogclient.Subscription, endpoint string, webhook *status.
 	return err == nil && webhook != nil && u.Path == webhook.Path
 }
 
-func (r *Report) checkPush(push []catalogclient.Subscription, o StatusOptions, webhook *status.Webhook, now time.Time) {
+func (r *Report) checkPush(push []catalogclient.Subscription, o StatusOptions, webhook *status.Webhook, now time.Time, checkEndpoint func(endpoint, user string)) {
 	add := r.add
 	var running []catalogclient.Subscription
 	for _, s := range push {
@@ -188,8 +181,8 @@ func (r *Report) checkPush(push []catalogclient.Subscription, o StatusOptions, w
 	}
 	s := running[0]
 	add("push subscription", checkOK, "%s running, events %s, filter %q, endpoint %s", s.ID, strings.Join(s.SubscriptionEvent, ","), s.FilterParam, s.NotificationEndpoint)
-	if r.preflight != nil {
-		r.preflight(s.NotificationEndpoint, s.NotificationEpUsername)
+	if checkEndpoint != nil {
+		checkEndpoint(s.NotificationEndpoint, s.NotificationEpUsername)
 	}
 	if webhook != nil {
 		switch {
@@ -240,12 +233,4 @@ func (r *Report) checkLast(name string, s catalogclient.Subscription, o StatusOp
 }
 
 // PrintReport writes the checks as a table (✔ ok, ✘ fail, ! warn, - skip).
-func PrintReport(w io.Writer, r Report) error {
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "CHECK\tOK\tDETAIL")
-	mark := map[string]string{checkOK: "✔", checkFail: "✘", checkWarn: "!", checkSkip: "-"}
-	for _, c := range r.Checks {
-		fmt.Fprintf(tw, "%s\t%s\t%s\n", c.Name, mark[c.Status], c.Detail)
-	}
-	return tw.Flush()
-}
+func PrintReport(w io.Writer, r Report) error { return preflight.PrintSteps(w, r.Checks) }

@@ -20,6 +20,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/cdse-jetstream/receiver/internal/preflight"
+
 	"github.com/cdse-jetstream/receiver/internal/buildinfo"
 
 	"github.com/labstack/echo/v4"
@@ -128,7 +130,7 @@ func New(o Options, pub Publisher, v Verifier, reg prometheus.Registerer, log lo
 		}
 	}
 	if o.Realm == "" {
-		o.Realm = "cdse-receiver"
+		o.Realm = preflight.Realm // register's preflight recognises the receiver by it
 	}
 	e := echo.New()
 	e.HideBanner = true
@@ -239,7 +241,7 @@ func (h *handler) receive(c echo.Context) error {
 		}
 		return err
 	}
-	if len(body) == 0 && req.Header.Get(PreflightHeader) == "1" {
+	if len(body) == 0 && req.Header.Get(preflight.Header) == "1" {
 		return h.preflight(c)
 	}
 	ns, err := h.parse(body, h.o.MaxNotifications)
@@ -656,21 +658,12 @@ func requestLog(log RequestLogger, m *metrics) echo.MiddlewareFunc {
 	}
 }
 
-// PreflightHeader marks register's preflight request (internal/preflight):
-// a POST with the credentials being registered and no body, which the
-// receiver answers as itself without storing anything. With a body the
-// header is ignored: a notification is a notification.
-const PreflightHeader = "Cdse-Preflight"
-
-// preflightAnswer tells the preflight check it reached this receiver and
-// that the credentials passed (the middleware has checked them).
-type preflightAnswer struct {
-	Preflight string `json:"preflight"`
-	Service   string `json:"service"`
-	Version   string `json:"version"`
-}
-
+// preflight answers register's preflight request (internal/preflight): a
+// POST with the credentials being registered (the middleware has checked
+// them), preflight.Header and no body, answered as this receiver without
+// storing anything. With a body the header is ignored: a notification is
+// a notification.
 func (h *handler) preflight(c echo.Context) error {
 	h.log.WithField("remote", c.RealIP()).Info("preflight request answered: the endpoint and the credentials work")
-	return c.JSON(http.StatusOK, preflightAnswer{Preflight: "ok", Service: "cdse-jetstream-receiver", Version: buildinfo.Get().Version})
+	return c.JSON(http.StatusOK, preflight.Answer{Preflight: "ok", Service: preflight.Service, Version: buildinfo.Get().Version})
 }

@@ -24,13 +24,13 @@ const module = "github.com/cdse-jetstream/receiver"
 // package is placed deliberately.
 var layers = [][]string{
 	{"event", "internal/buildinfo", "internal/jsonscan"},
-	{"internal/notification", "internal/cli", "internal/status"},
+	{"internal/notification", "internal/cli", "internal/status", "internal/preflight"},
 	{"internal/publish", "internal/natsconn", "internal/topology", "internal/auth", "internal/catalogclient", "internal/productfilter", "internal/acme"},
 	{"internal/embedded", "internal/ingest", "internal/cdsesim"},
 	{"internal/quarantine", "internal/interest"},
 	{"internal/webhook", "internal/pull", "internal/reconcile"},
 	{"internal/backfill", "internal/logging"},
-	{"internal/config", "internal/preflight"},
+	{"internal/config"},
 	{"internal/register"},
 	{"internal/app"},
 	{"cmd/receiver", "cmd/register", "cmd/cdse-sim", "examples/subscribe"},
