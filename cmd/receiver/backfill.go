@@ -13,7 +13,6 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
-	"github.com/cdse-jetstream/receiver/internal/auth"
 	"github.com/cdse-jetstream/receiver/internal/backfill"
 	"github.com/cdse-jetstream/receiver/internal/catalogclient"
 	"github.com/cdse-jetstream/receiver/internal/cli"
@@ -110,7 +109,9 @@ func backfillRun(ctx context.Context, o backfillOptions, getenv func(string) str
 			return cli.Usagef("--filter is required without INTERESTS_FILE (an empty filter would list the whole catalogue)")
 		}
 	}
-	route, err := cfg.Route()
+	log := logging.New(cfg.LogLevel, cfg.LogFormat, stderr)
+	// What the backfill stores reaches the interests too.
+	route, _, err := cfg.RouteWithInterests(prometheus.NewRegistry(), log)
 	if err != nil {
 		return cli.Usagef("%v", err)
 	}
@@ -118,11 +119,6 @@ func backfillRun(ctx context.Context, o backfillOptions, getenv func(string) str
 		o.pageSize = cfg.ReconcilePageSize
 	}
 
-	log := logging.New(cfg.LogLevel, cfg.LogFormat, stderr)
-	// What the backfill stores reaches the interests too.
-	if _, err := cfg.Interests(&route, prometheus.NewRegistry(), log); err != nil {
-		return cli.Usagef("%v", err)
-	}
 	nc, topo, err := connect(cfg, "cdse-receiver-backfill")
 	if err != nil {
 		return err
@@ -145,7 +141,7 @@ func backfillRun(ctx context.Context, o backfillOptions, getenv func(string) str
 	if err != nil {
 		return err
 	}
-	api := catalogclient.New(cfg.CDSECatalogueURL, auth.NewPasswordSource(cfg.Login()), nil)
+	api := cfg.Catalogue()
 	bf := backfill.New(backfill.Options{Filter: o.filter, Since: from, Until: to, Events: evs, Route: route, DryRun: o.dryRun},
 		catalogclient.NewLister(api, o.pageSize, o.rate), pub, qu, topo, log)
 

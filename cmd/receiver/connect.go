@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
 	"github.com/nats-io/nats.go"
@@ -24,11 +23,7 @@ func commandConfig(file string, getenv func(string) string, validate ...func(con
 	if err != nil {
 		return cfg, cli.Usagef("invalid configuration:\n%v", err)
 	}
-	var errs []error
-	for _, v := range validate {
-		errs = append(errs, v(cfg))
-	}
-	if err := errors.Join(errs...); err != nil {
+	if err := cfg.Check(validate...); err != nil {
 		return cfg, cli.Usagef("invalid configuration:\n%v", err)
 	}
 	return cfg, nil

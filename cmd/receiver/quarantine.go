@@ -130,12 +130,9 @@ func newQuarantine(getenv func(string) string) *cobra.Command {
 }
 
 func replayRun(ctx context.Context, cfg config.Config, topo *topology.Topology, r *quarantine.Reader, dryRun bool, out *cli.Output, stdout io.Writer) error {
-	route, err := cfg.Route() // validated by open
-	if err != nil {
-		return cli.Usagef("%v", err)
-	}
 	// A replayed product reaches the interests too.
-	if _, err := cfg.Interests(&route, prometheus.NewRegistry(), logging.New(cfg.LogLevel, cfg.LogFormat, io.Discard)); err != nil {
+	route, _, err := cfg.RouteWithInterests(prometheus.NewRegistry(), logging.New(cfg.LogLevel, cfg.LogFormat, io.Discard))
+	if err != nil {
 		return cli.Usagef("%v", err)
 	}
 	pub, err := publish.NewPublisher(topo.JetStream().Conn(), publish.PublisherOptions{Stream: topo.ProductStream(), Timeout: cfg.PublishTimeout}, prometheus.NewRegistry())

@@ -89,11 +89,7 @@ func New(cfg config.Config, log logrus.FieldLogger, reg *prometheus.Registry) (*
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("invalid configuration: %w", err)
 	}
-	route, err := cfg.Route()
-	if err != nil {
-		return nil, err
-	}
-	interests, err := cfg.Interests(&route, reg, log)
+	route, interests, err := cfg.RouteWithInterests(reg, log)
 	if err != nil {
 		return nil, err
 	}
@@ -284,12 +280,9 @@ func (a *App) startWebhook(ctx context.Context) error {
 			return err
 		}
 		a.webLn = tls.NewListener(a.webLn, certs.TLSConfig())
-		if err := a.reg.Register(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-			Name: "cdse_receiver_tls_certificate_expiry_timestamp_seconds",
-			Help: "Unix time at which the webhook's TLS certificate in force expires.",
-		}, func() float64 { return float64(certs.NotAfter().Unix()) })); err != nil {
+		if err := a.registerCertExpiry(certs.NotAfter); err != nil {
 			a.webLn.Close()
-			return fmt.Errorf("register metrics: %w", err)
+			return err
 		}
 		a.log.WithField("cert", cfg.TLSCertFile).Info("serving HTTPS (TLS 1.2+), certificate reloaded when the files change")
 	}
@@ -312,6 +305,18 @@ func (a *App) startWebhook(ctx context.Context) error {
 	return nil
 }
 
+// registerCertExpiry exports when the webhook's certificate in force
+// expires, whichever way it is had (files, ACME).
+func (a *App) registerCertExpiry(notAfter func() time.Time) error {
+	if err := a.reg.Register(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "cdse_receiver_tls_certificate_expiry_timestamp_seconds",
+		Help: "Unix time at which the webhook's TLS certificate in force expires.",
+	}, func() float64 { return float64(notAfter().Unix()) })); err != nil {
+		return fmt.Errorf("register metrics: %w", err)
+	}
+	return nil
+}
+
 // startACME makes the webhook's listener serve the ACME certificates,
 // kept in the data directory, and the optional HTTP-01 port.
 func (a *App) startACME() error {
@@ -321,12 +326,9 @@ func (a *App) startACME() error {
 	if err != nil {
 		return err
 	}
-	if err := a.reg.Register(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-		Name: "cdse_receiver_tls_certificate_expiry_timestamp_seconds",
-		Help: "Unix time at which the webhook's TLS certificate in force expires.",
-	}, func() float64 { return float64(m.NotAfter().Unix()) })); err != nil {
+	if err := a.registerCertExpiry(m.NotAfter); err != nil {
 		m.Close()
-		return fmt.Errorf("register metrics: %w", err)
+		return err
 	}
 	a.acme = m
 	a.webLn = tls.NewListener(a.webLn, m.TLSConfig())
@@ -347,7 +349,7 @@ func (a *App) sources() ([]func(context.Context), error) {
 	if cfg.PullSubscription == "" && cfg.ReconcileInterval == 0 {
 		return nil, nil
 	}
-	api := catalogclient.New(cfg.CDSECatalogueURL, auth.NewPasswordSource(cfg.Login()), nil)
+	api := cfg.Catalogue()
 	var run []func(context.Context)
 	if cfg.PullSubscription != "" {
 		src, err := pull.New(pull.Options{SubscriptionID: cfg.PullSubscription, Route: a.route, Interval: cfg.PullInterval, Hydrate: cfg.PullHydrate}, api, a.stamp(ingest.SourcePull), a.quarantine, a.reg, a.log)

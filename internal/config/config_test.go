@@ -91,6 +91,11 @@ func TestLoadErrors(t *testing.T) {
 					t.Errorf("error %q lacks %q", err, w)
 				}
 			}
+			for _, line := range strings.Split(err.Error(), "\n") {
+				if strings.Count(err.Error(), line) > 1 {
+					t.Errorf("reported twice: %q", line)
+				}
+			}
 		})
 	}
 }
@@ -261,6 +266,7 @@ func TestValidate(t *testing.T) {
 			c.ACMEDomains, c.ACMEDirectory, c.ACMEHTTPAddr = "hooks.example.org", "http://ca.example/dir", "80"
 		}, []string{"RECEIVER_ACME_DIRECTORY", "RECEIVER_ACME_HTTP_ADDR"}},
 		{"acme settings without domains", func(c *Config) { c.ACMEHTTPAddr = ":80" }, []string{"need RECEIVER_ACME_DOMAINS"}},
+		{"a setting two concerns check is one problem", func(c *Config) { c.PublishTimeout = 0 }, []string{"RECEIVER_PUBLISH_TIMEOUT 0s must be between 0 and 1m"}},
 		{"reconcile events and page size", func(c *Config) {
 			c.ReconcileInterval, c.ReconcileFilter, c.CDSEUsername, c.CDSEPassword = time.Hour, "x", "u", "p"
 			c.ReconcileEvents, c.ReconcilePageSize = "created,updated", 5000
@@ -283,6 +289,11 @@ func TestValidate(t *testing.T) {
 			for _, w := range tt.want {
 				if !strings.Contains(err.Error(), w) {
 					t.Errorf("error %q lacks %q", err, w)
+				}
+			}
+			for _, line := range strings.Split(err.Error(), "\n") {
+				if strings.Count(err.Error(), line) > 1 {
+					t.Errorf("reported twice: %q", line)
 				}
 			}
 			if strings.Contains(err.Error(), "topsecret") || strings.Contains(err.Error(), c.Password) && c.Password != "" {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/cdse-jetstream/receiver/event"
 	"github.com/cdse-jetstream/receiver/internal/auth"
+	"github.com/cdse-jetstream/receiver/internal/catalogclient"
 	"github.com/cdse-jetstream/receiver/internal/ingest"
 	"github.com/cdse-jetstream/receiver/internal/interest"
 	"github.com/cdse-jetstream/receiver/internal/natsconn"
@@ -21,7 +22,7 @@ import (
 // ValidateRoute does, on a template or STAC list it cannot use; a command
 // never falls back to a default the server would refuse.
 func (c Config) Route() (ingest.Route, error) {
-	if err := c.ValidateRoute(); err != nil {
+	if err := c.routeProblems().err(); err != nil {
 		return ingest.Route{}, err
 	}
 	t, _ := event.ParseTemplate(c.SubjectTemplate, c.SubjectPrefix)
@@ -49,6 +50,23 @@ func (c Config) Interests(route *ingest.Route, reg prometheus.Registerer, log lo
 	}
 	route.Interests, route.InterestPrefix = r, c.InterestPrefix
 	return r, nil
+}
+
+// Catalogue is the catalogue's client, logged in as CDSE_USERNAME: PULL's,
+// the reconciler's and the backfill's.
+func (c Config) Catalogue() *catalogclient.Client {
+	return catalogclient.New(c.CDSECatalogueURL, auth.NewPasswordSource(c.Login()), nil)
+}
+
+// RouteWithInterests is Route with the interests' Router in it, as
+// everything that publishes routes (the server, the backfill, a replay).
+func (c Config) RouteWithInterests(reg prometheus.Registerer, log logrus.FieldLogger) (ingest.Route, *interest.Router, error) {
+	route, err := c.Route()
+	if err != nil {
+		return route, nil, err
+	}
+	r, err := c.Interests(&route, reg, log)
+	return route, r, err
 }
 
 // ReconcileFilterOrInterests is the reconciler's (and the backfill's

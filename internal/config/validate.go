@@ -22,8 +22,33 @@ import (
 // Validate checks everything the server uses and reports every problem at
 // once. The one-shot commands validate what they use: the concerns below.
 func (c Config) Validate() error {
-	return errors.Join(c.ValidateWebhook(), c.ValidateAdmin(), c.ValidateNATS(), c.ValidateStreams(),
-		c.ValidateRoute(), c.ValidateSources(), c.ValidateLogging())
+	return c.Check(Config.ValidateWebhook, Config.ValidateAdmin, Config.ValidateNATS, Config.ValidateStreams,
+		Config.ValidateRoute, Config.ValidateSources, Config.ValidateLogging)
+}
+
+// Check runs the concerns given and reports every problem once: a setting
+// two concerns check (the publish timeout, the subject prefix) is one
+// problem.
+func (c Config) Check(concerns ...func(Config) error) error {
+	seen := map[string]bool{}
+	var out []error
+	var add func(err error)
+	add = func(err error) {
+		if j, ok := err.(interface{ Unwrap() []error }); ok {
+			for _, e := range j.Unwrap() {
+				add(e)
+			}
+			return
+		}
+		if err != nil && !seen[err.Error()] {
+			seen[err.Error()] = true
+			out = append(out, err)
+		}
+	}
+	for _, concern := range concerns {
+		add(concern(c))
+	}
+	return errors.Join(out...)
 }
 
 // problems collects the messages of one concern.
@@ -223,16 +248,23 @@ func (c Config) ValidateStreams() error {
 // STAC links, the catalogue URL of the download links. Everything that
 // publishes (the server, the backfill, a quarantine replay) routes alike.
 func (c Config) ValidateRoute() error {
+	p := c.routeProblems()
+	if c.InterestsFile != "" {
+		if _, err := interest.Load(c.InterestsFile); err != nil {
+			p.add("INTERESTS_FILE: %v", err)
+		}
+	}
+	return p.err()
+}
+
+// routeProblems are ValidateRoute's without the interests file: what
+// Route needs.
+func (c Config) routeProblems() problems {
 	var p problems
 	if !validPrefix(c.SubjectPrefix) {
 		p.add("NATS_SUBJECT_PREFIX %q must be dot-separated tokens of [A-Za-z0-9_-]", c.SubjectPrefix)
 	} else if _, err := event.ParseTemplate(c.SubjectTemplate, c.SubjectPrefix); err != nil {
 		p.add("NATS_SUBJECT_TEMPLATE %q: %v", c.SubjectTemplate, strings.ReplaceAll(err.Error(), "\n", "; "))
-	}
-	if c.InterestsFile != "" {
-		if _, err := interest.Load(c.InterestsFile); err != nil {
-			p.add("INTERESTS_FILE: %v", err)
-		}
 	}
 	if _, err := ingest.ParseStacCollections(c.StacCollections); err != nil {
 		p.add("STAC_COLLECTIONS: %v", strings.ReplaceAll(err.Error(), "\n", "; "))
@@ -245,7 +277,7 @@ func (c Config) ValidateRoute() error {
 	if c.CDSECatalogueURL != None && !httpURL(c.CDSECatalogueURL) {
 		p.add("CDSE_CATALOGUE_URL %q is not an http(s) URL (or none)", c.CDSECatalogueURL)
 	}
-	return p.err()
+	return p
 }
 
 // ValidateCatalogueLogin checks the catalogue login of PULL, the reconciler
