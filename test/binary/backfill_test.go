@@ -1,7 +1,6 @@
 package binary_test
 
 import (
-	"bytes"
 	"encoding/json"
 	"net/http/httptest"
 	"os"
@@ -12,6 +11,7 @@ import (
 	"time"
 
 	"github.com/cdse-jetstream/receiver/internal/cdsesim"
+	"github.com/cdse-jetstream/receiver/internal/testkit/bins"
 	"github.com/cdse-jetstream/receiver/internal/testkit/natstest"
 )
 
@@ -97,7 +97,7 @@ func TestBinaryBackfill(t *testing.T) {
 	// Slowly, so that it can be caught halfway.
 	cmd := exec.Command(bin, append(args, "--rate", "5")...)
 	cmd.Env = append([]string{"PATH=" + os.Getenv("PATH")}, env...)
-	var logs bytes.Buffer
+	var logs bins.SyncBuffer // read while the process writes
 	cmd.Stderr = &logs
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)

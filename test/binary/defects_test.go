@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -20,32 +19,9 @@ import (
 
 	"github.com/cdse-jetstream/receiver/internal/cdsesim"
 	"github.com/cdse-jetstream/receiver/internal/status"
+	"github.com/cdse-jetstream/receiver/internal/testkit/fixtures"
 	"github.com/cdse-jetstream/receiver/internal/testkit/natstest"
 )
-
-// postAs sends body to the webhook with the given Basic credentials.
-func (p *proc) postAs(t *testing.T, user, pass string, body []byte) (int, string) {
-	t.Helper()
-	req, _ := http.NewRequest(http.MethodPost, "http://"+p.webhook+"/notifications", bytes.NewReader(body))
-	req.Header.Set("Content-Type", "application/json")
-	req.SetBasicAuth(user, pass)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, string(b)
-}
-
-func fixture(t *testing.T, name string) []byte {
-	t.Helper()
-	b, err := os.ReadFile(filepath.Join("..", "..", "testdata", "notifications", name))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
-}
 
 // TestConfigFileValuesAsWritten: a YAML settings file gives every value as
 // the operator wrote it. A password that YAML would read as a number (hex,
@@ -65,7 +41,7 @@ func TestConfigFileValuesAsWritten(t *testing.T) {
 				t.Fatal(err)
 			}
 			p := startReceiverArgs(t, t.TempDir(), []string{"--config", conf}, "RECEIVER_USERNAME=", "RECEIVER_PASSWORD=")
-			if code, resp := p.postAs(t, "0x10", pw, fixture(t, "created-s2.json")); code != 200 {
+			if code, resp := p.postAs(t, "0x10", pw, fixtures.Notification(t, "created-s2.json")); code != 200 {
 				t.Fatalf("the catalogue sending the password as written got %d %s", code, resp)
 			}
 		})
@@ -81,7 +57,7 @@ func TestConfigFileValuesAsWritten(t *testing.T) {
 			t.Fatal(err)
 		}
 		p := startReceiverArgs(t, t.TempDir(), []string{"--config", conf}, "RECEIVER_USERNAME=", "RECEIVER_PASSWORD=")
-		if code, resp := p.postAs(t, "cdse", "0o777777777777", fixture(t, "created-s2.json")); code != 200 {
+		if code, resp := p.postAs(t, "cdse", "0o777777777777", fixtures.Notification(t, "created-s2.json")); code != 200 {
 			t.Fatalf("%d %s", code, resp)
 		}
 	})

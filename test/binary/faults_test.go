@@ -5,8 +5,6 @@ import (
 	"io"
 	"math/rand/v2"
 	"net/http"
-	"os"
-	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -15,6 +13,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/cdse-jetstream/receiver/internal/testkit/fixtures"
 	"github.com/cdse-jetstream/receiver/internal/testkit/natstest"
 )
 
@@ -58,15 +57,25 @@ type loadGen struct {
 	// refused records the invalid bodies sent: a key is acknowledged when
 	// the answer said it was quarantined.
 	refused *ledger
+	// acked counts the products acknowledged, over every run.
+	acked atomic.Int64
+}
+
+// waitAcked waits until n more products than at mark are acknowledged.
+func (g *loadGen) waitAcked(t *testing.T, mark, n int64) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for g.acked.Load() < mark+n {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d products acknowledged in 30 s, want %d", g.acked.Load()-mark, n)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 }
 
 func newLoadGen(t *testing.T) *loadGen {
-	body, err := os.ReadFile(filepath.Join("..", "..", "testdata", "notifications", "created-s2.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
 	return &loadGen{
-		template: body,
+		template: fixtures.Notification(t, "created-s2.json"),
 		pid:      []byte("0f6b4c1e-8d2a-4f3b-9c5e-7a1d2b3c4e5f"),
 		client:   &http.Client{Timeout: 10 * time.Second},
 		ledger:   &ledger{acked: map[string]bool{}},
@@ -123,6 +132,7 @@ func (g *loadGen) run(t *testing.T, addr string, workers int, stop <-chan struct
 				case !invalid && resp.StatusCode/100 == 2:
 					l.ok(id)
 					nOK.Add(1)
+					g.acked.Add(1)
 				case invalid && resp.StatusCode == http.StatusBadRequest && bytes.Contains(answer, []byte(`"quarantined":true`)):
 					l.ok(id)
 				case invalid && resp.StatusCode != http.StatusServiceUnavailable:
@@ -197,7 +207,11 @@ func TestCrashUnderLoad(t *testing.T) {
 		stop := make(chan struct{})
 		var sent, ok int64
 		done := make(chan struct{})
+		mark := g.acked.Load()
 		go func() { sent, ok = g.run(t, p.webhook, 8, stop); close(done) }()
+		// Under load first (a few acknowledged), then killed at a moment
+		// that differs from round to round.
+		g.waitAcked(t, mark, 10)
 		time.Sleep(killAfter)
 		if err := p.cmd.Process.Signal(syscall.SIGKILL); err != nil {
 			t.Fatal(err)
@@ -214,7 +228,8 @@ func TestCrashUnderLoad(t *testing.T) {
 	// would), then check the stream.
 	p = startReceiver(t, dataDir)
 	stop := make(chan struct{})
-	go func() { time.Sleep(500 * time.Millisecond); close(stop) }()
+	mark := g.acked.Load()
+	go func() { g.waitAcked(t, mark, 200); close(stop) }()
 	g.run(t, p.webhook, 4, stop)
 	g.verify(t, p.natsURL)
 	p.stop(t)
@@ -233,7 +248,7 @@ func TestGracefulShutdownUnderLoad(t *testing.T) {
 	var sent, ok int64
 	done := make(chan struct{})
 	go func() { sent, ok = g.run(t, p.webhook, 8, stop); close(done) }()
-	time.Sleep(400 * time.Millisecond)
+	g.waitAcked(t, 0, 50) // under load
 	termAt := time.Now()
 	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)

@@ -10,7 +10,6 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"runtime"
 	"strings"
 	"syscall"
@@ -20,6 +19,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/cdse-jetstream/receiver/internal/testkit/bins"
+	"github.com/cdse-jetstream/receiver/internal/testkit/fixtures"
 	"github.com/cdse-jetstream/receiver/internal/testkit/natstest"
 	"github.com/cdse-jetstream/receiver/internal/testkit/pebbletest"
 )
@@ -171,11 +171,18 @@ func startReceiverArgs(t *testing.T, dataDir string, args []string, extraEnv ...
 	}
 }
 
+// post sends body to the webhook with the receiver's credentials.
 func (p *proc) post(t *testing.T, body []byte) (int, string) {
+	t.Helper()
+	return p.postAs(t, user, password, body)
+}
+
+// postAs sends body to the webhook with the given Basic credentials.
+func (p *proc) postAs(t *testing.T, user, pass string, body []byte) (int, string) {
 	t.Helper()
 	req, _ := http.NewRequest(http.MethodPost, "http://"+p.webhook+"/notifications", bytes.NewReader(body))
 	req.Header.Set("Content-Type", "application/json")
-	req.SetBasicAuth(user, password)
+	req.SetBasicAuth(user, pass)
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
@@ -220,11 +227,7 @@ func TestBinaryEndToEnd(t *testing.T) {
 
 	files := []string{"created-s1.json", "created-s2.json", "created-s3.json", "created-s5p.json", "modified-s2.json", "deleted-s1.json", "created-s2.json"}
 	for _, f := range files {
-		body, err := os.ReadFile(filepath.Join("..", "..", "testdata", "notifications", f))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if code, resp := p.post(t, body); code != 200 {
+		if code, resp := p.post(t, fixtures.Notification(t, f)); code != 200 {
 			t.Fatalf("%s: %d %s", f, code, resp)
 		}
 	}
@@ -296,8 +299,7 @@ func TestBinaryEndToEnd(t *testing.T) {
 
 	// A restart on the same data directory remembers what was delivered.
 	p2 := startReceiver(t, dataDir)
-	body, _ := os.ReadFile(filepath.Join("..", "..", "testdata", "notifications", "created-s3.json"))
-	if code, resp := p2.post(t, body); code != 200 || !strings.Contains(resp, `"duplicates":1`) {
+	if code, resp := p2.post(t, fixtures.Notification(t, "created-s3.json")); code != 200 || !strings.Contains(resp, `"duplicates":1`) {
 		t.Fatalf("after restart: %d %s", code, resp)
 	}
 	p2.stop(t)

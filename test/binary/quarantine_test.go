@@ -4,9 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -16,6 +14,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/cdse-jetstream/receiver/internal/testkit/bins"
+	"github.com/cdse-jetstream/receiver/internal/testkit/fixtures"
 	"github.com/cdse-jetstream/receiver/internal/testkit/natstest"
 )
 
@@ -23,47 +22,35 @@ import (
 // output and exit code.
 func command(t *testing.T, env []string, args ...string) (stdout, stderr string, code int) {
 	t.Helper()
-	bin := receiverBin(t)
-	cmd := exec.Command(bin, args...)
-	cmd.Env = append([]string{"PATH=" + os.Getenv("PATH")}, env...)
-	var out, errOut bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errOut
-	err := cmd.Run()
-	var ee *exec.ExitError
-	switch {
-	case errors.As(err, &ee):
-		code = ee.ExitCode()
-	case err != nil:
-		t.Fatal(err)
-	}
-	return out.String(), errOut.String(), code
+	code, stdout, stderr = bins.Run(t, receiverBin(t), envMap(env), args...)
+	return stdout, stderr, code
 }
 
 // commandRSS is command, with the process's peak resident memory in
 // bytes, measured by the rusage helper (see its comment for why not here).
 func commandRSS(t *testing.T, env []string, args ...string) (stdout, stderr string, code int, maxRSS int64) {
 	t.Helper()
-	bin := receiverBin(t)
 	helper := bins.Build(t, "github.com/cdse-jetstream/receiver/test/binary/internal/rusage")
 	out := filepath.Join(t.TempDir(), "rusage")
-	cmd := exec.Command(helper, append([]string{bin}, args...)...)
-	cmd.Env = append([]string{"PATH=" + os.Getenv("PATH"), "RUSAGE_OUT=" + out}, env...)
-	var o, e bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &o, &e
-	err := cmd.Run()
-	var ee *exec.ExitError
-	switch {
-	case errors.As(err, &ee):
-		code = ee.ExitCode()
-	case err != nil:
-		t.Fatal(err)
-	}
+	m := envMap(env)
+	m["RUSAGE_OUT"] = out
+	code, stdout, stderr = bins.Run(t, helper, m, append([]string{receiverBin(t)}, args...)...)
 	b, err := os.ReadFile(out)
 	if err != nil {
 		t.Fatalf("rusage: %v", err)
 	}
 	maxRSS, _ = strconv.ParseInt(string(b), 10, 64)
-	return o.String(), e.String(), code, maxRSS
+	return stdout, stderr, code, maxRSS
+}
+
+// envMap is KEY=VALUE lines as bins.Run takes them.
+func envMap(env []string) map[string]string {
+	m := map[string]string{}
+	for _, kv := range env {
+		k, v, _ := strings.Cut(kv, "=")
+		m[k] = v
+	}
+	return m
 }
 
 type listed struct {
@@ -97,10 +84,7 @@ func TestBinaryQuarantineRefused(t *testing.T) {
 	dataDir := t.TempDir()
 	p := startReceiver(t, dataDir, "NATS_EMBEDDED_USER=reader", "NATS_EMBEDDED_PASSWORD=reader-password")
 	env := []string{"RECEIVER_DATA_DIR=" + dataDir}
-	body, err := os.ReadFile(filepath.Join("..", "..", "testdata", "notifications", "created-s2.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	body := fixtures.Notification(t, "created-s2.json")
 	refused := bytes.Replace(body, []byte(`"created"`), []byte(`"Created"`), 1)
 	if code, resp := p.post(t, refused); code != 400 || !strings.Contains(resp, `"quarantined":true`) {
 		t.Fatalf("%d %s", code, resp)
@@ -168,13 +152,7 @@ func TestBinaryQuarantineReplay(t *testing.T) {
 	// What an older version's validator left in the quarantine: two valid
 	// notifications (one of them also delivered since, by another path)
 	// and one that is invalid still.
-	read := func(name string) []byte {
-		b, err := os.ReadFile(filepath.Join("..", "..", "testdata", "notifications", name))
-		if err != nil {
-			t.Fatal(err)
-		}
-		return b
-	}
+	read := func(name string) []byte { return fixtures.Notification(t, name) }
 	if code, resp := p.post(t, read("created-s3.json")); code != 200 {
 		t.Fatalf("%d %s", code, resp)
 	}
