@@ -21,6 +21,7 @@ import (
 	"github.com/cdse-jetstream/receiver/internal/config"
 	"github.com/cdse-jetstream/receiver/internal/testkit/fixtures"
 	"github.com/cdse-jetstream/receiver/internal/testkit/natstest"
+	"github.com/cdse-jetstream/receiver/internal/testkit/scrape"
 )
 
 func testConfig(t *testing.T, dataDir string) config.Config {
@@ -49,19 +50,8 @@ func startApp(t *testing.T, c config.Config) (*App, *test.Hook) {
 
 func waitReady(t *testing.T, url string, timeout time.Duration) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		resp, err := http.Get(url)
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == 200 {
-				return
-			}
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s not ready within %s (last: %v)", url, timeout, err)
-		}
-		time.Sleep(20 * time.Millisecond)
+	if err := scrape.Status(url, http.StatusOK, timeout); err != nil {
+		t.Fatal(err)
 	}
 }
 
@@ -257,24 +247,9 @@ func TestShutdownDelayKeepsServing(t *testing.T) {
 	start := time.Now()
 	go func() { done <- a.Shutdown(context.Background()) }()
 	// During the delay: not ready, but still storing.
-	waitStatus := func(url string, want int) {
-		t.Helper()
-		deadline := time.Now().Add(time.Second)
-		for {
-			resp, err := http.Get(url)
-			if err == nil {
-				resp.Body.Close()
-				if resp.StatusCode == want {
-					return
-				}
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("%s never answered %d", url, want)
-			}
-			time.Sleep(10 * time.Millisecond)
-		}
+	if err := scrape.Status("http://"+a.AdminAddr()+"/readyz", 503, time.Second); err != nil {
+		t.Fatal(err)
 	}
-	waitStatus("http://"+a.AdminAddr()+"/readyz", 503)
 	if code := post(t, a, c, fixtures.Notification(t, "created-s3.json")); code != 200 {
 		t.Errorf("during the shutdown delay: %d, want 200", code)
 	}

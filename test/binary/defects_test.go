@@ -190,12 +190,9 @@ func TestStatusDuringReconcilePass(t *testing.T) {
 		"CDSE_TOKEN_URL="+srv.URL+"/auth/realms/CDSE/protocol/openid-connect/token", "CDSE_CATALOGUE_URL="+srv.URL+"/odata/v1")
 	js, closeNC := natstest.JetStream(t, p.natsURL)
 	defer closeNC()
-	deadline := time.Now().Add(30 * time.Second)
-	for natstest.StreamCount(t, js, "CDSE_PRODUCTS") < 20 { // two pages: the pass is under way
-		if time.Now().After(deadline) {
-			t.Fatalf("the reconciler stored nothing; logs:\n%s", p.logs.String())
-		}
-		time.Sleep(20 * time.Millisecond)
+	// Two pages: the pass is under way.
+	if err := natstest.WaitStreamCount(t, js, "CDSE_PRODUCTS", 20, 30*time.Second); err != nil {
+		t.Fatalf("the reconciler: %v; logs:\n%s", err, p.logs.String())
 	}
 	start := time.Now()
 	st := getStatus(t, p) // fails the test after 5 s

@@ -22,6 +22,7 @@ import (
 	"github.com/cdse-jetstream/receiver/internal/testkit/fixtures"
 	"github.com/cdse-jetstream/receiver/internal/testkit/natstest"
 	"github.com/cdse-jetstream/receiver/internal/testkit/pebbletest"
+	"github.com/cdse-jetstream/receiver/internal/testkit/scrape"
 )
 
 const (
@@ -155,20 +156,10 @@ func startReceiverArgs(t *testing.T, dataDir string, args []string, extraEnv ...
 	case <-time.After(60 * time.Second):
 		t.Fatalf("receiver did not start; logs:\n%s", p.logs.String())
 	}
-	deadline := time.Now().Add(15 * time.Second)
-	for {
-		resp, err := http.Get("http://" + p.admin + "/readyz")
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == 200 {
-				return p
-			}
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("not ready; logs:\n%s", p.logs.String())
-		}
-		time.Sleep(20 * time.Millisecond)
+	if err := scrape.Status("http://"+p.admin+"/readyz", http.StatusOK, 15*time.Second); err != nil {
+		t.Fatalf("%v; logs:\n%s", err, p.logs.String())
 	}
+	return p
 }
 
 // post sends body to the webhook with the receiver's credentials.

@@ -26,6 +26,7 @@ import (
 	"github.com/cdse-jetstream/receiver/internal/testkit/bins"
 	"github.com/cdse-jetstream/receiver/internal/testkit/natsproc"
 	"github.com/cdse-jetstream/receiver/internal/testkit/natstest"
+	"github.com/cdse-jetstream/receiver/internal/testkit/scrape"
 )
 
 const (
@@ -493,19 +494,8 @@ type replica struct {
 }
 
 func (r *replica) waitReady(d time.Duration) error {
-	deadline := time.Now().Add(d)
-	url := "http://127.0.0.1:" + strconv.Itoa(r.adminPort) + "/readyz"
-	for {
-		resp, err := http.Get(url)
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return nil
-			}
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("%s not ready within %s: %v", r.Name, d, err)
-		}
-		time.Sleep(100 * time.Millisecond)
+	if err := scrape.Status("http://127.0.0.1:"+strconv.Itoa(r.adminPort)+"/readyz", http.StatusOK, d); err != nil {
+		return fmt.Errorf("%s: %w", r.Name, err)
 	}
+	return nil
 }

@@ -48,12 +48,8 @@ func TestDeliveryMeasuredAsTheCatalogueBehaves(t *testing.T) {
 	})
 	js, closeNC := natstest.JetStream(t, nats.ClientURL())
 	defer closeNC()
-	deadline := time.Now().Add(30 * time.Second)
-	for natstest.StreamCount(t, js, "CDSE_PRODUCTS") < n {
-		if time.Now().After(deadline) {
-			t.Fatalf("%d of %d stored", natstest.StreamCount(t, js, "CDSE_PRODUCTS"), n)
-		}
-		time.Sleep(20 * time.Millisecond)
+	if err := natstest.WaitStreamCount(t, js, "CDSE_PRODUCTS", n, 30*time.Second); err != nil {
+		t.Fatal(err)
 	}
 	bucket := func(r *receivertest.Receiver, source, le string) int {
 		t.Helper()

@@ -120,12 +120,8 @@ func TestCredentialRotationLosesNothing(t *testing.T) {
 	mu.Lock()
 	n := len(made)
 	mu.Unlock()
-	deadline := time.Now().Add(30 * time.Second)
-	for natstest.StreamCount(t, js, "CDSE_PRODUCTS") < uint64(n) {
-		if time.Now().After(deadline) {
-			t.Fatalf("%d of %d products stored; catalogue %+v", natstest.StreamCount(t, js, "CDSE_PRODUCTS"), n, w.sim.Stats())
-		}
-		time.Sleep(20 * time.Millisecond)
+	if err := natstest.WaitStreamCount(t, js, "CDSE_PRODUCTS", uint64(n), 30*time.Second); err != nil {
+		t.Fatalf("%v; catalogue %+v", err, w.sim.Stats())
 	}
 	ids := natstest.CountBy(natstest.StreamMessages(t, js, "CDSE_PRODUCTS"), "Cdse-Product-Id")
 	for _, id := range made {

@@ -18,6 +18,7 @@ import (
 	"github.com/cdse-jetstream/receiver/internal/testkit/natsproc"
 	"github.com/cdse-jetstream/receiver/internal/testkit/natstest"
 	"github.com/cdse-jetstream/receiver/internal/testkit/receivertest"
+	"github.com/cdse-jetstream/receiver/internal/testkit/scrape"
 )
 
 // serverVersions are the nats-server releases the receiver is tested
@@ -106,17 +107,7 @@ func TestServerVersions(t *testing.T) {
 // waitReady waits until the receiver's /readyz answers want.
 func waitReady(t *testing.T, r *receivertest.Receiver, want int) {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	var got int
-	for time.Now().Before(deadline) {
-		resp, err := http.Get(r.Admin + "/readyz")
-		if err == nil {
-			resp.Body.Close()
-			if got = resp.StatusCode; got == want {
-				return
-			}
-		}
-		time.Sleep(50 * time.Millisecond)
+	if err := scrape.Status(r.Admin+"/readyz", want, 20*time.Second); err != nil {
+		t.Fatal(err)
 	}
-	t.Fatalf("/readyz %d, want %d within 20s", got, want)
 }

@@ -6,6 +6,7 @@ package natstest
 
 import (
 	"context"
+	"fmt"
 	"net"
 	"net/url"
 	"path/filepath"
@@ -245,4 +246,21 @@ func StreamCount(t testing.TB, js jetstream.JetStream, stream string) uint64 {
 		t.Fatal(err)
 	}
 	return info.State.Msgs
+}
+
+// WaitStreamCount waits, at most d, until the stream holds at least n
+// messages; the error says how many it held.
+func WaitStreamCount(t testing.TB, js jetstream.JetStream, stream string, n uint64, d time.Duration) error {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for {
+		got := StreamCount(t, js, stream)
+		if got >= n {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%s holds %d messages after %s, want %d", stream, got, d, n)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/cdse-jetstream/receiver/internal/app"
 	"github.com/cdse-jetstream/receiver/internal/config"
 	"github.com/cdse-jetstream/receiver/internal/testkit/fixtures"
+	"github.com/cdse-jetstream/receiver/internal/testkit/scrape"
 )
 
 // The webhook's login in every receiver this package starts.
@@ -60,19 +61,8 @@ func Start(t testing.TB, mutate func(*config.Config)) *Receiver {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { a.Shutdown(context.Background()) })
-	deadline := time.Now().Add(15 * time.Second)
-	for {
-		resp, err := http.Get("http://" + a.AdminAddr() + "/readyz")
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				break
-			}
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("receiver not ready within 15s")
-		}
-		time.Sleep(20 * time.Millisecond)
+	if err := scrape.Status("http://"+a.AdminAddr()+"/readyz", http.StatusOK, 15*time.Second); err != nil {
+		t.Fatal(err)
 	}
 	r := &Receiver{App: a, NATSURL: a.NATSURL(), Admin: "http://" + a.AdminAddr(), Logs: hook}
 	if cfg.Webhook {

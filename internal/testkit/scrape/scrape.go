@@ -1,8 +1,10 @@
-// Package scrape reads a receiver's /metrics in tests, as Prometheus would.
+// Package scrape reads a receiver's admin endpoints in tests: /metrics as
+// Prometheus would, and /readyz (or any URL) until it answers a status.
 package scrape
 
 import (
 	"bytes"
+	"fmt"
 	"io"
 	"net/http"
 	"strings"
@@ -29,4 +31,26 @@ func Value(t testing.TB, admin, series string) string {
 	}
 	t.Fatalf("no %s in %s/metrics", series, admin)
 	return ""
+}
+
+// Status waits, at most d, until a GET of url answers want, and says what
+// it answered last when it does not.
+func Status(url string, want int, d time.Duration) error {
+	c := &http.Client{Timeout: 5 * time.Second}
+	deadline := time.Now().Add(d)
+	for {
+		resp, err := c.Get(url)
+		last := fmt.Sprint(err)
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == want {
+				return nil
+			}
+			last = resp.Status
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%s did not answer %d within %s (last: %s)", url, want, d, last)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 }
