@@ -314,8 +314,25 @@ tls: {enabled: true, secretName: receiver-tls}
 	}
 }
 
+// refusal is a set of values the chart must refuse, with what its error
+// names.
+type refusal struct{ name, values, want string }
+
+// assertRefused renders each set of values and wants its refusal.
+func assertRefused(t *testing.T, tests []refusal) {
+	t.Helper()
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := render(t, values(t, tt.values))
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("err = %v, want one naming %q", err, tt.want)
+			}
+		})
+	}
+}
+
 func TestRefusals(t *testing.T) {
-	tests := []struct{ name, values, want string }{
+	tests := []refusal{
 		{"no password", `nats: {embedded: {consumerPassword: x}}`, "auth.password"},
 		{"short password", `auth: {password: short}
 nats: {embedded: {consumerPassword: x}}`, "auth.password"},
@@ -331,14 +348,7 @@ nats: {embedded: {consumerPassword: x}}`, "auth.password"},
 		{"quarantine on the product stream", base + "nats: {embedded: {consumerPassword: x}, quarantine: {stream: CDSE_PRODUCTS}}\n", "must differ"},
 		{"schema: quarantine size", base + "nats: {embedded: {consumerPassword: x}, quarantine: {maxBytes: lots}}\n", "maxBytes"},
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			_, err := render(t, values(t, tt.values))
-			if err == nil || !strings.Contains(err.Error(), tt.want) {
-				t.Fatalf("err = %v, want one naming %q", err, tt.want)
-			}
-		})
-	}
+	assertRefused(t, tests)
 }
 
 func TestLint(t *testing.T) {

@@ -133,7 +133,7 @@ reconcile: {interval: 15m, events: "created"}
 }
 
 func TestInterestRefusals(t *testing.T) {
-	tests := []struct{ name, values, want string }{
+	tests := []refusal{
 		{"name with capitals", base + "interests: [{name: L2A, filter: \"Name eq 'x'\"}]\n", "name"},
 		{"no filter", base + "interests: [{name: l2a}]\n", "filter"},
 		{"unknown event", base + "interests: [{name: l2a, events: [published], filter: \"Name eq 'x'\"}]\n", "events"},
@@ -144,14 +144,7 @@ func TestInterestRefusals(t *testing.T) {
 		{"reconciler without login", base + "reconcile: {interval: 15m}\n", "reconcile.interval needs"},
 		{"reconciler interval", base + "reconcile: {interval: often, credentialsSecret: x}\n", "interval"},
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			_, err := render(t, values(t, tt.values))
-			if err == nil || !strings.Contains(err.Error(), tt.want) {
-				t.Fatalf("err = %v, want one naming %q", err, tt.want)
-			}
-		})
-	}
+	assertRefused(t, tests)
 }
 
 // TestPreflightOff: register.preflight and statusCheck.preflight false pass

@@ -103,3 +103,56 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 {{- fail "nats.quarantine.stream must differ from nats.stream" }}
 {{- end }}
 {{- end }}
+
+{{/*
+The webhook's credentials, from the chart's Secret: the receiver's, and
+those register's Job and the status CronJob send (and preflight with).
+*/}}
+{{- define "receiver.webhookCredentialsEnv" -}}
+- name: RECEIVER_USERNAME
+  valueFrom:
+    secretKeyRef:
+      name: {{ include "receiver.secretName" . }}
+      key: username
+- name: RECEIVER_PASSWORD_FILE
+  value: /etc/receiver/auth/password
+{{- end }}
+
+{{/* Where register finds the catalogue, when not the live one. */}}
+{{- define "receiver.catalogueEnv" -}}
+{{- with .Values.register.tokenURL }}
+- name: CDSE_TOKEN_URL
+  value: {{ . | quote }}
+{{- end }}
+{{- with .Values.register.catalogueURL }}
+- name: CDSE_CATALOGUE_URL
+  value: {{ . | quote }}
+{{- end }}
+{{- end }}
+
+{{/*
+The mounts of the Secret and, with interests, of their ConfigMap (a
+directory mount, not subPath: only that sees the kubelet's updates).
+*/}}
+{{- define "receiver.configMounts" -}}
+- name: auth
+  mountPath: /etc/receiver/auth
+  readOnly: true
+{{- if .Values.interests }}
+- name: interests
+  mountPath: /etc/receiver/interests
+  readOnly: true
+{{- end }}
+{{- end }}
+
+{{/* The volumes of receiver.configMounts. */}}
+{{- define "receiver.configVolumes" -}}
+- name: auth
+  secret:
+    secretName: {{ include "receiver.secretName" . }}
+{{- if .Values.interests }}
+- name: interests
+  configMap:
+    name: {{ include "receiver.fullname" . }}-interests
+{{- end }}
+{{- end }}
