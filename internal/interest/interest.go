@@ -66,10 +66,24 @@ type file struct {
 
 // Load reads and checks the interests file at path.
 func Load(path string) (*Set, error) {
+	b, err := readFile(path)
+	if err != nil {
+		return nil, err
+	}
+	return parseFile(path, b)
+}
+
+// readFile and parseFile are Load's two halves, with its errors: the
+// Router hashes what it read before it parses.
+func readFile(path string) ([]byte, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("interests: %w", err)
 	}
+	return b, nil
+}
+
+func parseFile(path string, b []byte) (*Set, error) {
 	s, err := Parse(b)
 	if err != nil {
 		return nil, fmt.Errorf("interests %s: %w", path, err)
@@ -228,7 +242,7 @@ func (s *Set) Evaluate(ev event.Kind, p *productfilter.Product, now time.Time) [
 			switch {
 			case !ok:
 				v.Why = "fails " + why
-			case in.MaxSensingAge > 0 && (p.ContentStart.IsZero() || now.Sub(p.ContentStart) > in.MaxSensingAge):
+			case in.tooOld(p, now):
 				v.Why = fmt.Sprintf("sensed %s ago (ContentDate/Start %s), more than maxSensingAge %s", now.Sub(p.ContentStart).Round(time.Hour), p.ContentStart.UTC().Format(time.RFC3339), in.MaxSensingAge)
 			default:
 				v.Matches = true
@@ -237,6 +251,12 @@ func (s *Set) Evaluate(ev event.Kind, p *productfilter.Product, now time.Time) [
 		out = append(out, v)
 	}
 	return out
+}
+
+// tooOld says whether p was sensed longer than in's maxSensingAge before
+// now (or does not say when it was sensed).
+func (in *Interest) tooOld(p *productfilter.Product, now time.Time) bool {
+	return in.MaxSensingAge > 0 && (p.ContentStart.IsZero() || now.Sub(p.ContentStart) > in.MaxSensingAge)
 }
 
 // wants says whether an interest takes ev.
@@ -259,7 +279,7 @@ func (s *Set) Match(ev event.Kind, p *productfilter.Product, now time.Time, name
 		if !in.wants(ev) || !in.Filter.Match(p) {
 			continue
 		}
-		if in.MaxSensingAge > 0 && (p.ContentStart.IsZero() || now.Sub(p.ContentStart) > in.MaxSensingAge) {
+		if in.tooOld(p, now) {
 			continue
 		}
 		names = append(names, in.Name)

@@ -3,7 +3,6 @@ package interest
 import (
 	"crypto/sha256"
 	"fmt"
-	"os"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -68,13 +67,13 @@ func NewRouter(path string, reg prometheus.Registerer, log logrus.FieldLogger) (
 	for _, res := range []string{"ok", "failed"} {
 		r.reloads.WithLabelValues(res)
 	}
-	b, err := os.ReadFile(path)
+	b, err := readFile(path)
 	if err != nil {
-		return nil, fmt.Errorf("interests: %w", err)
+		return nil, err
 	}
-	s, err := Parse(b)
+	s, err := parseFile(path, b)
 	if err != nil {
-		return nil, fmt.Errorf("interests %s: %w", path, err)
+		return nil, err
 	}
 	r.install(s, sha256.Sum256(b))
 	return r, nil
@@ -98,20 +97,20 @@ func (r *Router) Current() *Set { return r.set.Load() }
 func (r *Router) Reload(force bool) (bool, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	b, err := os.ReadFile(r.path)
+	b, err := readFile(r.path)
 	if err != nil {
 		r.reloads.WithLabelValues("failed").Inc()
-		return false, fmt.Errorf("interests: %w", err)
+		return false, err
 	}
 	sum := sha256.Sum256(b)
 	if !force && sum == r.sum {
 		return false, nil
 	}
-	s, err := Parse(b)
+	s, err := parseFile(r.path, b)
 	if err != nil {
 		r.reloads.WithLabelValues("failed").Inc()
 		r.sum = sum // told once per change, not every check
-		return false, fmt.Errorf("interests %s: %w", r.path, err)
+		return false, err
 	}
 	r.install(s, sum)
 	r.reloads.WithLabelValues("ok").Inc()

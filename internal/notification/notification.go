@@ -629,6 +629,15 @@ func collectionOf(platform, name string) string {
 	if c := event.SanitizeToken(platform); c != "" {
 		return c
 	}
+	if c := MissionOf(name); c != "" {
+		return c
+	}
+	return UnknownCollection
+}
+
+// MissionOf is the collection of a product name's mission prefix
+// (S2B_MSIL2A_... is SENTINEL-2); "" for a name of no known mission.
+func MissionOf(name string) string {
 	switch {
 	case strings.HasPrefix(name, "S1"):
 		return "SENTINEL-1"
@@ -639,7 +648,7 @@ func collectionOf(platform, name string) string {
 	case strings.HasPrefix(name, "S5P"):
 		return "SENTINEL-5P"
 	}
-	return UnknownCollection
+	return ""
 }
 
 // ParseTime accepts the date-time spellings the catalogue uses (the event

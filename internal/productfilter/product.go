@@ -12,6 +12,7 @@ import (
 	"github.com/peterstace/simplefeatures/geom"
 
 	"github.com/cdse-jetstream/receiver/internal/jsonscan"
+	"github.com/cdse-jetstream/receiver/internal/notification"
 )
 
 // Product is what a filter can see of one catalogue product (or deleted
@@ -451,15 +452,5 @@ func collectionOf(p *Product) string {
 	if a, ok := p.Attr("platformShortName"); ok && a.Type == StringAttr && a.Str != "" {
 		return a.Str
 	}
-	switch n := p.Name; {
-	case strings.HasPrefix(n, "S1"):
-		return "SENTINEL-1"
-	case strings.HasPrefix(n, "S2"):
-		return "SENTINEL-2"
-	case strings.HasPrefix(n, "S3"):
-		return "SENTINEL-3"
-	case strings.HasPrefix(n, "S5P"):
-		return "SENTINEL-5P"
-	}
-	return ""
+	return notification.MissionOf(p.Name)
 }
