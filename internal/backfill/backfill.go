@@ -37,6 +37,7 @@ import (
 	"github.com/cdse-jetstream/receiver/internal/publish"
 	"github.com/cdse-jetstream/receiver/internal/quarantine"
 	"github.com/cdse-jetstream/receiver/internal/reconcile"
+	"github.com/cdse-jetstream/receiver/internal/topology"
 )
 
 // Publisher stores messages (internal/publish).
@@ -285,31 +286,15 @@ func (b *Backfill) scan(ctx context.Context) (map[string]bool, error) {
 		return seen, nil
 	}
 	from := b.o.Since.Add(-scanMargin)
-	cons, err := s.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{DeliverPolicy: jetstream.DeliverByStartTimePolicy, OptStartTime: &from, HeadersOnly: true})
-	if err != nil {
-		return nil, fmt.Errorf("scan %s: %w", name, err)
-	}
-	for {
-		batch, err := cons.Fetch(1000, jetstream.FetchMaxWait(2*time.Second))
-		if err != nil {
-			return nil, fmt.Errorf("scan %s: %w", name, err)
-		}
-		n := 0
-		var seq uint64
-		for m := range batch.Messages() {
-			n++
+	err = topology.ReadTo(ctx, s, jetstream.OrderedConsumerConfig{DeliverPolicy: jetstream.DeliverByStartTimePolicy, OptStartTime: &from, HeadersOnly: true}, 1000, last,
+		func(m jetstream.Msg, _ *jetstream.MsgMetadata) error {
 			if id := m.Headers().Get(jetstream.MsgIDHeader); id != "" {
 				seen[id] = true
 			}
-			if md, err := m.Metadata(); err == nil {
-				seq = md.Sequence.Stream
-			}
-		}
-		if err := batch.Error(); err != nil && !errors.Is(err, jetstream.ErrNoMessages) {
-			return nil, fmt.Errorf("scan %s: %w", name, err)
-		}
-		if n == 0 || seq >= last {
-			return seen, nil
-		}
+			return nil
+		})
+	if err != nil {
+		return nil, fmt.Errorf("scan: %w", err)
 	}
+	return seen, nil
 }

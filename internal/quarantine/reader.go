@@ -12,6 +12,8 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/cdse-jetstream/receiver/internal/topology"
 )
 
 // Stored is one quarantined body as an operator sees it.
@@ -81,49 +83,18 @@ func (r *Reader) each(ctx context.Context, headersOnly bool, fn func(Stored) err
 	if info.State.Msgs == 0 {
 		return nil
 	}
-	last := info.State.LastSeq
-	cons, err := s.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{HeadersOnly: headersOnly})
-	if err != nil {
-		return fmt.Errorf("read quarantine %s: %w", r.stream, err)
+	perFetch := bodiesPerFetch
+	if headersOnly {
+		perFetch = 500
 	}
-	for {
-		var batch jetstream.MessageBatch
+	return topology.ReadTo(ctx, s, jetstream.OrderedConsumerConfig{HeadersOnly: headersOnly}, perFetch, info.State.LastSeq, func(m jetstream.Msg, md *jetstream.MsgMetadata) error {
+		st := stored(md.Sequence.Stream, md.Timestamp, m.Headers(), m.Data())
 		if headersOnly {
-			batch, err = cons.Fetch(500, jetstream.FetchMaxWait(2*time.Second))
-		} else {
-			batch, err = cons.Fetch(bodiesPerFetch, jetstream.FetchMaxWait(2*time.Second))
+			st.Body = nil
+			st.Bytes, _ = strconv.Atoi(m.Headers().Get(nats.MsgSize))
 		}
-		if err != nil {
-			return fmt.Errorf("read quarantine %s: %w", r.stream, err)
-		}
-		n := 0
-		var seq uint64
-		for m := range batch.Messages() {
-			n++
-			md, err := m.Metadata()
-			if err != nil {
-				return fmt.Errorf("read quarantine %s: %w", r.stream, err)
-			}
-			seq = md.Sequence.Stream
-			st := stored(seq, md.Timestamp, m.Headers(), m.Data())
-			if headersOnly {
-				st.Body = nil
-				st.Bytes, _ = strconv.Atoi(m.Headers().Get(nats.MsgSize))
-			}
-			if err := fn(st); err != nil {
-				return err
-			}
-			if seq >= last {
-				return nil
-			}
-		}
-		if err := batch.Error(); err != nil && !errors.Is(err, jetstream.ErrNoMessages) {
-			return fmt.Errorf("read quarantine %s: %w", r.stream, err)
-		}
-		if n == 0 || seq >= last {
-			return nil
-		}
-	}
+		return fn(st)
+	})
 }
 
 // Get returns one quarantined body.
