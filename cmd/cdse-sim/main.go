@@ -81,7 +81,7 @@ func run(ctx context.Context, args []string, getenv func(string) string) int {
 	}
 	base := "http://" + ln.Addr().String()
 	fmt.Printf("cdse-sim listening on %s\n", ln.Addr())
-	fmt.Printf("  CDSE_TOKEN_URL=%s/auth/realms/CDSE/protocol/openid-connect/token\n", base)
+	fmt.Printf("  CDSE_TOKEN_URL=%s%s\n", base, cdsesim.TokenPath)
 	fmt.Printf("  CDSE_CATALOGUE_URL=%s/odata/v1\n", base)
 	fmt.Printf("  publish products: curl -X POST %s/sim/products -d '{\"mission\":\"S2\",\"count\":3}'\n", base)
 	srv := &http.Server{Handler: sim.Handler(), ReadHeaderTimeout: 5 * time.Second}

@@ -46,7 +46,7 @@ func newHarness(t *testing.T) *harness {
 	h.env = map[string]string{
 		"CDSE_USERNAME":      "op@example.org",
 		"CDSE_PASSWORD":      cdsePassword,
-		"CDSE_TOKEN_URL":     srv.URL + "/auth/realms/CDSE/protocol/openid-connect/token",
+		"CDSE_TOKEN_URL":     srv.URL + cdsesim.TokenPath,
 		"CDSE_CATALOGUE_URL": srv.URL + "/odata/v1",
 		"RECEIVER_USERNAME":  "cdse",
 		"RECEIVER_PASSWORD":  "receiver-webhook-pw",

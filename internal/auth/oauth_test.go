@@ -18,7 +18,7 @@ func newClock() *cdsesim.Clock {
 	return cdsesim.NewClock(time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC))
 }
 func tokenURL(srv *httptest.Server) string {
-	return srv.URL + "/auth/realms/CDSE/protocol/openid-connect/token"
+	return srv.URL + cdsesim.TokenPath
 }
 
 func startSim(t *testing.T, c *cdsesim.Clock, users map[string]cdsesim.User) (*cdsesim.Sim, *httptest.Server) {

@@ -82,6 +82,10 @@ type Stats struct {
 	Logins       int64 `json:"logins"`       // password grants that succeeded
 }
 
+// TokenPath is where the simulator's identity provider issues tokens, as
+// the live one does (CDSE_TOKEN_URL is the server's address and this).
+const TokenPath = "/auth/realms/CDSE/protocol/openid-connect/token"
+
 // Sim is a running simulator; serve Handler() over HTTP.
 type Sim struct {
 	o Options
@@ -170,7 +174,7 @@ func (s *Sim) WaitPushes() { s.push.Wait() }
 // Handler serves the identity provider, the OData API and the admin API.
 func (s *Sim) Handler() http.Handler {
 	mux := http.NewServeMux()
-	mux.HandleFunc("POST /auth/realms/CDSE/protocol/openid-connect/token", s.handleToken)
+	mux.HandleFunc("POST "+TokenPath, s.handleToken)
 	mux.HandleFunc("/odata/v1/", s.handleOData)
 	mux.HandleFunc("/sim/", s.handleAdmin)
 	return mux

@@ -40,7 +40,7 @@ func setup(t *testing.T, o cdsesim.Options) *world {
 	sim := cdsesim.New(o)
 	srv := httptest.NewServer(sim.Handler())
 	t.Cleanup(func() { srv.Close(); sim.Close() })
-	ts := auth.NewPasswordSource(auth.PasswordConfig{TokenURL: srv.URL + "/auth/realms/CDSE/protocol/openid-connect/token", Username: "u", Password: "pw", Now: c.Now})
+	ts := auth.NewPasswordSource(auth.PasswordConfig{TokenURL: srv.URL + cdsesim.TokenPath, Username: "u", Password: "pw", Now: c.Now})
 	api := catalogclient.New(srv.URL+"/odata/v1", ts, nil)
 	sub, err := api.CreateSubscription(context.Background(), catalogclient.SubscriptionRequest{SubscriptionType: "pull", SubscriptionEvent: []string{"created"}})
 	if err != nil {

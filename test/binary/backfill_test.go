@@ -67,7 +67,7 @@ func TestBinaryBackfill(t *testing.T) {
 	env := []string{
 		"NATS_URL=" + nats.ClientURL(),
 		"CDSE_USERNAME=op@example.org", "CDSE_PASSWORD=account-pw",
-		"CDSE_TOKEN_URL=" + srv.URL + "/auth/realms/CDSE/protocol/openid-connect/token",
+		"CDSE_TOKEN_URL=" + srv.URL + cdsesim.TokenPath,
 		"CDSE_CATALOGUE_URL=" + srv.URL + "/odata/v1",
 		"RECEIVER_DEDUPE_WINDOW=1s",
 	}

@@ -187,7 +187,7 @@ func TestStatusDuringReconcilePass(t *testing.T) {
 	p := startReceiver(t, t.TempDir(),
 		"RECONCILE_INTERVAL=1m", "RECONCILE_FILTER=Collection/Name eq 'SENTINEL-2'", "RECONCILE_PAGE_SIZE=10",
 		"CDSE_USERNAME=op@example.org", "CDSE_PASSWORD=account-password",
-		"CDSE_TOKEN_URL="+srv.URL+"/auth/realms/CDSE/protocol/openid-connect/token", "CDSE_CATALOGUE_URL="+srv.URL+"/odata/v1")
+		"CDSE_TOKEN_URL="+srv.URL+cdsesim.TokenPath, "CDSE_CATALOGUE_URL="+srv.URL+"/odata/v1")
 	js, closeNC := natstest.JetStream(t, p.natsURL)
 	defer closeNC()
 	// Two pages: the pass is under way.

@@ -179,7 +179,7 @@ func Run(t testing.TB, c Config) Report {
 
 	env := map[string]string{
 		"CDSE_USERNAME": pushUser, "CDSE_PASSWORD": simPass,
-		"CDSE_TOKEN_URL":     simSrv.URL + "/auth/realms/CDSE/protocol/openid-connect/token",
+		"CDSE_TOKEN_URL":     simSrv.URL + cdsesim.TokenPath,
 		"CDSE_CATALOGUE_URL": simSrv.URL + "/odata/v1",
 		"RECEIVER_USERNAME":  webhookUser, "RECEIVER_PASSWORD": webhookPass,
 	}

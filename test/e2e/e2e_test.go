@@ -64,7 +64,7 @@ func newSimAt(t *testing.T, sim *cdsesim.Sim, url string) *world {
 	return &world{sim: sim, simURL: url, env: map[string]string{
 		"CDSE_USERNAME":      "op@example.org",
 		"CDSE_PASSWORD":      "account-pw",
-		"CDSE_TOKEN_URL":     url + "/auth/realms/CDSE/protocol/openid-connect/token",
+		"CDSE_TOKEN_URL":     url + cdsesim.TokenPath,
 		"CDSE_CATALOGUE_URL": url + "/odata/v1",
 		"RECEIVER_USERNAME":  webhookUser,
 		"RECEIVER_PASSWORD":  webhookPass,
