@@ -2,6 +2,8 @@ package productfilter
 
 import (
 	"encoding/json"
+	"math"
+	"strconv"
 	"testing"
 
 	"github.com/peterstace/simplefeatures/geom"
@@ -78,6 +80,54 @@ func FuzzReadFootprintWKT(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) { checkWKT(t, s) })
+}
+
+// decimals are numbers at and around the edges of shortDecimal's path:
+// the mantissa at 2^53 and past it, 22 decimals and 23, 19 digits and 20,
+// and what it must leave to strconv.
+var decimals = []string{
+	"0", "-0", "1", "-1", "45.0", "11.59166667", "-179.99999999999997", "12.655118166047592",
+	"9007199254740992", "9007199254740993", "0.9007199254740993", "900719925474099.2",
+	"0.1234567890123456789012", "0.12345678901234567890123", "1234567890123456789", "12345678901234567890",
+	"0.0000000000000000000001", "1.0000000000000002", "1.00000000000000011102230246251565",
+	"08", "-08", "1.", ".5", "1e5", "1.5E-3", "1-", "1+", "1.2.3", "-", "", "+5", "0x10", "1_0", "Inf", "NaN",
+}
+
+// TestShortDecimal: every number shortDecimal reads, it reads as
+// strconv.ParseFloat does, to the bit; the footprint's numbers are all read
+// on its path.
+func TestShortDecimal(t *testing.T) {
+	for _, s := range decimals {
+		checkDecimal(t, s)
+	}
+	for _, s := range []string{"11.59166667", "45.08333333", "-60.0", "-2.96333333", "6.535492", "-0", "9007199254740992", "900719925474099.2", "0.123456789012345"} {
+		if _, _, ok := shortDecimal(s); !ok {
+			t.Errorf("%s: left to strconv", s)
+		}
+	}
+}
+
+func checkDecimal(t testing.TB, s string) bool {
+	t.Helper()
+	f, n, ok := shortDecimal(s)
+	if !ok {
+		return false
+	}
+	want, err := strconv.ParseFloat(s[:n], 64)
+	if err != nil {
+		t.Fatalf("%q: shortDecimal read %q as %v, strconv refuses it: %v", s, s[:n], f, err)
+	}
+	if math.Float64bits(f) != math.Float64bits(want) {
+		t.Fatalf("%q: shortDecimal %v (%x), strconv %v (%x)", s, f, math.Float64bits(f), want, math.Float64bits(want))
+	}
+	return true
+}
+
+func FuzzShortDecimal(f *testing.F) {
+	for _, s := range decimals {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) { checkDecimal(t, s) })
 }
 
 // BenchmarkFootprintWKT: a Sentinel-2 tile's 48-vertex footprint, by the
