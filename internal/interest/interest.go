@@ -42,6 +42,9 @@ type Interest struct {
 // Set is the interests of one file, in its order.
 type Set struct {
 	Interests []Interest
+	// needs is what the interests read of a product: the receiver decodes
+	// only that.
+	needs productfilter.Needs
 }
 
 // Len is the number of interests.
@@ -171,6 +174,12 @@ func Parse(b []byte) (*Set, error) {
 	}
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
+	}
+	for _, in := range set.Interests {
+		set.needs.Add(in.Filter.Needs())
+		if in.MaxSensingAge > 0 {
+			set.needs.AddContentStart()
+		}
 	}
 	return set, nil
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/cdse-jetstream/receiver/event"
 	"github.com/cdse-jetstream/receiver/internal/ingest"
 	"github.com/cdse-jetstream/receiver/internal/notification"
+	"github.com/cdse-jetstream/receiver/internal/productfilter"
 	"github.com/cdse-jetstream/receiver/internal/publish"
 	"github.com/cdse-jetstream/receiver/internal/testkit/fixtures"
 	"github.com/cdse-jetstream/receiver/internal/testkit/publishtest"
@@ -95,10 +96,11 @@ func TestEvaluateSaysWhyNot(t *testing.T) {
 	}
 	r := &Router{}
 	r.set.Store(s)
-	p, err := productOf(&n)
-	if err != nil {
-		t.Fatal(err)
+	prod, ok := productfilter.FromNotification(&n, &productfilter.Everything)
+	if !ok {
+		t.Fatal("no product")
 	}
+	p := &prod
 	sensed := p.ContentStart
 	vs := s.Evaluate(event.Created, p, sensed.Add(2*time.Hour))
 	want := []string{"", "", "fails Collection/Name eq 'SENTINEL-1'", "it takes modified, not created"}

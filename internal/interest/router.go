@@ -125,7 +125,10 @@ func (r *Router) Match(n *notification.Notification, names []string) []string {
 		r.tell(n)
 		return names
 	}
-	p, _ := productOf(n) // an entity it cannot read matches nothing, and is counted
+	var p *productfilter.Product
+	if prod, ok := productfilter.FromNotification(n, &s.needs); ok {
+		p = &prod
+	}
 	before := len(names)
 	names = s.Match(n.Event, p, r.now(), names)
 	if len(names) == before {
@@ -173,17 +176,4 @@ func (r *Router) tell(n *notification.Notification) {
 	}
 	r.log.WithFields(logrus.Fields{"event": kind[0], "collection": kind[1], "product_type": kind[2], "product_id": n.ProductID}).
 		Warn("a product event matches no interest: the subscription is wider than the interests, or the receiver's evaluation disagrees with the catalogue's (logged once per event, collection and product type; counted in cdse_receiver_interest_unmatched_total)")
-}
-
-// productOf is the product of a notification as the filters read it; nil
-// for the short form.
-func productOf(n *notification.Notification) (*productfilter.Product, error) {
-	if len(n.Value) == 0 {
-		return nil, nil
-	}
-	p, err := productfilter.FromValidEntity(n.Value) // validated by notification.Parse
-	if err != nil {
-		return nil, err
-	}
-	return &p, nil
 }

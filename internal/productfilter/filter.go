@@ -35,7 +35,7 @@ type Filter struct {
 	src   string
 	root  node
 	terms []term // the top-level and-chain, for Explain
-	geo   bool
+	needs Needs
 }
 
 // term is one condition of the top-level and-chain, with where it is in
@@ -66,7 +66,7 @@ func Parse(s string) (*Filter, error) {
 	if err != nil {
 		return nil, err
 	}
-	f.root, f.terms, f.geo = root, terms, p.geo
+	f.root, f.terms, f.needs = root, terms, p.needs
 	return f, nil
 }
 
@@ -75,7 +75,7 @@ func (f *Filter) String() string { return f.src }
 
 // UsesGeometry reports whether the filter has an OData.CSC.Intersects term,
 // that is whether matching reads products' footprints.
-func (f *Filter) UsesGeometry() bool { return f.geo }
+func (f *Filter) UsesGeometry() bool { return f.needs.has(needFootprint) }
 
 // Match reports whether p satisfies the filter.
 func (f *Filter) Match(p *Product) bool {
@@ -146,6 +146,8 @@ const (
 	fieldID
 )
 
+var stringNeeds = [...]need{fieldName: needName, fieldCollection: needCollection, fieldDeletionCause: needDeletionCause, fieldID: needID}
+
 // stringCmp is eq or ne on a string property.
 type stringCmp struct {
 	field stringField
@@ -182,6 +184,9 @@ const (
 	fieldOrigin
 	fieldDeletion
 )
+
+var timeNeeds = [...]need{fieldContentStart: needContentStart, fieldContentEnd: needContentEnd, fieldPublication: needPublication,
+	fieldModification: needModification, fieldOrigin: needOrigin, fieldDeletion: needDeletion}
 
 type timeCmp struct {
 	field timeField

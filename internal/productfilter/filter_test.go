@@ -141,6 +141,13 @@ func TestMatchFixtures(t *testing.T) {
 				if ok {
 					got = append(got, fx[i].name)
 				}
+				// The receiver's reading, only what the filter needs
+				// where the notification's validation found it, decides
+				// the same.
+				needs := f.Needs()
+				if rp, _ := FromNotification(&fx[i].n, &needs); f.Match(&rp) != ok {
+					t.Errorf("%s: %v read as the filter needs, %v read whole", fx[i].name, !ok, ok)
+				}
 				// Explain agrees with Match, and names a term when false.
 				eok, why := f.Explain(&fx[i].p)
 				if eok != ok || (!ok && why == "") || (ok && why != "") {

@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/cdse-jetstream/receiver/internal/notification"
 )
 
 // fixture is the product entity of one notification of
@@ -15,6 +17,7 @@ type fixture struct {
 	name string
 	raw  []byte
 	p    Product
+	n    notification.Notification // as the receiver reads it, with its Entity
 }
 
 // fixtures reads every notification of testdata/notifications that
@@ -39,13 +42,13 @@ func fixtures(tb testing.TB) []fixture {
 			}
 			body = arr[0]
 		}
-		var n map[string]json.RawMessage
-		if err := json.Unmarshal(body, &n); err != nil {
+		var members map[string]json.RawMessage
+		if err := json.Unmarshal(body, &members); err != nil {
 			tb.Fatal(err)
 		}
-		raw := n["value"]
+		raw := members["value"]
 		if raw == nil {
-			raw = n["Value"]
+			raw = members["Value"]
 		}
 		if raw == nil {
 			continue
@@ -54,7 +57,11 @@ func fixtures(tb testing.TB) []fixture {
 		if err != nil {
 			tb.Fatalf("%s: %v", f, err)
 		}
-		out = append(out, fixture{strings.TrimSuffix(filepath.Base(f), ".json"), raw, p})
+		n, err := notification.Decode(body)
+		if err != nil {
+			tb.Fatalf("%s: %v", f, err)
+		}
+		out = append(out, fixture{strings.TrimSuffix(filepath.Base(f), ".json"), raw, p, n})
 	}
 	slices.SortFunc(out, func(a, b fixture) int { return strings.Compare(a.name, b.name) })
 	return out

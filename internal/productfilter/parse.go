@@ -104,7 +104,7 @@ type parser struct {
 	src     string
 	tok     token
 	prevEnd int // end of the last token consumed
-	geo     bool
+	needs   Needs
 }
 
 func (p *parser) next() {
@@ -384,6 +384,7 @@ func (p *parser) comparison(prop property) (node, error) {
 		if err != nil {
 			return nil, err
 		}
+		p.needs.prop(stringNeeds[prop.str])
 		return stringCmp{field: prop.str, op: o, val: v}, nil
 	case propID:
 		if o != opEq {
@@ -393,12 +394,14 @@ func (p *parser) comparison(prop property) (node, error) {
 		if err != nil {
 			return nil, err
 		}
+		p.needs.prop(needID)
 		return stringCmp{field: fieldID, op: opEq, val: v}, nil
 	case propTime:
 		v, err := p.timeLit()
 		if err != nil {
 			return nil, err
 		}
+		p.needs.prop(timeNeeds[prop.time])
 		return timeCmp{field: prop.time, op: o, val: v}, nil
 	case propOnline:
 		if o != opEq && o != opNe {
@@ -409,12 +412,14 @@ func (p *parser) comparison(prop property) (node, error) {
 		}
 		v := p.tok.text == "true"
 		p.next()
+		p.needs.prop(needOnline)
 		return onlineCmp{op: o, val: v}, nil
 	}
 	v, err := p.intLit()
 	if err != nil {
 		return nil, err
 	}
+	p.needs.prop(needContentLength)
 	return lengthCmp{op: o, val: v}, nil
 }
 
@@ -558,6 +563,7 @@ func (p *parser) nameFunction() (node, error) {
 		return nil, err
 	}
 	f := map[string]nameFunc{"contains": fnContains, "startswith": fnStartsWith, "endswith": fnEndsWith}[fn.text]
+	p.needs.prop(needName)
 	return nameFuncCall{fn: f, arg: arg}, nil
 }
 
@@ -646,6 +652,7 @@ func (p *parser) attribute() (node, error) {
 	if _, err := p.expect(tRParen, "')' to close any("); err != nil {
 		return nil, err
 	}
+	p.needs.attr(name)
 	return n, nil
 }
 
@@ -677,7 +684,7 @@ func (p *parser) intersects() (node, error) {
 	if _, err := p.expect(tRParen, "')' to close OData.CSC.Intersects("); err != nil {
 		return nil, err
 	}
-	p.geo = true
+	p.needs.prop(needFootprint)
 	return intersectsArea{area: area}, nil
 }
 

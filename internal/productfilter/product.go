@@ -186,97 +186,140 @@ func FromEntity(raw []byte) (Product, error) {
 	return FromValidEntity(raw)
 }
 
-// FromValidEntity is FromEntity for raw known to be valid JSON: the
-// product of a notification the receiver accepted. It walks the entity by
-// offsets (internal/jsonscan) and decodes only the values a filter can
-// read; a general JSON decoder took 25 of the 65 µs that 20 interests cost
-// per product, mostly skipping GeoFootprint, Checksum and Assets token by
-// token (BenchmarkRouterMatch).
+// FromValidEntity is FromEntity for raw known to be valid JSON.
 func FromValidEntity(raw []byte) (Product, error) {
-	var p Product
-	var fp footprint
-	// Every string the product keeps (names, attribute values, the
-	// footprint) is a piece of one copy of the entity, not an allocation
-	// of its own: one 7 KB copy costs less than the twenty-odd strings.
-	text := string(raw)
-	s := func(v, e int) (string, bool) { return str(text, raw, v, e) }
-	end, err := jsonscan.WalkObject(raw, 0, func(name string, v int) int {
-		e := jsonscan.ValueEnd(raw, v)
-		val := raw[v:e]
-		if len(val) == 0 { // only in JSON that is not valid, which callers rule out
-			return e
-		}
-		switch name {
-		case "Id":
-			p.ID, _ = s(v, e)
-		case "Name":
-			p.Name, _ = s(v, e)
-		case "ContentLength":
-			p.ContentLength, p.HasContentLength = integer(val)
-		case "OriginDate":
-			p.OriginDate = date(val)
-		case "PublicationDate":
-			p.PublicationDate = date(val)
-		case "ModificationDate":
-			p.ModificationDate = date(val)
-		case "DeletionDate":
-			p.DeletionDate = date(val)
-		case "DeletionCause":
-			p.DeletionCause, _ = s(v, e)
-		case "Online":
-			p.Online, p.HasOnline = boolean(val)
-		case "ContentDate":
-			if val[0] == '{' {
-				_, _ = jsonscan.WalkObject(raw, v, func(name string, w int) int {
-					we := jsonscan.ValueEnd(raw, w)
-					switch name {
-					case "Start":
-						p.ContentStart = date(raw[w:we])
-					case "End":
-						p.ContentEnd = date(raw[w:we])
-					}
-					return we
-				})
-			}
-		case "Footprint":
-			if f, ok := s(v, e); ok {
-				fp.wkt = footprintWKT(f)
-			}
-		case "GeoFootprint":
-			// Footprint usually comes first and says the same.
-			if val[0] == '{' && fp.wkt == "" {
-				fp.geojson = bytes.Clone(val)
-			}
-		case "Attributes":
-			if val[0] == '[' {
-				p.readAttributes(text, raw, v)
-			}
-		}
-		return e
-	})
-	if err != nil || jsonscan.SkipSpace(raw, end) != len(raw) {
+	e, err := notification.ReadEntity(raw)
+	if err != nil {
 		return Product{}, ErrNotEntity
 	}
-	if fp.wkt != "" || fp.geojson != nil {
-		if fp.wkt != "" {
-			fp.geojson = nil
-		}
-		p.fp = &footprint{wkt: fp.wkt, geojson: fp.geojson}
-	}
-	p.Collection = collectionOf(&p)
-	return p, nil
+	return fromEntity(raw, &e, &Everything), nil
 }
 
-// str reads the string value raw[v:e] (text is raw as a string): a piece
-// of text when it has no escapes. ok is false for a value of another type.
-func str(text string, raw []byte, v, e int) (string, bool) {
-	if raw[v] != '"' {
+// FromNotification is the product of a notification the receiver
+// accepted, as far as filters that need what needs says read it: the
+// receiver's way, which decodes a few values where the notification's
+// validation found them (notification.Entity) instead of walking the
+// entity again. ok is false for the short form, which has no product.
+func FromNotification(n *notification.Notification, needs *Needs) (p Product, ok bool) {
+	if len(n.Value) == 0 {
+		return Product{}, false
+	}
+	return fromEntity(n.Value, &n.Entity, needs), true
+}
+
+// fromEntity decodes what needs asks for from the members e notes in raw.
+// The strings it keeps are copies: raw may be a buffer the caller reuses.
+func fromEntity(raw []byte, e *notification.Entity, needs *Needs) Product {
+	var p Product
+	val := func(m notification.Member) []byte { return e.Members[m].Bytes(raw) }
+	if needs.has(needID) {
+		p.ID, _ = str(val(notification.MemberID))
+	}
+	if needs.has(needName) || needs.has(needCollection) {
+		p.Name, _ = str(val(notification.MemberName))
+	}
+	if needs.has(needDeletionCause) {
+		p.DeletionCause, _ = str(val(notification.MemberDeletionCause))
+	}
+	if v := val(notification.MemberContentLength); v != nil && needs.has(needContentLength) {
+		p.ContentLength, p.HasContentLength = integer(v)
+	}
+	for _, d := range [...]struct {
+		need need
+		m    notification.Member
+		t    *time.Time
+	}{
+		{needOrigin, notification.MemberOriginDate, &p.OriginDate},
+		{needPublication, notification.MemberPublicationDate, &p.PublicationDate},
+		{needModification, notification.MemberModificationDate, &p.ModificationDate},
+		{needDeletion, notification.MemberDeletionDate, &p.DeletionDate},
+	} {
+		if needs.has(d.need) {
+			*d.t = date(val(d.m))
+		}
+	}
+	if v := val(notification.MemberOnline); v != nil && needs.has(needOnline) {
+		p.Online, p.HasOnline = boolean(v)
+	}
+	if sp := e.Members[notification.MemberContentDate]; sp.End != 0 && raw[sp.Start] == '{' &&
+		(needs.has(needContentStart) || needs.has(needContentEnd)) {
+		_, _ = jsonscan.WalkObject(raw, int(sp.Start), func(name string, w int) int {
+			we := jsonscan.ValueEnd(raw, w)
+			switch name {
+			case "Start":
+				p.ContentStart = date(raw[w:we])
+			case "End":
+				p.ContentEnd = date(raw[w:we])
+			}
+			return we
+		})
+	}
+	if needs.has(needFootprint) {
+		var fp footprint
+		if f, ok := str(val(notification.MemberFootprint)); ok {
+			fp.wkt = footprintWKT(f)
+		}
+		if v := val(notification.MemberGeoFootprint); fp.wkt == "" && v != nil && v[0] == '{' {
+			fp.geojson = bytes.Clone(v)
+		}
+		if fp.wkt != "" || fp.geojson != nil {
+			p.fp = &footprint{wkt: fp.wkt, geojson: fp.geojson}
+		}
+	}
+	p.readAttributes(raw, e.Attributes, needs)
+	if needs.has(needCollection) {
+		p.Collection = collectionOf(&p)
+	}
+	return p
+}
+
+// readAttributes reads the attributes needs asks for (and
+// platformShortName when it asks for Collection/Name).
+func (p *Product) readAttributes(raw []byte, spans []notification.AttributeSpans, needs *Needs) {
+	if len(spans) == 0 || !needs.all && len(needs.attrs) == 0 && !needs.has(needCollection) {
+		return
+	}
+	for _, as := range spans {
+		lit := as.Name.Bytes(raw)
+		if lit == nil {
+			continue
+		}
+		var name string
+		var ok bool
+		switch {
+		case needs.all:
+			name, ok = attributeName(lit)
+		case needs.has(needCollection) && string(lit) == `"platformShortName"`:
+			name, ok = "platformShortName", true
+		default:
+			name, ok = needs.attribute(lit)
+		}
+		if !ok || name == "" {
+			continue
+		}
+		if at, ok := readAttribute(name, raw, as); ok {
+			if p.Attributes == nil {
+				n := len(spans)
+				if !needs.all {
+					n = len(needs.attrs) + 1
+				}
+				p.Attributes = make([]Attribute, 0, n)
+			}
+			p.Attributes = append(p.Attributes, at)
+		}
+	}
+}
+
+// str reads a string value; ok is false for a value of another type (or
+// none).
+func str(v []byte) (string, bool) {
+	if len(v) < 2 || v[0] != '"' {
 		return "", false
 	}
-	if inner := raw[v+1 : e-1]; bytes.IndexByte(inner, '\\') < 0 {
-		return text[v+1 : e-1], true
+	if inner := v[1 : len(v)-1]; bytes.IndexByte(inner, '\\') < 0 {
+		return string(inner), true
 	}
-	u, err := jsonscan.Unquote(raw[v:e])
+	u, err := jsonscan.Unquote(v)
 	return u, err == nil
 }
 
@@ -339,78 +382,39 @@ var attributeNames = func() map[string]string {
 	return m
 }()
 
-// attributeName is the name raw[v:e], without an allocation for the
-// catalogue's own names.
-func attributeName(text string, raw []byte, v, e int) (string, bool) {
-	if raw[v] != '"' {
+// attributeName is the name the string literal lit holds, without an
+// allocation for the catalogue's own names.
+func attributeName(lit []byte) (string, bool) {
+	if len(lit) < 2 || lit[0] != '"' {
 		return "", false
 	}
-	if n, ok := attributeNames[string(raw[v+1:e-1])]; ok { // no allocation
+	if n, ok := attributeNames[string(lit[1:len(lit)-1])]; ok { // no allocation
 		return n, true
 	}
-	return str(text, raw, v, e)
-}
-
-// span is a member's value, raw[start:end]; end 0 when absent.
-type span struct{ start, end int }
-
-func (p *Product) readAttributes(text string, raw []byte, i int) {
-	if p.Attributes == nil {
-		p.Attributes = make([]Attribute, 0, 24) // a Sentinel-2 product has 23
-	}
-	_, _ = jsonscan.WalkArray(raw, i, func(a int) int {
-		if raw[a] != '{' {
-			return -1
-		}
-		var name, value, valueType, otype span
-		end, _ := jsonscan.WalkObject(raw, a, func(member string, v int) int {
-			e := jsonscan.ValueEnd(raw, v)
-			switch member {
-			case "Name":
-				name = span{v, e}
-			case "Value":
-				value = span{v, e}
-			case "ValueType":
-				valueType = span{v, e}
-			case "@odata.type":
-				otype = span{v, e}
-			}
-			return e
-		})
-		if at, ok := readAttribute(text, raw, name, value, valueType, otype); ok {
-			p.Attributes = append(p.Attributes, at)
-		}
-		return end
-	})
+	return str(lit)
 }
 
 // readAttribute makes one attribute of its members' values (the Value may
 // come before the ValueType that says how to read it).
-func readAttribute(text string, raw []byte, name, value, valueType, otype span) (Attribute, bool) {
-	var a Attribute
-	if name.end == 0 || value.end == 0 {
+func readAttribute(name string, raw []byte, as notification.AttributeSpans) (Attribute, bool) {
+	a := Attribute{Name: name}
+	v := as.Value.Bytes(raw)
+	if v == nil {
 		return a, false
 	}
-	var ok bool
-	if a.Name, ok = attributeName(text, raw, name.start, name.end); !ok || a.Name == "" {
-		return a, false
-	}
-	var vt string
-	if valueType.end != 0 {
-		vt, _ = str(text, raw, valueType.start, valueType.end)
-	}
-	a.Type = AttrTypeOf(vt)
-	if a.Type == 0 && vt == "" && otype.end != 0 {
+	var unsaid bool
+	a.Type, unsaid = valueType(as.ValueType.Bytes(raw))
+	if a.Type == 0 && unsaid {
 		// "#OData.CSC.DoubleAttribute" says the same.
-		ot, _ := str(text, raw, otype.start, otype.end)
+		ot, _ := str(as.ODataType.Bytes(raw))
 		a.Type = AttrTypeOf(strings.TrimSuffix(strings.TrimPrefix(ot, "#OData.CSC."), "Attribute"))
 	}
-	v := raw[value.start:value.end]
+	var ok bool
 	switch {
 	case a.Type == StringAttr && v[0] == '"':
-		a.Str, ok = str(text, raw, value.start, value.end)
+		a.Str, ok = str(v)
 	case a.Type == DateTimeOffsetAttr && v[0] == '"':
-		s, _ := str(text, raw, value.start, value.end)
+		s, _ := str(v)
 		a.Time, ok = parseDateTime(s)
 	case a.Type == DoubleAttr && number(v):
 		f, err := strconv.ParseFloat(string(v), 64)
@@ -421,6 +425,21 @@ func readAttribute(text string, raw []byte, name, value, valueType, otype span) 
 		ok = false
 	}
 	return a, ok
+}
+
+// valueType reads a ValueType member's value (nil when absent): the type
+// it names, and whether it says none (absent, not a string, or empty), in
+// which case the @odata.type may say it.
+func valueType(v []byte) (t AttrType, unsaid bool) {
+	if len(v) < 2 || v[0] != '"' {
+		return 0, true
+	}
+	inner := v[1 : len(v)-1]
+	if bytes.IndexByte(inner, '\\') >= 0 {
+		s, _ := str(v)
+		return AttrTypeOf(s), s == ""
+	}
+	return AttrTypeOf(string(inner)), len(inner) == 0 // no allocation
 }
 
 // footprintWKT strips the OData geography literal around the WKT:

@@ -6,6 +6,8 @@ import (
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/cdse-jetstream/receiver/internal/notification"
 )
 
 func TestFromEntityFields(t *testing.T) {
@@ -228,5 +230,61 @@ func TestParseDateTime(t *testing.T) {
 	}
 	if n := testing.AllocsPerRun(100, func() { parseDateTime("2022-05-03T10:20:30.123456+02:00") }); n != 0 {
 		t.Errorf("%v allocations", n)
+	}
+}
+
+// TestFromNotificationReadsWhatIsNeeded: the receiver's reading decodes
+// only what its filters read (what makes 20 interests cheap), and that
+// includes what Collection/Name is derived from.
+func TestFromNotificationReadsWhatIsNeeded(t *testing.T) {
+	var n notification.Notification
+	for _, f := range fixtures(t) {
+		if f.name == s2L2A {
+			n = f.n
+		}
+	}
+	parse := func(filter string) *Filter {
+		f, err := Parse(filter)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return f
+	}
+	names := func(p *Product) []string {
+		var out []string
+		for _, a := range p.Attributes {
+			out = append(out, a.Name)
+		}
+		return out
+	}
+
+	p, ok := FromNotification(&n, &Needs{})
+	if !ok || p.Name != "" || p.ID != "" || p.Collection != "" || !p.ContentStart.IsZero() || p.HasOnline || p.Attributes != nil || p.fp != nil {
+		t.Errorf("read for no filter: %+v", p)
+	}
+
+	cloud := parse("Attributes/OData.CSC.DoubleAttribute/any(att:att/Name eq 'cloudCover' and att/OData.CSC.DoubleAttribute/Value le 30.00) and ContentDate/Start gt 2026-11-21T00:00:00Z")
+	needs := cloud.Needs()
+	p, _ = FromNotification(&n, &needs)
+	if got := names(&p); !slices.Equal(got, []string{"cloudCover"}) || p.ContentStart.IsZero() || !p.PublicationDate.IsZero() || p.Name != "" {
+		t.Errorf("read for %s: attributes %v, %+v", cloud, got, p)
+	}
+	if !cloud.Match(&p) {
+		t.Error("no match")
+	}
+
+	// platformShortName names the collection even when the product's name
+	// does not tell the mission.
+	raw := []byte(`{"SubscriptionEvent":"created","ProductId":"0f6b4c1e-8d2a-4f3b-9c5e-7a1d2b3c4e5f","value":{"Name":"X_UNKNOWN_NAME","Attributes":[` +
+		`{"@odata.type":"#OData.CSC.StringAttribute","Name":"productType","Value":"S2MSI2A","ValueType":"String"},` +
+		`{"@odata.type":"#OData.CSC.StringAttribute","Name":"platformShortName","Value":"SENTINEL-2","ValueType":"String"}]}}`)
+	other, err := notification.Decode(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	coll := parse("Collection/Name eq 'SENTINEL-2'")
+	needs = coll.Needs()
+	if p, _ := FromNotification(&other, &needs); !coll.Match(&p) || !slices.Equal(names(&p), []string{"platformShortName"}) {
+		t.Errorf("read for %s: collection %q, attributes %v", coll, p.Collection, names(&p))
 	}
 }
