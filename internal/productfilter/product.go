@@ -183,11 +183,6 @@ func FromEntity(raw []byte) (Product, error) {
 	if !json.Valid(raw) {
 		return Product{}, ErrNotEntity
 	}
-	return FromValidEntity(raw)
-}
-
-// FromValidEntity is FromEntity for raw known to be valid JSON.
-func FromValidEntity(raw []byte) (Product, error) {
 	e, err := notification.ReadEntity(raw)
 	if err != nil {
 		return Product{}, ErrNotEntity

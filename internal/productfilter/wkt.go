@@ -12,7 +12,7 @@ import (
 // general WKT parser. That parser, a text/scanner lexer, took 30 of the
 // 65 µs that 20 interests cost per product (a 48-vertex Sentinel-2
 // footprint, BenchmarkRouterMatch); this one reads the same footprint in
-// about 3 µs (BenchmarkFootprintWKT). Anything else, or anything it is
+// about 2.5 µs (BenchmarkFootprintWKT). Anything else, or anything it is
 // not sure of (another type, Z or M, EMPTY, a malformed number), returns
 // ok false, and the general parser decides; TestReadFootprintWKT checks
 // that both read the same geometry.
