@@ -4,7 +4,8 @@
 //
 // It is shared by every source of notifications (the PUSH webhook, the PULL
 // queue, the reconciler), so that all of them accept, refuse and deduplicate
-// exactly alike. It depends on nothing but the standard library and uuid.
+// exactly alike. It depends on nothing but the standard library, uuid, the
+// public event package and internal/jsonscan.
 package notification
 
 import (
@@ -192,8 +193,7 @@ func memberOf(name string) (Member, bool) {
 var ErrNotEntity = errors.New("not a product entity (a JSON object)")
 
 // ReadEntity notes the members of a product entity that is not part of a
-// notification (the simulator's catalogue, a product given to interests
-// check) by the same walk that Parse reads a notification's value with.
+// notification (a product given to interests check) by the same walk that Parse reads a notification's value with.
 // raw must be valid JSON; a member of an unexpected type is noted all the
 // same (the reader decides what it can use).
 func ReadEntity(raw []byte) (Entity, error) {

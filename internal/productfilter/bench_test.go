@@ -50,9 +50,10 @@ func parseAll(b *testing.B, srcs []string) []*Filter {
 	return fs
 }
 
-// BenchmarkFromEntityAndMatch is what the receiver pays per stored product
-// once interests are configured: reading the entity, then matching it
-// against 20 filters, without and with areas of interest (the latter
+// BenchmarkFromEntityAndMatch is what reading a whole entity, then
+// matching it against 20 filters, costs (interests check's way; the
+// receiver reads only what its filters need: BenchmarkRouterMatch in
+// internal/interest), without and with areas of interest (the latter
 // includes parsing each footprint once). ns/product is per fixture
 // product; ns/filter, for matching alone, is per product and filter.
 func BenchmarkFromEntityAndMatch(b *testing.B) {

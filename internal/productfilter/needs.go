@@ -24,7 +24,7 @@ type need uint8
 const (
 	needID need = iota
 	needName
-	needCollection // Name and the platformShortName attribute, see collectionOf
+	needCollection // Name and the attribute collectionOf reads, which prop adds
 	needDeletionCause
 	needContentStart
 	needContentEnd
@@ -38,7 +38,7 @@ const (
 )
 
 // Everything is what a product read for any filter holds: FromEntity's
-// reading, for the simulator and for explaining a product.
+// reading, for explaining a product (interests check).
 var Everything = Needs{all: true}
 
 // Needs is what the filter reads.
@@ -57,7 +57,12 @@ func (n *Needs) Add(o Needs) {
 // interest's maxSensingAge compares outside its filter.
 func (n *Needs) AddContentStart() { n.prop(needContentStart) }
 
-func (n *Needs) prop(p need) { n.props |= 1 << p }
+func (n *Needs) prop(p need) {
+	n.props |= 1 << p
+	if p == needCollection {
+		n.attr(collectionAttribute)
+	}
+}
 
 func (n *Needs) attr(name string) {
 	if i, found := slices.BinarySearch(n.attrs, name); !found {

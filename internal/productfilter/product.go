@@ -268,10 +268,9 @@ func fromEntity(raw []byte, e *notification.Entity, needs *Needs) Product {
 	return p
 }
 
-// readAttributes reads the attributes needs asks for (and
-// platformShortName when it asks for Collection/Name).
+// readAttributes reads the attributes needs asks for.
 func (p *Product) readAttributes(raw []byte, spans []notification.AttributeSpans, needs *Needs) {
-	if len(spans) == 0 || !needs.all && len(needs.attrs) == 0 && !needs.has(needCollection) {
+	if len(spans) == 0 || !needs.all && len(needs.attrs) == 0 {
 		return
 	}
 	for _, as := range spans {
@@ -281,12 +280,9 @@ func (p *Product) readAttributes(raw []byte, spans []notification.AttributeSpans
 		}
 		var name string
 		var ok bool
-		switch {
-		case needs.all:
+		if needs.all {
 			name, ok = attributeName(lit)
-		case needs.has(needCollection) && string(lit) == `"platformShortName"`:
-			name, ok = "platformShortName", true
-		default:
+		} else {
 			name, ok = needs.attribute(lit)
 		}
 		if !ok || name == "" {
@@ -296,7 +292,7 @@ func (p *Product) readAttributes(raw []byte, spans []notification.AttributeSpans
 			if p.Attributes == nil {
 				n := len(spans)
 				if !needs.all {
-					n = len(needs.attrs) + 1
+					n = len(needs.attrs)
 				}
 				p.Attributes = make([]Attribute, 0, n)
 			}
@@ -455,6 +451,9 @@ func footprintWKT(s string) string {
 	return s
 }
 
+// collectionAttribute is the attribute that names a product's collection.
+const collectionAttribute = "platformShortName"
+
 // collectionOf derives Collection/Name as internal/notification's
 // (unexported) collectionOf does for subjects: the platformShortName
 // attribute, else the mission of the product name. It differs in two ways
@@ -463,7 +462,7 @@ func footprintWKT(s string) string {
 // product of no known mission has no collection (a missing property, so
 // Collection/Name eq 'UNKNOWN' does not match it) rather than UNKNOWN.
 func collectionOf(p *Product) string {
-	if a, ok := p.Attr("platformShortName"); ok && a.Type == StringAttr && a.Str != "" {
+	if a, ok := p.Attr(collectionAttribute); ok && a.Type == StringAttr && a.Str != "" {
 		return a.Str
 	}
 	return notification.MissionOf(p.Name)

@@ -287,4 +287,16 @@ func TestFromNotificationReadsWhatIsNeeded(t *testing.T) {
 	if p, _ := FromNotification(&other, &needs); !coll.Match(&p) || !slices.Equal(names(&p), []string{"platformShortName"}) {
 		t.Errorf("read for %s: collection %q, attributes %v", coll, p.Collection, names(&p))
 	}
+	// Also when the attribute's name is spelt with escapes, as the
+	// notification's subject reads it.
+	escaped, err := notification.Decode(bytes.Replace(raw, []byte(`"platformShortName"`), []byte(`"platform\u0053hortName"`), 1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if escaped.Collection != "SENTINEL-2" {
+		t.Fatalf("the subject's collection is %q", escaped.Collection)
+	}
+	if p, _ := FromNotification(&escaped, &needs); !coll.Match(&p) {
+		t.Errorf("escaped platformShortName: collection %q, attributes %v", p.Collection, names(&p))
+	}
 }
