@@ -3,6 +3,7 @@ package productfilter
 import (
 	"bytes"
 	"errors"
+	"reflect"
 	"slices"
 	"testing"
 	"time"
@@ -299,4 +300,44 @@ func TestFromNotificationReadsWhatIsNeeded(t *testing.T) {
 	if p, _ := FromNotification(&escaped, &needs); !coll.Match(&p) {
 		t.Errorf("escaped platformShortName: collection %q, attributes %v", p.Collection, names(&p))
 	}
+}
+
+// FuzzFromNotification: for every body the receiver accepts, the product
+// read from where the notification's validation found the members is the
+// product read from the entity alone, for each element of an array too
+// (the offsets are the entity's, whatever the body around it).
+func FuzzFromNotification(f *testing.F) {
+	for _, fx := range fixtures(f) {
+		f.Add(fx.n.Raw)
+		f.Add([]byte("[ " + string(fx.n.Raw) + ",\n" + string(fx.n.Raw) + "]"))
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		ns, err := notification.Parse(body, 10)
+		if err != nil {
+			return
+		}
+		for i := range ns {
+			got, ok := FromNotification(&ns[i], &Everything)
+			if !ok {
+				continue
+			}
+			want, err := FromEntity(ns[i].Value)
+			if err != nil {
+				t.Fatalf("[%d]: FromEntity: %v", i, err)
+			}
+			if !sameProduct(got, want) {
+				t.Fatalf("[%d]: from the notification %+v\nfrom the entity       %+v", i, got, want)
+			}
+		}
+	})
+}
+
+// sameProduct compares two products as read, their footprints unparsed.
+func sameProduct(a, b Product) bool {
+	fa, fb := a.fp, b.fp
+	a.fp, b.fp = nil, nil
+	if (fa == nil) != (fb == nil) || fa != nil && (fa.wkt != fb.wkt || !bytes.Equal(fa.geojson, fb.geojson)) {
+		return false
+	}
+	return reflect.DeepEqual(a, b)
 }
