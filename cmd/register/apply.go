@@ -41,10 +41,18 @@ The endpoint is checked first, as create checks it (--skip-preflight).
 				return err
 			}
 			r, err := s.Apply(cmd.Context(), o, cmd.ErrOrStderr())
+			show := func() error {
+				return d.out.Print(cmd.OutOrStdout(), r, func(w io.Writer) error { return register.PrintApply(w, r) })
+			}
 			if err != nil {
+				// A dry run shows the compiled filter even when the
+				// plan stops (at the running limit): it is what was asked.
+				if o.DryRun && r.Filter != "" {
+					_ = show()
+				}
 				return err
 			}
-			return d.out.Print(cmd.OutOrStdout(), r, func(w io.Writer) error { return register.PrintApply(w, r) })
+			return show()
 		},
 	}
 	f := cmd.Flags()

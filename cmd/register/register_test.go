@@ -417,9 +417,16 @@ func TestApply(t *testing.T) {
 	if len(status) != 2 || status[second] != "paused" {
 		t.Errorf("--keep-old: %v", status)
 	}
-	// Another endpoint's running subscription takes the one place.
-	if code, _, errOut := h.run("apply", "--interests", file, "--endpoint", "https://other.example.org/notifications", "--skip-preflight"); code != 1 || !strings.Contains(errOut, "limit is 1") {
+	// Another endpoint's running subscription takes the one place: apply
+	// names it and says what to do (not create's --replace, which apply
+	// does not have); a dry run still shows the compiled filter.
+	if code, _, errOut := h.run("apply", "--interests", file, "--endpoint", "https://other.example.org/notifications", "--skip-preflight"); code != 1 ||
+		!strings.Contains(errOut, "limit is 1") || !strings.Contains(errOut, "register pause ID") || strings.Contains(errOut, "--replace") {
 		t.Errorf("at the limit: %d %s", code, errOut)
+	}
+	if code, out, errOut := h.run("apply", "--interests", file, "--endpoint", "https://other.example.org/notifications", "--dry-run"); code != 1 ||
+		!strings.Contains(errOut, "limit is 1") || !strings.Contains(out, "dry run: events created") || !strings.Contains(out, "Collection/Name eq 'SENTINEL-2'") {
+		t.Errorf("dry run at the limit: %d\nstdout %s\nstderr %s", code, out, errOut)
 	}
 	// A filter the catalogue refuses: its message is shown.
 	write("interests:\n  - name: x\n    filter: Name eq 'x'\n")

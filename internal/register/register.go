@@ -252,8 +252,19 @@ func RunningOf(subs []catalogclient.Subscription) []catalogclient.Subscription {
 }
 
 // LimitError says the account is at its limit of running subscriptions,
-// lists them and the choices.
+// lists them and the choices create offers.
 func LimitError(running []catalogclient.Subscription, max int) error {
+	return limitError(running, max, "--replace ID to pause one of them first (--replace-action cancel to cancel it), or `register pause ID` / `register cancel ID` yourself")
+}
+
+// applyLimitError is LimitError for apply, which replaces only the
+// endpoint's own subscription: another one has to be paused or cancelled
+// by hand.
+func applyLimitError(running []catalogclient.Subscription, max int) error {
+	return limitError(running, max, "`register pause ID` or `register cancel ID`, then apply again")
+}
+
+func limitError(running []catalogclient.Subscription, max int, choices string) error {
 	var b strings.Builder
 	source := "--max-running"
 	if max == DocumentedMaxRunning {
@@ -263,7 +274,7 @@ func LimitError(running []catalogclient.Subscription, max int) error {
 	for _, s := range running {
 		fmt.Fprintf(&b, "  %s  %s  events=%s  endpoint=%s  filter=%q\n", s.ID, s.SubscriptionType, strings.Join(s.SubscriptionEvent, ","), s.NotificationEndpoint, s.FilterParam)
 	}
-	b.WriteString("nothing was changed. Choose: --replace ID to pause one of them first (--replace-action cancel to cancel it), or `register pause ID` / `register cancel ID` yourself, or --max-running if your account allows more")
+	b.WriteString("nothing was changed. Choose: " + choices + ", or --max-running if your account allows more")
 	return errors.New(b.String())
 }
 
