@@ -199,6 +199,13 @@ func FromNotification(n *notification.Notification, needs *Needs) (p Product, ok
 	if len(n.Value) == 0 {
 		return Product{}, false
 	}
+	if n.Entity.Members == ([notification.NumMembers]notification.Span{}) && n.Entity.Attributes == nil {
+		// Nothing noted: a Notification not made by notification's
+		// decoder (or an empty entity, which costs nothing to read). Read
+		// whole rather than as a product with nothing in it.
+		p, _ := FromEntity(n.Value)
+		return p, true
+	}
 	return fromEntity(n.Value, &n.Entity, needs), true
 }
 

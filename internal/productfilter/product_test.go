@@ -274,6 +274,13 @@ func TestFromNotificationReadsWhatIsNeeded(t *testing.T) {
 		t.Error("no match")
 	}
 
+	// A notification made by hand (no Entity noted) is walked, not read
+	// as empty.
+	bare := notification.Notification{Event: n.Event, Value: n.Value}
+	if p, ok := FromNotification(&bare, &needs); !ok || !cloud.Match(&p) {
+		t.Errorf("a notification without its Entity: %+v", p)
+	}
+
 	// platformShortName names the collection even when the product's name
 	// does not tell the mission.
 	raw := []byte(`{"SubscriptionEvent":"created","ProductId":"0f6b4c1e-8d2a-4f3b-9c5e-7a1d2b3c4e5f","value":{"Name":"X_UNKNOWN_NAME","Attributes":[` +
