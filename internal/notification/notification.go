@@ -109,102 +109,6 @@ type Notification struct {
 	platform string // platformShortName, only while decoding
 }
 
-// Entity says where the members of a product entity lie, as offsets into
-// the entity (Notification.Value). Evaluating 20 interests read each 7 KB
-// entity again from its first byte, at 12 % of the receiver's CPU under
-// load; the validating walk passes every member anyway, and noting where
-// costs next to nothing (bench/RESULTS.md, "named interests").
-type Entity struct {
-	Members [NumMembers]Span // by Member; the zero Span when absent
-	// Attributes are the objects of the Attributes array, in order.
-	Attributes []AttributeSpans
-}
-
-// Span is a member's value, Value[Start:End]; End is 0 when absent.
-type Span struct{ Start, End int32 }
-
-// Bytes is the value within the entity, nil when absent.
-func (s Span) Bytes(entity []byte) []byte {
-	if s.End == 0 {
-		return nil
-	}
-	return entity[s.Start:s.End]
-}
-
-// AttributeSpans are the members of one attribute object.
-type AttributeSpans struct{ Name, Value, ValueType, ODataType Span }
-
-// Member is a property of a product entity that a filter can name.
-type Member uint8
-
-// The members an Entity notes.
-const (
-	MemberID Member = iota
-	MemberName
-	MemberContentLength
-	MemberOriginDate
-	MemberPublicationDate
-	MemberModificationDate
-	MemberDeletionDate
-	MemberDeletionCause
-	MemberOnline
-	MemberContentDate
-	MemberFootprint
-	MemberGeoFootprint
-	MemberAttributes
-	NumMembers
-)
-
-// memberOf is the Member a member name is, if an Entity notes it.
-func memberOf(name string) (Member, bool) {
-	switch name {
-	case "Id":
-		return MemberID, true
-	case "Name":
-		return MemberName, true
-	case "ContentLength":
-		return MemberContentLength, true
-	case "OriginDate":
-		return MemberOriginDate, true
-	case "PublicationDate":
-		return MemberPublicationDate, true
-	case "ModificationDate":
-		return MemberModificationDate, true
-	case "DeletionDate":
-		return MemberDeletionDate, true
-	case "DeletionCause":
-		return MemberDeletionCause, true
-	case "Online":
-		return MemberOnline, true
-	case "ContentDate":
-		return MemberContentDate, true
-	case "Footprint":
-		return MemberFootprint, true
-	case "GeoFootprint":
-		return MemberGeoFootprint, true
-	case "Attributes":
-		return MemberAttributes, true
-	}
-	return 0, false
-}
-
-// ErrNotEntity is returned by ReadEntity for input that is not one JSON
-// object.
-var ErrNotEntity = errors.New("not a product entity (a JSON object)")
-
-// ReadEntity notes the members of a product entity that is not part of a
-// notification (a product given to interests check) by the same walk that Parse reads a notification's value with.
-// raw must be valid JSON; a member of an unexpected type is noted all the
-// same (the reader decides what it can use).
-func ReadEntity(raw []byte) (Entity, error) {
-	var n Notification
-	end, _ := n.readProduct(raw, 0) // a member the receiver would refuse is still one to read
-	if end < 0 || jsonscan.SkipSpace(raw, end) != len(raw) {
-		return Entity{}, ErrNotEntity
-	}
-	return n.Entity, nil
-}
-
 // The product attributes the receiver reads; every other one is the
 // catalogue's business and stays unread in Raw.
 const (
@@ -544,17 +448,6 @@ func (n *Notification) readProduct(raw []byte, i int) (int, *fieldError) {
 		return -1, &fieldError{"", "malformed product entity"}
 	}
 	return end, ferr
-}
-
-// offsets are a value's place in the body; e is 0 when absent.
-type offsets struct{ s, e int }
-
-// span is o relative to an entity that starts at base.
-func (o offsets) span(base int) Span {
-	if o.e == 0 {
-		return Span{}
-	}
-	return Span{int32(o.s - base), int32(o.e - base)}
 }
 
 // attrOffsets are where an attribute object's members lie.
