@@ -114,7 +114,7 @@ func (s *Session) Apply(ctx context.Context, o ApplyOptions, log io.Writer) (App
 			return r, nil
 		}
 		if running := RunningOf(subs); len(running) >= o.MaxRunning {
-			return r, applyLimitError(running, o.MaxRunning)
+			return r, handLimitError(running, o.MaxRunning)
 		}
 		r.Changed = true
 		step("resume", same.ID, "the paused subscription that covers the interests")
@@ -138,7 +138,7 @@ func (s *Session) Apply(ctx context.Context, o ApplyOptions, log io.Writer) (App
 		}
 	}
 	if others+1 > o.MaxRunning {
-		return r, applyLimitError(RunningOf(subs), o.MaxRunning)
+		return r, handLimitError(RunningOf(subs), o.MaxRunning)
 	}
 	if len(subs) >= MaxTotal {
 		return r, fmt.Errorf("the account has %d subscriptions (running and paused), the most allowed: the new one cannot be created; cancel one first (register cancel ID)", len(subs))

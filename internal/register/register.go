@@ -115,7 +115,7 @@ func (s *Session) Create(ctx context.Context, o CreateOptions, log io.Writer) (*
 		switch {
 		case same.Status == "paused" && o.Resume:
 			if running := RunningOf(subs); len(running) >= o.MaxRunning {
-				return nil, LimitError(running, o.MaxRunning)
+				return nil, handLimitError(running, o.MaxRunning)
 			}
 			if same, err = s.SetStatus(ctx, same.ID, "running"); err != nil {
 				return nil, err
@@ -257,11 +257,11 @@ func LimitError(running []catalogclient.Subscription, max int) error {
 	return limitError(running, max, "--replace ID to pause one of them first (--replace-action cancel to cancel it), or `register pause ID` / `register cancel ID` yourself")
 }
 
-// applyLimitError is LimitError for apply, which replaces only the
-// endpoint's own subscription: another one has to be paused or cancelled
-// by hand.
-func applyLimitError(running []catalogclient.Subscription, max int) error {
-	return limitError(running, max, "`register pause ID` or `register cancel ID`, then apply again")
+// handLimitError is LimitError where --replace does not help (apply, which
+// replaces only the endpoint's own subscription; create --resume of a
+// paused one): another one has to be paused or cancelled by hand.
+func handLimitError(running []catalogclient.Subscription, max int) error {
+	return limitError(running, max, "`register pause ID` or `register cancel ID`, then run this again")
 }
 
 func limitError(running []catalogclient.Subscription, max int, choices string) error {
