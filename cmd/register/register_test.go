@@ -429,6 +429,11 @@ func TestApply(t *testing.T) {
 		!strings.Contains(errOut, "limit is 1") || !strings.Contains(out, "dry run: events created") || !strings.Contains(out, "Collection/Name eq 'SENTINEL-2'") {
 		t.Errorf("dry run at the limit: %d\nstdout %s\nstderr %s", code, out, errOut)
 	}
+	code, out, errOut := h.run("apply", "--interests", file, "--endpoint", "https://other.example.org/notifications", "--dry-run", "-o", "json")
+	var dry register.ApplyResult
+	if err := json.Unmarshal([]byte(out), &dry); code != 1 || err != nil || !dry.DryRun || dry.Filter != "Collection/Name eq 'SENTINEL-2'" || !strings.Contains(errOut, "limit is 1") {
+		t.Errorf("dry run at the limit, -o json: %d %v\nstdout %s\nstderr %s", code, err, out, errOut)
+	}
 	// A filter the catalogue refuses: its message is shown.
 	write("interests:\n  - name: x\n    filter: Name eq 'x'\n")
 	h.refuse = func(r *http.Request) bool {
