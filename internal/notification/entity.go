@@ -91,8 +91,9 @@ var ErrNotEntity = errors.New("not a product entity (a JSON object)")
 
 // ReadEntity notes the members of a product entity that is not part of a
 // notification (a product given to interests check) by the same walk Parse
-// reads a notification's value with. raw must be valid JSON; a member of an unexpected type is noted all the
-// same (the reader decides what it can use).
+// reads a notification's value with. raw must be valid JSON; a member of an
+// unexpected type is noted all the same (the reader decides what it can
+// use).
 func ReadEntity(raw []byte) (Entity, error) {
 	var n Notification
 	end, _ := n.readProduct(raw, 0) // a member the receiver would refuse is still one to read
@@ -102,11 +103,16 @@ func ReadEntity(raw []byte) (Entity, error) {
 	return n.Entity, nil
 }
 
+// maxEntity is the longest entity whose offsets an int32 holds.
+const maxEntity = 1<<31 - 1
+
 // offsets are a value's place in the body; e is 0 when absent.
 type offsets struct{ s, e int }
 
-// span is o relative to an entity that starts at base. An int32 holds
-// any offset: bodies are read within RECEIVER_MAX_BODY, at most 64 MiB.
+// span is o relative to an entity that starts at base. readProduct refuses
+// an entity too long for an int32 offset (maxEntity), whatever its
+// source: webhook bodies are capped far below (RECEIVER_MAX_BODY), but
+// PULL, the reconciler and interests check read theirs elsewhere.
 func (o offsets) span(base int) Span {
 	if o.e == 0 {
 		return Span{}

@@ -340,6 +340,9 @@ type fieldError struct{ field, reason string }
 // decoded. raw is known to be valid JSON. It returns the offset just past
 // the entity, or -1 when it is not an object.
 func (n *Notification) readProduct(raw []byte, i int) (int, *fieldError) {
+	if len(raw)-i > maxEntity {
+		return -1, &fieldError{"", "product entity longer than 2 GiB"}
+	}
 	var ferr *fieldError
 	fail := func(field, reason string) {
 		if ferr == nil {
