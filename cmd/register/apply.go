@@ -46,7 +46,8 @@ The endpoint is checked first, as create checks it (--skip-preflight).
 			}
 			if err != nil {
 				// A dry run shows the compiled filter even when the
-				// plan stops (at the running limit): it is what was asked.
+				// plan stops (at the running limit, the account's total,
+				// the catalogue unreachable): it is what was asked.
 				if o.DryRun && r.Filter != "" {
 					_ = show()
 				}

@@ -418,6 +418,18 @@ func TestApply(t *testing.T) {
 	if len(status) != 2 || status[second] != "paused" {
 		t.Errorf("--keep-old: %v", status)
 	}
+	// Back to the file the kept subscription covers: apply swaps back to
+	// it (pause the running one, resume the kept one, cancel the other),
+	// with the window, instead of stopping at the limit.
+	write(v2)
+	code, r, errOut = apply()
+	if code != 0 || actions(r) != "pause,resume,cancel" || r.WindowFrom == nil || r.Current == nil || r.Current.ID != second || !strings.Contains(errOut, "PUSH may have missed products published between") {
+		t.Fatalf("back to the kept subscription: %d %s %+v %s", code, actions(r), r.Current, errOut)
+	}
+	if subs := h.subs(t); len(subs) != 1 || subs[0].ID != second || subs[0].Status != "running" {
+		t.Fatalf("after swapping back: %+v", subs)
+	}
+	write(v1)
 	// Another endpoint's running subscription takes the one place: apply
 	// names it and says what to do (not create's --replace, which apply
 	// does not have); a dry run still shows the compiled filter.

@@ -107,29 +107,19 @@ func (s *Session) Apply(ctx context.Context, o ApplyOptions, log io.Writer) (App
 			old = append(old, sub)
 		}
 	}
-	if same := findSame(old, req); same != nil {
-		r.Current = same
-		if same.Status == "running" {
-			fmt.Fprintf(log, "the subscription %s already covers the interests; nothing changed\n", same.ID)
-			return r, nil
-		}
-		if running := RunningOf(subs); len(running) >= o.MaxRunning {
-			return r, handLimitError(running, o.MaxRunning)
-		}
-		r.Changed = true
-		step("resume", same.ID, "the paused subscription that covers the interests")
-		if !o.DryRun {
-			if r.Current, err = s.SetStatus(ctx, same.ID, "running"); err != nil {
-				return r, err
-			}
-		}
-		return r, nil
-	}
+	// This endpoint's running subscription, replaced by whatever covers
+	// the interests: one endpoint never gets two running subscriptions.
 	var running *catalogclient.Subscription
 	for i := range old {
 		if old[i].Status == "running" {
 			running = &old[i]
 		}
+	}
+	same := findSame(old, req)
+	if same != nil && same.Status == "running" {
+		r.Current = same
+		fmt.Fprintf(log, "the subscription %s already covers the interests; nothing changed\n", same.ID)
+		return r, nil
 	}
 	others := 0
 	for _, sub := range RunningOf(subs) {
@@ -139,6 +129,23 @@ func (s *Session) Apply(ctx context.Context, o ApplyOptions, log io.Writer) (App
 	}
 	if others+1 > o.MaxRunning {
 		return r, handLimitError(RunningOf(subs), o.MaxRunning)
+	}
+	if same != nil {
+		// A paused subscription covers the interests (kept by
+		// --keep-old): it is resumed, in place of the running one if
+		// there is one.
+		r.Current, r.Changed = same, true
+		if running == nil {
+			step("resume", same.ID, "the paused subscription that covers the interests")
+			if !o.DryRun {
+				if r.Current, err = s.SetStatus(ctx, same.ID, "running"); err != nil {
+					return r, err
+				}
+			}
+			return r, nil
+		}
+		err = s.swap(ctx, o, &r, step, log, running, same) // r is changed: returned after
+		return r, err
 	}
 	if len(subs) >= MaxTotal {
 		return r, fmt.Errorf("the account has %d subscriptions (running and paused), the most allowed: the new one cannot be created; cancel one first (register cancel ID)", len(subs))
@@ -167,21 +174,32 @@ func (s *Session) Apply(ctx context.Context, o ApplyOptions, log io.Writer) (App
 		}
 		r.Steps[len(r.Steps)-1].ID = created.ID
 	}
+	err = s.swap(ctx, o, &r, step, log, running, created) // r is changed: returned after
+	return r, err
+}
+
+// swap pauses the running subscription, resumes next (the one that covers
+// the interests, paused; nil in a dry run, where none was created), then
+// cancels the old one or keeps it paused (--keep-old), and says in which
+// window PUSH may have missed products.
+func (s *Session) swap(ctx context.Context, o ApplyOptions, r *ApplyResult, step func(action, id, format string, a ...any), log io.Writer,
+	running, next *catalogclient.Subscription) error {
 	step("pause", running.ID, "the old subscription (events %s, filter %q)", strings.Join(running.SubscriptionEvent, ","), running.FilterParam)
 	from := time.Now().UTC()
+	nextID := ""
+	if next != nil {
+		nextID = next.ID
+	}
 	if !o.DryRun {
 		if _, err := s.SetStatus(ctx, running.ID, "paused"); err != nil {
-			return r, fmt.Errorf("%w (the new subscription %s stays paused: run apply again)", err, created.ID)
+			return fmt.Errorf("%w (the subscription %s stays paused: run apply again)", err, nextID)
 		}
 	}
-	newID := ""
-	if created != nil {
-		newID = created.ID
-	}
-	step("resume", newID, "the new subscription")
+	step("resume", nextID, "the subscription that covers the interests")
 	if !o.DryRun {
-		if r.Current, err = s.SetStatus(ctx, created.ID, "running"); err != nil {
-			return r, fmt.Errorf("%w: both subscriptions are paused, PUSH sends nothing; resume one (register resume %s) and run apply again", err, created.ID)
+		var err error
+		if r.Current, err = s.SetStatus(ctx, nextID, "running"); err != nil {
+			return fmt.Errorf("%w: both subscriptions are paused, PUSH sends nothing; resume one (register resume %s) and run apply again", err, nextID)
 		}
 	}
 	to := time.Now().UTC()
@@ -192,7 +210,7 @@ func (s *Session) Apply(ctx context.Context, o ApplyOptions, log io.Writer) (App
 		step("cancel", running.ID, "the old subscription")
 		if !o.DryRun {
 			if err := s.API.DeleteSubscription(ctx, running.ID); err != nil {
-				return r, fmt.Errorf("%w (the new subscription runs; cancel the old one yourself: register cancel %s)", err, running.ID)
+				return fmt.Errorf("%w (the subscription %s runs; cancel the old one yourself: register cancel %s)", err, nextID, running.ID)
 			}
 		}
 	}
@@ -200,7 +218,7 @@ func (s *Session) Apply(ctx context.Context, o ApplyOptions, log io.Writer) (App
 		fmt.Fprintf(log, "PUSH may have missed products published between %s and %s: the receiver's reconciler (with INTERESTS_FILE, its filter is this union) brings them at its next pass\n",
 			from.Format(time.RFC3339Nano), to.Format(time.RFC3339Nano))
 	}
-	return r, nil
+	return nil
 }
 
 func orDashID(id string) string {
