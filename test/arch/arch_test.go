@@ -8,11 +8,13 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 )
 
@@ -54,24 +56,34 @@ type pkg struct {
 
 func packages(t *testing.T) []pkg {
 	t.Helper()
+	pkgs, err := listPackages()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pkgs
+}
+
+// listPackages runs go list once for all the tests of this package: a run
+// of the whole module's go list is seconds on two cores.
+var listPackages = sync.OnceValues(func() ([]pkg, error) {
 	cmd := exec.Command("go", "list", "-json", "./...")
 	cmd.Dir = filepath.Join("..", "..")
 	out, err := cmd.Output()
 	if err != nil {
-		t.Fatalf("go list: %v", err)
+		return nil, fmt.Errorf("go list: %w", err)
 	}
 	var pkgs []pkg
 	dec := json.NewDecoder(bytes.NewReader(out))
 	for dec.More() {
 		var p pkg
 		if err := dec.Decode(&p); err != nil {
-			t.Fatal(err)
+			return nil, err
 		}
 		p.ImportPath = strings.TrimPrefix(strings.TrimPrefix(p.ImportPath, module), "/")
 		pkgs = append(pkgs, p)
 	}
-	return pkgs
-}
+	return pkgs, nil
+})
 
 // production says whether a package ships in a binary or is imported by
 // consumers: not the test kit, the tests, the benchmark harness, tools or
