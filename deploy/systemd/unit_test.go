@@ -362,7 +362,7 @@ func TestTheReceiverLoadsTheExample(t *testing.T) {
 	if set, err := interest.Load(interestsFile); err != nil || set.Len() != 3 {
 		t.Errorf("%s: %v", interestsFile, err)
 	}
-	if !strings.Contains(strings.Join(parseUnit(t, unitFile)["Service"]["ExecReload"], ""), "-HUP") {
+	if !strings.Contains(strings.Join(u["Service"]["ExecReload"], ""), "-HUP") {
 		t.Error("no ExecReload sending SIGHUP: systemctl reload would not re-read the interests")
 	}
 }

@@ -34,8 +34,8 @@ import (
 // LetsEncrypt is the default directory: Let's Encrypt's production CA.
 const LetsEncrypt = xacme.LetsEncryptURL
 
-// DefaultTimeout bounds each request to the ACME server.
-const DefaultTimeout = 30 * time.Second
+// requestTimeout bounds each request to the ACME server.
+const requestTimeout = 30 * time.Second
 
 // Options configure a Manager.
 type Options struct {
@@ -64,8 +64,6 @@ type Options struct {
 	// (30 days for Let's Encrypt's 90-day certificates). More than 30 days
 	// counts as 30.
 	RenewBefore time.Duration
-	// Timeout bounds each request to the ACME server (0: DefaultTimeout).
-	Timeout time.Duration
 }
 
 // Manager serves the certificates of Options.Domains and renews them.
@@ -94,17 +92,14 @@ func New(o Options, log logrus.FieldLogger) (*Manager, error) {
 	if o.CacheDir == "" {
 		return nil, errors.New("acme: a cache directory is required (the certificates and the account key are kept there)")
 	}
-	if o.RenewBefore < 0 || o.Timeout < 0 {
-		return nil, errors.New("acme: RenewBefore and Timeout must not be negative")
+	if o.RenewBefore < 0 {
+		return nil, errors.New("acme: RenewBefore must not be negative")
 	}
 	if o.Directory == "" {
 		o.Directory = LetsEncrypt
 	}
 	if !strings.HasPrefix(o.Directory, "https://") {
 		return nil, fmt.Errorf("acme: the directory %q is not an https URL", o.Directory)
-	}
-	if o.Timeout == 0 {
-		o.Timeout = DefaultTimeout
 	}
 	base := http.DefaultTransport.(*http.Transport).Clone()
 	if o.CAFile != "" {
@@ -146,7 +141,7 @@ func New(o Options, log logrus.FieldLogger) (*Manager, error) {
 		Client: &xacme.Client{
 			DirectoryURL: o.Directory,
 			UserAgent:    "cdse-jetstream-receiver",
-			HTTPClient:   &http.Client{Timeout: o.Timeout, Transport: m.tr},
+			HTTPClient:   &http.Client{Timeout: requestTimeout, Transport: m.tr},
 		},
 	}
 	return m, nil

@@ -13,6 +13,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -69,7 +70,7 @@ func TestValidateDomains(t *testing.T) {
 	for d, want := range bad {
 		found := false
 		for _, line := range strings.Split(err.Error(), "\n") {
-			if strings.HasPrefix(line, strconvQuote(d)+" ") {
+			if strings.HasPrefix(line, strconv.Quote(d)+" ") {
 				found = true
 				if !strings.Contains(line, want) {
 					t.Errorf("%q: %q does not say %q", d, line, want)
@@ -90,8 +91,6 @@ func TestValidateDomains(t *testing.T) {
 		t.Error("no domains: no error")
 	}
 }
-
-func strconvQuote(s string) string { return `"` + strings.ReplaceAll(s, `"`, `\"`) + `"` }
 
 func TestNewRefuses(t *testing.T) {
 	log, _ := logtest.NewNullLogger()
