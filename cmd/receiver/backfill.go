@@ -103,17 +103,21 @@ func backfillRun(ctx context.Context, o backfillOptions, getenv func(string) str
 	if err != nil {
 		return err
 	}
-	if strings.TrimSpace(o.filter) == "" {
-		// The interests' union by default, as the reconciler's.
-		if o.filter, err = cfg.ReconcileFilterOrInterests(); err != nil || strings.TrimSpace(o.filter) == "" {
-			return cli.Usagef("--filter is required without INTERESTS_FILE (an empty filter would list the whole catalogue)")
-		}
-	}
 	log := logging.New(cfg.LogLevel, cfg.LogFormat, stderr)
 	// What the backfill stores reaches the interests too.
-	route, _, err := cfg.RouteWithInterests(prometheus.NewRegistry(), log)
+	route, interests, err := cfg.RouteWithInterests(prometheus.NewRegistry(), log)
 	if err != nil {
 		return cli.Usagef("%v", err)
+	}
+	if strings.TrimSpace(o.filter) == "" {
+		// RECONCILE_FILTER, else the interests' union, as the reconciler's.
+		o.filter = cfg.ReconcileFilter
+		if strings.TrimSpace(o.filter) == "" && interests != nil {
+			o.filter = interests.Current().Compile().Filter
+		}
+		if strings.TrimSpace(o.filter) == "" {
+			return cli.Usagef("--filter is required without INTERESTS_FILE (an empty filter would list the whole catalogue)")
+		}
 	}
 	if o.pageSize == 0 {
 		o.pageSize = cfg.ReconcilePageSize

@@ -368,8 +368,8 @@ func (a *App) sources() ([]func(context.Context), error) {
 			// change of the subscription.
 			o.FilterOf = func() string { return a.interests.Current().Compile().Filter }
 		}
-		rec, err := reconcile.New(reconcile.Options{Filter: o.Filter, FilterOf: o.FilterOf, Events: events, PageSize: cfg.ReconcilePageSize, Interval: cfg.ReconcileInterval, Lookback: cfg.ReconcileLookback,
-			Overlap: cfg.ReconcileOverlap, Route: a.route}, api, a.stamp(ingest.SourceReconcile), a.quarantine, a.topo, a.reg, a.log)
+		o.Events, o.PageSize, o.Interval, o.Lookback, o.Overlap, o.Route = events, cfg.ReconcilePageSize, cfg.ReconcileInterval, cfg.ReconcileLookback, cfg.ReconcileOverlap, a.route
+		rec, err := reconcile.New(o, api, a.stamp(ingest.SourceReconcile), a.quarantine, a.topo, a.reg, a.log)
 		if err != nil {
 			return nil, err
 		}

@@ -69,19 +69,6 @@ func (c Config) RouteWithInterests(reg prometheus.Registerer, log logrus.FieldLo
 	return route, r, err
 }
 
-// ReconcileFilterOrInterests is the reconciler's (and the backfill's
-// default) filter: RECONCILE_FILTER, else the union of the interests'.
-func (c Config) ReconcileFilterOrInterests() (string, error) {
-	if strings.TrimSpace(c.ReconcileFilter) != "" || c.InterestsFile == "" {
-		return c.ReconcileFilter, nil
-	}
-	s, err := interest.Load(c.InterestsFile)
-	if err != nil {
-		return "", err
-	}
-	return s.Compile().Filter, nil
-}
-
 // NATS is how to reach an external NATS (NATS_URL and its credentials).
 func (c Config) NATS() natsconn.Options {
 	return natsconn.Options{URL: c.NATSURL, CredsFile: c.NATSCreds, User: c.NATSUser, Password: c.NATSPassword,
