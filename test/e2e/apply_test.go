@@ -56,8 +56,7 @@ func TestApplySwapLosesNothing(t *testing.T) {
 	nats := natstest.RunJetStream(t)
 	login := func(c *config.Config) {
 		c.NATSURL, c.InterestsFile = nats.ClientURL(), file
-		c.CDSEUsername, c.CDSEPassword = w.env["CDSE_USERNAME"], w.env["CDSE_PASSWORD"]
-		c.CDSETokenURL, c.CDSECatalogueURL = w.env["CDSE_TOKEN_URL"], w.env["CDSE_CATALOGUE_URL"]
+		w.login(c)
 	}
 	a := receivertest.Start(t, login)
 	w.register(t, "apply", "--interests", file, "--endpoint", a.Webhook, "--insecure-endpoint")

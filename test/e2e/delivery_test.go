@@ -41,8 +41,7 @@ func TestDeliveryMeasuredAsTheCatalogueBehaves(t *testing.T) {
 	// same NATS, brings what PUSH lost.
 	rec := receivertest.Start(t, func(c *config.Config) {
 		c.NATSURL, c.Webhook = nats.ClientURL(), false
-		c.CDSEUsername, c.CDSEPassword = w.env["CDSE_USERNAME"], w.env["CDSE_PASSWORD"]
-		c.CDSETokenURL, c.CDSECatalogueURL = w.env["CDSE_TOKEN_URL"], w.env["CDSE_CATALOGUE_URL"]
+		w.login(c)
 		c.ReconcileInterval, c.ReconcileLookback, c.ReconcileEvents = time.Hour, time.Hour, "created"
 		c.ReconcileFilter = "Collection/Name eq 'SENTINEL-2'"
 	})

@@ -14,7 +14,6 @@ import (
 	"github.com/cdse-jetstream/receiver/internal/app"
 	"github.com/cdse-jetstream/receiver/internal/cdsesim"
 	"github.com/cdse-jetstream/receiver/internal/config"
-	"github.com/cdse-jetstream/receiver/internal/testkit/bins"
 	"github.com/cdse-jetstream/receiver/internal/testkit/natstest"
 	"github.com/cdse-jetstream/receiver/internal/testkit/receivertest"
 )
@@ -77,13 +76,18 @@ func newSimAt(t *testing.T, sim *cdsesim.Sim, url string) *world {
 func (w *world) startReceiver(t *testing.T, mutate func(*config.Config)) {
 	t.Helper()
 	r := receivertest.Start(t, func(cfg *config.Config) {
-		cfg.CDSEUsername, cfg.CDSEPassword = w.env["CDSE_USERNAME"], w.env["CDSE_PASSWORD"]
-		cfg.CDSETokenURL, cfg.CDSECatalogueURL = w.env["CDSE_TOKEN_URL"], w.env["CDSE_CATALOGUE_URL"]
+		w.login(cfg)
 		mutate(cfg)
 	})
 	js, closeNC := natstest.JetStream(t, r.NATSURL)
 	t.Cleanup(closeNC)
 	w.js, w.app, w.webhook = js, r.App, r.Webhook
+}
+
+// login logs c in to the simulator as the world's user.
+func (w *world) login(c *config.Config) {
+	c.CDSEUsername, c.CDSEPassword = w.env["CDSE_USERNAME"], w.env["CDSE_PASSWORD"]
+	c.CDSETokenURL, c.CDSECatalogueURL = w.env["CDSE_TOKEN_URL"], w.env["CDSE_CATALOGUE_URL"]
 }
 
 // waitMessages waits until the stream holds n messages and returns them.
@@ -101,7 +105,7 @@ func (w *world) waitMessages(t *testing.T, n int) []string {
 
 func (w *world) register(t *testing.T, args ...string) string {
 	t.Helper()
-	code, out, errOut := bins.Run(t, bins.Register(t), w.env, args...)
+	code, out, errOut := w.runRegister(t, args...)
 	if code != 0 {
 		t.Fatalf("register %v: exit %d: %s", args, code, errOut)
 	}

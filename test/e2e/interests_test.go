@@ -124,8 +124,7 @@ func TestInterestsRouteEverySourceOnce(t *testing.T) {
 	dataDir := t.TempDir()
 	r := receivertest.Start(t, func(c *config.Config) {
 		c.DataDir, c.InterestsFile, c.PullSubscription, c.PullInterval = dataDir, file, subs[0].Id, 100*time.Millisecond
-		c.CDSEUsername, c.CDSEPassword = w.env["CDSE_USERNAME"], w.env["CDSE_PASSWORD"]
-		c.CDSETokenURL, c.CDSECatalogueURL = w.env["CDSE_TOKEN_URL"], w.env["CDSE_CATALOGUE_URL"]
+		w.login(c)
 		// No RECONCILE_FILTER: the interests' union.
 		c.ReconcileInterval, c.ReconcileLookback = time.Hour, time.Hour
 	})

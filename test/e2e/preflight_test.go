@@ -24,7 +24,7 @@ func TestCreateWaitsForTheEndpoint(t *testing.T) {
 	port := natstest.FreePort(t)
 	endpoint := fmt.Sprintf("http://127.0.0.1:%d/notifications", port)
 	args := []string{"create", "--endpoint", endpoint, "--insecure-endpoint", "--filter", "Collection/Name eq 'SENTINEL-2'"}
-	code, _, errOut := bins.Run(t, bins.Register(t), w.env, args...)
+	code, _, errOut := w.runRegister(t, args...)
 	if code != 1 || !strings.Contains(errOut, "preflight: unreachable") || strings.Contains(w.register(t, "-o", "json", "list"), endpoint) {
 		t.Fatalf("create before the receiver is up: exit %d\n%s", code, errOut)
 	}
