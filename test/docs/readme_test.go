@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cdse-jetstream/receiver/internal/testkit/bins"
 	"github.com/cdse-jetstream/receiver/internal/testkit/fixtures"
 	"github.com/cdse-jetstream/receiver/internal/testkit/receivertest"
 )
@@ -38,15 +39,15 @@ func natsLines(t *testing.T) []string {
 	return cmds
 }
 
-// buildNATS builds the nats CLI pinned by tools/go.mod.
+// buildNATS builds the nats CLI pinned by tools/go.mod, once per test
+// process, and returns it under the name the README's lines call it by.
 func buildNATS(t *testing.T) string {
 	t.Helper()
-	bin := filepath.Join(t.TempDir(), "nats")
-	out, err := exec.Command("go", "build", "-C", filepath.Join("..", "..", "tools"), "-o", bin, "github.com/nats-io/natscli/nats").CombinedOutput()
-	if err != nil {
-		t.Fatalf("building the nats CLI: %v\n%s", err, out)
+	link := filepath.Join(t.TempDir(), "nats")
+	if err := os.Symlink(bins.Build(t, "github.com/nats-io/natscli/nats", "-C", filepath.Join("..", "..", "tools")), link); err != nil {
+		t.Fatal(err)
 	}
-	return bin
+	return link
 }
 
 func TestREADMENatsCLILines(t *testing.T) {
