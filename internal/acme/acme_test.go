@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cdse-jetstream/receiver/internal/testkit/bins"
 	"github.com/cdse-jetstream/receiver/internal/testkit/natstest"
 	"github.com/cdse-jetstream/receiver/internal/testkit/pebbletest"
 
@@ -505,6 +506,6 @@ func messages(h *logtest.Hook) []string {
 
 func TestMain(m *testing.M) {
 	code := m.Run()
-	pebbletest.Cleanup()
+	bins.Cleanup()
 	os.Exit(code)
 }

@@ -21,7 +21,6 @@ import (
 	"github.com/cdse-jetstream/receiver/internal/testkit/bins"
 	"github.com/cdse-jetstream/receiver/internal/testkit/fixtures"
 	"github.com/cdse-jetstream/receiver/internal/testkit/natstest"
-	"github.com/cdse-jetstream/receiver/internal/testkit/pebbletest"
 	"github.com/cdse-jetstream/receiver/internal/testkit/scrape"
 )
 
@@ -33,7 +32,6 @@ const (
 func TestMain(m *testing.M) {
 	code := m.Run()
 	bins.Cleanup()
-	pebbletest.Cleanup()
 	os.Exit(code)
 }
 

@@ -34,50 +34,35 @@ import (
 	"github.com/cdse-jetstream/receiver/internal/testkit/bins"
 )
 
-var pebbleBuild struct {
-	once           sync.Once
-	dir            string // holds the binary; removed by TestMain
-	bin, moduleDir string
-	err            error
+var pebbleModule struct {
+	once sync.Once
+	dir  string
+	err  error
 }
 
-// Cleanup removes the pebble binary built; call it from TestMain.
-func Cleanup() {
-	if pebbleBuild.dir != "" {
-		os.RemoveAll(pebbleBuild.dir)
-	}
-}
-
-// buildPebble builds pebble once per test process, as tools/go.mod pins it,
-// and finds its module (for its test CA and listener certificate).
+// buildPebble builds pebble as tools/go.mod pins it (bins.Build: once per
+// test process, removed by bins.Cleanup) and finds its module (for its test
+// CA and listener certificate).
 func buildPebble(t testing.TB) (bin, moduleDir string) {
 	t.Helper()
-	b := &pebbleBuild
-	b.once.Do(func() {
-		_, here, _, _ := runtime.Caller(0)
-		tools := filepath.Join(filepath.Dir(here), "..", "..", "..", "tools")
-		if b.dir, b.err = os.MkdirTemp("", "pebble-"); b.err != nil {
-			return
-		}
-		b.bin = filepath.Join(b.dir, "pebble")
-		out, err := exec.Command("go", "build", "-C", tools, "-o", b.bin, "github.com/letsencrypt/pebble/v2/cmd/pebble").CombinedOutput()
-		if err != nil {
-			b.err = fmt.Errorf("building pebble: %v\n%s", err, out)
-			return
-		}
+	_, here, _, _ := runtime.Caller(0)
+	tools := filepath.Join(filepath.Dir(here), "..", "..", "..", "tools")
+	bin = bins.Build(t, "github.com/letsencrypt/pebble/v2/cmd/pebble", "-C", tools)
+	m := &pebbleModule
+	m.once.Do(func() {
 		cmd := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", "github.com/letsencrypt/pebble/v2")
 		cmd.Dir = tools
-		out, err = cmd.Output()
+		out, err := cmd.Output()
 		if err != nil {
-			b.err = fmt.Errorf("finding pebble's module: %v", err)
+			m.err = fmt.Errorf("finding pebble's module: %v", err)
 			return
 		}
-		b.moduleDir = strings.TrimSpace(string(out))
+		m.dir = strings.TrimSpace(string(out))
 	})
-	if b.err != nil {
-		t.Fatal(b.err)
+	if m.err != nil {
+		t.Fatal(m.err)
 	}
-	return b.bin, b.moduleDir
+	return bin, m.dir
 }
 
 // CA is one running test CA and the ports it validates on.
