@@ -135,9 +135,7 @@ The mounts of the Secret and, with interests, of their ConfigMap (a
 directory mount, not subPath: only that sees the kubelet's updates).
 */}}
 {{- define "receiver.configMounts" -}}
-- name: auth
-  mountPath: /etc/receiver/auth
-  readOnly: true
+{{ include "receiver.authMount" . }}
 {{- if .Values.interests }}
 - name: interests
   mountPath: /etc/receiver/interests
@@ -147,12 +145,25 @@ directory mount, not subPath: only that sees the kubelet's updates).
 
 {{/* The volumes of receiver.configMounts. */}}
 {{- define "receiver.configVolumes" -}}
-- name: auth
-  secret:
-    secretName: {{ include "receiver.secretName" . }}
+{{ include "receiver.authVolume" . }}
 {{- if .Values.interests }}
 - name: interests
   configMap:
     name: {{ include "receiver.fullname" . }}-interests
 {{- end }}
+{{- end }}
+
+{{/* The webhook's credentials file (the htpasswd Secret), mounted: the
+receiver's and the status check's. */}}
+{{- define "receiver.authMount" -}}
+- name: auth
+  mountPath: /etc/receiver/auth
+  readOnly: true
+{{- end }}
+
+{{/* The volume of receiver.authMount. */}}
+{{- define "receiver.authVolume" -}}
+- name: auth
+  secret:
+    secretName: {{ include "receiver.secretName" . }}
 {{- end }}
