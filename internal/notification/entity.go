@@ -48,7 +48,6 @@ const (
 	MemberContentDate
 	MemberFootprint
 	MemberGeoFootprint
-	MemberAttributes
 	NumMembers
 )
 
@@ -79,8 +78,6 @@ func memberOf(name string) (Member, bool) {
 		return MemberFootprint, true
 	case "GeoFootprint":
 		return MemberGeoFootprint, true
-	case "Attributes":
-		return MemberAttributes, true
 	}
 	return 0, false
 }
@@ -106,16 +103,9 @@ func ReadEntity(raw []byte) (Entity, error) {
 // maxEntity is the longest entity whose offsets an int32 holds.
 const maxEntity = 1<<31 - 1
 
-// offsets are a value's place in the body; e is 0 when absent.
-type offsets struct{ s, e int }
-
-// span is o relative to an entity that starts at base. readProduct refuses
-// an entity too long for an int32 offset (maxEntity), whatever its
-// source: webhook bodies are capped far below (RECEIVER_MAX_BODY), but
-// PULL, the reconciler and interests check read theirs elsewhere.
-func (o offsets) span(base int) Span {
-	if o.e == 0 {
-		return Span{}
-	}
-	return Span{int32(o.s - base), int32(o.e - base)}
-}
+// spanAt is raw[v:e] as a Span of an entity that starts at base.
+// readProduct refuses an entity too long for an int32 offset (maxEntity),
+// whatever its source: webhook bodies are capped far below
+// (RECEIVER_MAX_BODY), but PULL, the reconciler and interests check read
+// theirs elsewhere.
+func spanAt(v, e, base int) Span { return Span{int32(v - base), int32(e - base)} }

@@ -349,7 +349,6 @@ func (n *Notification) readProduct(raw []byte, i int) (int, *fieldError) {
 			ferr = &fieldError{field, reason}
 		}
 	}
-	at := func(v, e int) Span { return offsets{v, e}.span(i) }
 	end, err := jsonscan.WalkObject(raw, i, func(name string, v int) int {
 		if name == "Attributes" {
 			if raw[v] != '[' {
@@ -366,9 +365,8 @@ func (n *Notification) readProduct(raw []byte, i int) (int, *fieldError) {
 				if raw[a] != '{' {
 					return -1
 				}
-				ae, spans, name, value := attribute(raw, a)
-				n.Entity.Attributes = append(n.Entity.Attributes, AttributeSpans{
-					Name: spans.Name.span(i), Value: spans.Value.span(i), ValueType: spans.ValueType.span(i), ODataType: spans.ODataType.span(i)})
+				ae, spans, name, value := attribute(raw, a, i)
+				n.Entity.Attributes = append(n.Entity.Attributes, spans)
 				if value == nil {
 					return ae
 				}
@@ -388,12 +386,11 @@ func (n *Notification) readProduct(raw []byte, i int) (int, *fieldError) {
 				}
 				return ae
 			})
-			n.Entity.Members[MemberAttributes] = at(v, e)
 			return e
 		}
 		e := jsonscan.ValueEnd(raw, v)
 		if m, ok := memberOf(name); ok {
-			n.Entity.Members[m] = at(v, e)
+			n.Entity.Members[m] = spanAt(v, e, i)
 		}
 		val := raw[v:e]
 		switch name {
@@ -453,41 +450,40 @@ func (n *Notification) readProduct(raw []byte, i int) (int, *fieldError) {
 	return end, ferr
 }
 
-// attrOffsets are where an attribute object's members lie.
-type attrOffsets struct{ Name, Value, ValueType, ODataType offsets }
-
 // attribute reads the attribute object at raw[i]: it returns the offset
-// past it, where its members lie and, if it is one the receiver reads (its
-// Name is one of the attr* constants), that name and the raw bytes of its
-// Value. Attributes of other shapes are ignored: they are the catalogue's
-// business. Nothing is decoded but the name (and only when it has escapes),
-// so the usual twenty-odd attributes cost no allocation.
-func attribute(raw []byte, i int) (end int, at attrOffsets, name string, value []byte) {
+// past it, where its members lie (relative to an entity that starts at
+// base) and, if it is one the receiver reads (its Name is one of the attr*
+// constants), that name and the raw bytes of its Value. Attributes of other
+// shapes are ignored: they are the catalogue's business. Nothing is decoded
+// but the name (and only when it has escapes), so the usual twenty-odd
+// attributes cost no allocation.
+func attribute(raw []byte, i, base int) (end int, at AttributeSpans, name string, value []byte) {
 	end, err := jsonscan.WalkObject(raw, i, func(member string, v int) int {
-		var o *offsets
+		var sp *Span
 		switch member {
 		case "Name":
-			o = &at.Name
+			sp = &at.Name
 		case "Value":
-			o = &at.Value
+			sp = &at.Value
 		case "ValueType":
-			o = &at.ValueType
+			sp = &at.ValueType
 		case "@odata.type":
-			o = &at.ODataType
+			sp = &at.ODataType
 		default:
 			return -1
 		}
 		e := jsonscan.ValueEnd(raw, v)
-		*o = offsets{v, e}
+		*sp = spanAt(v, e, base)
 		return e
 	})
-	if err != nil || at.Value.e == 0 || at.Name.e == 0 {
+	entity := raw[base:]
+	if err != nil || at.Value.End == 0 || at.Name.End == 0 {
 		return end, at, "", nil
 	}
-	if name = readAttributeName(raw[at.Name.s:at.Name.e]); name == "" {
+	if name = readAttributeName(at.Name.Bytes(entity)); name == "" {
 		return end, at, "", nil
 	}
-	return end, at, name, raw[at.Value.s:at.Value.e]
+	return end, at, name, at.Value.Bytes(entity)
 }
 
 // readAttributeName is the attribute's name if it is one the receiver
