@@ -185,6 +185,16 @@ func ValueEnd(b []byte, i int) int {
 	}
 }
 
+// String reads a JSON value that should be a string (nil when absent);
+// ok is false for a value of another type.
+func String(v []byte) (s string, ok bool) {
+	if len(v) == 0 || v[0] != '"' {
+		return "", false
+	}
+	s, err := Unquote(v)
+	return s, err == nil
+}
+
 // Unquote decodes a JSON string literal, taking the fast path when it holds
 // no escapes (the usual case for member names).
 func Unquote(lit []byte) (string, error) {

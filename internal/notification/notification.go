@@ -244,7 +244,7 @@ func decode(raw []byte, idx int) (Notification, error) {
 	for _, m := range members {
 		switch m.name {
 		case "SubscriptionEvent":
-			s, ok := stringValue(m.value)
+			s, ok := jsonscan.String(m.value)
 			if !ok {
 				return bad(m.name, "must be a string: one of created, modified, deleted")
 			}
@@ -255,7 +255,7 @@ func decode(raw []byte, idx int) (Notification, error) {
 				return bad(m.name, fmt.Sprintf("unknown event %s: must be one of created, modified, deleted (lowercase)", quoteShort(s)))
 			}
 		case "ProductId":
-			s, ok := stringValue(m.value)
+			s, ok := jsonscan.String(m.value)
 			if !ok {
 				return bad(m.name, "must be a UUID string")
 			}
@@ -372,7 +372,7 @@ func (n *Notification) readProduct(raw []byte, i int) (int, *fieldError) {
 				}
 				switch name {
 				case attrPlatform:
-					if s, ok := stringValue(value); ok && n.platform == "" {
+					if s, ok := jsonscan.String(value); ok && n.platform == "" {
 						n.platform = s
 					}
 				case attrProductType:
@@ -417,13 +417,13 @@ func (n *Notification) readProduct(raw []byte, i int) (int, *fieldError) {
 			}
 		case "DeletionDate":
 			// Read for the delivery delay only: never a reason to refuse.
-			if s, ok := stringValue(val); ok {
+			if s, ok := jsonscan.String(val); ok {
 				n.Deleted, _ = ParseTime(s)
 			}
 		// Fields that only become headers: a value that cannot be one is
 		// left out, never a reason to refuse the notification.
 		case "PublicationDate":
-			if s, ok := stringValue(val); ok {
+			if s, ok := jsonscan.String(val); ok {
 				if t, ok := ParseTime(s); ok {
 					n.Published = t
 					n.PublicationDate = t.UTC().Format(time.RFC3339Nano)
@@ -434,7 +434,7 @@ func (n *Notification) readProduct(raw []byte, i int) (int, *fieldError) {
 				n.ContentLength = string(val)
 			}
 		case "S3Path":
-			if s, ok := stringValue(val); ok && headerSafe(s, maxNameLen) == "" {
+			if s, ok := jsonscan.String(val); ok && headerSafe(s, maxNameLen) == "" {
 				n.S3Path = s
 			}
 		case "Online":
@@ -504,7 +504,7 @@ func readAttributeName(lit []byte) string {
 	if bytes.IndexByte(lit, '\\') < 0 {
 		return ""
 	}
-	s, ok := stringValue(lit) // a name spelt with escapes
+	s, ok := jsonscan.String(lit) // a name spelt with escapes
 	if !ok {
 		return ""
 	}
@@ -521,7 +521,7 @@ func setToken(dst *string, value []byte) {
 	if *dst != "" {
 		return
 	}
-	if s, ok := stringValue(value); ok {
+	if s, ok := jsonscan.String(value); ok {
 		*dst = event.SanitizeToken(s)
 	} else if isDigits(value) {
 		*dst = event.SanitizeToken(string(value))
@@ -678,21 +678,12 @@ func canonicalUUID(s string) (string, bool) {
 	return u.String(), true
 }
 
-// stringValue decodes a JSON string value.
-func stringValue(raw []byte) (string, bool) {
-	if len(raw) == 0 || raw[0] != '"' {
-		return "", false
-	}
-	s, err := jsonscan.Unquote(raw)
-	return s, err == nil
-}
-
 // optionalString decodes a JSON string or null ("" for null).
 func optionalString(raw []byte) (string, bool) {
 	if string(raw) == "null" {
 		return "", true
 	}
-	return stringValue(raw)
+	return jsonscan.String(raw)
 }
 
 // headerString decodes an optional string that goes into a NATS header:

@@ -215,13 +215,13 @@ func fromEntity(raw []byte, e *notification.Entity, needs *Needs) Product {
 	var p Product
 	val := func(m notification.Member) []byte { return e.Members[m].Bytes(raw) }
 	if needs.has(needID) {
-		p.ID, _ = str(val(notification.MemberID))
+		p.ID, _ = jsonscan.String(val(notification.MemberID))
 	}
 	if needs.has(needName) || needs.has(needCollection) {
-		p.Name, _ = str(val(notification.MemberName))
+		p.Name, _ = jsonscan.String(val(notification.MemberName))
 	}
 	if needs.has(needDeletionCause) {
-		p.DeletionCause, _ = str(val(notification.MemberDeletionCause))
+		p.DeletionCause, _ = jsonscan.String(val(notification.MemberDeletionCause))
 	}
 	if v := val(notification.MemberContentLength); v != nil && needs.has(needContentLength) {
 		p.ContentLength, p.HasContentLength = integer(v)
@@ -258,7 +258,7 @@ func fromEntity(raw []byte, e *notification.Entity, needs *Needs) Product {
 	}
 	if needs.has(needFootprint) {
 		var fp footprint
-		if f, ok := str(val(notification.MemberFootprint)); ok {
+		if f, ok := jsonscan.String(val(notification.MemberFootprint)); ok {
 			fp.wkt = footprintWKT(f)
 		}
 		if v := val(notification.MemberGeoFootprint); fp.wkt == "" && v != nil && v[0] == '{' {
@@ -306,19 +306,6 @@ func (p *Product) readAttributes(raw []byte, spans []notification.AttributeSpans
 			p.Attributes = append(p.Attributes, at)
 		}
 	}
-}
-
-// str reads a string value; ok is false for a value of another type (or
-// none).
-func str(v []byte) (string, bool) {
-	if len(v) < 2 || v[0] != '"' {
-		return "", false
-	}
-	if inner := v[1 : len(v)-1]; bytes.IndexByte(inner, '\\') < 0 {
-		return string(inner), true
-	}
-	u, err := jsonscan.Unquote(v)
-	return u, err == nil
 }
 
 // The value readers take one whole JSON value; one of another type reads
@@ -389,7 +376,7 @@ func attributeName(lit []byte) (string, bool) {
 	if n, ok := attributeNames[string(lit[1:len(lit)-1])]; ok { // no allocation
 		return n, true
 	}
-	return str(lit)
+	return jsonscan.String(lit)
 }
 
 // readAttribute makes one attribute of its members' values (the Value may
@@ -404,15 +391,15 @@ func readAttribute(name string, raw []byte, as notification.AttributeSpans) (Att
 	a.Type, unsaid = valueType(as.ValueType.Bytes(raw))
 	if a.Type == 0 && unsaid {
 		// "#OData.CSC.DoubleAttribute" says the same.
-		ot, _ := str(as.ODataType.Bytes(raw))
+		ot, _ := jsonscan.String(as.ODataType.Bytes(raw))
 		a.Type = AttrTypeOf(strings.TrimSuffix(strings.TrimPrefix(ot, "#OData.CSC."), "Attribute"))
 	}
 	var ok bool
 	switch {
 	case a.Type == StringAttr && v[0] == '"':
-		a.Str, ok = str(v)
+		a.Str, ok = jsonscan.String(v)
 	case a.Type == DateTimeOffsetAttr && v[0] == '"':
-		s, _ := str(v)
+		s, _ := jsonscan.String(v)
 		a.Time, ok = parseDateTime(s)
 	case a.Type == DoubleAttr && number(v):
 		f, err := strconv.ParseFloat(string(v), 64)
@@ -434,7 +421,7 @@ func valueType(v []byte) (t AttrType, unsaid bool) {
 	}
 	inner := v[1 : len(v)-1]
 	if bytes.IndexByte(inner, '\\') >= 0 {
-		s, _ := str(v)
+		s, _ := jsonscan.String(v)
 		return AttrTypeOf(s), s == ""
 	}
 	return AttrTypeOf(string(inner)), len(inner) == 0 // no allocation
