@@ -3,7 +3,6 @@ package main
 import (
 	"github.com/spf13/cobra"
 
-	"github.com/cdse-jetstream/receiver/internal/catalogclient"
 	"github.com/cdse-jetstream/receiver/internal/register"
 )
 
@@ -36,7 +35,7 @@ catalogue's side.
 			if err != nil {
 				return err
 			}
-			return register.PrintSubscriptions(cmd.OutOrStdout(), d.out, []catalogclient.Subscription{*sub})
+			return d.printOne(cmd, sub)
 		},
 	}
 	f := create.Flags()

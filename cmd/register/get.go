@@ -2,9 +2,6 @@ package main
 
 import (
 	"github.com/spf13/cobra"
-
-	"github.com/cdse-jetstream/receiver/internal/catalogclient"
-	"github.com/cdse-jetstream/receiver/internal/register"
 )
 
 // newGet is `register get ID`.
@@ -22,7 +19,7 @@ func newGet(d deps) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return register.PrintSubscriptions(cmd.OutOrStdout(), d.out, []catalogclient.Subscription{*sub})
+			return d.printOne(cmd, sub)
 		},
 	}
 }

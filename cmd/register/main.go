@@ -15,6 +15,7 @@ import (
 	// an empty base); the system's store wins where there is one.
 	_ "golang.org/x/crypto/x509roots/fallback"
 
+	"github.com/cdse-jetstream/receiver/internal/catalogclient"
 	"github.com/cdse-jetstream/receiver/internal/cli"
 	"github.com/cdse-jetstream/receiver/internal/register"
 )
@@ -35,6 +36,11 @@ type deps struct {
 }
 
 func (d deps) session() (*register.Session, error) { return register.NewSession(d.getenv) }
+
+// printOne writes the one subscription a command made or read, as -o says.
+func (d deps) printOne(cmd *cobra.Command, sub *catalogclient.Subscription) error {
+	return register.PrintSubscriptions(cmd.OutOrStdout(), d.out, []catalogclient.Subscription{*sub})
+}
 
 // newRoot is the command tree; getenv reads the environment (tests give
 // their own).

@@ -2,9 +2,6 @@ package main
 
 import (
 	"github.com/spf13/cobra"
-
-	"github.com/cdse-jetstream/receiver/internal/catalogclient"
-	"github.com/cdse-jetstream/receiver/internal/register"
 )
 
 // newPause is `register pause ID`.
@@ -28,7 +25,7 @@ func newSetStatus(d deps, use, short, status string) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return register.PrintSubscriptions(cmd.OutOrStdout(), d.out, []catalogclient.Subscription{*sub})
+			return d.printOne(cmd, sub)
 		},
 	}
 }

@@ -121,14 +121,15 @@ func (s *Session) Apply(ctx context.Context, o ApplyOptions, log io.Writer) (App
 		fmt.Fprintf(log, "the subscription %s already covers the interests; nothing changed\n", same.ID)
 		return r, nil
 	}
-	others := 0
-	for _, sub := range RunningOf(subs) {
-		if running == nil || sub.ID != running.ID {
-			others++
-		}
+	// The place this endpoint's running subscription holds is the new
+	// one's: only the others count against the limit.
+	allRunning := RunningOf(subs)
+	others := len(allRunning)
+	if running != nil {
+		others--
 	}
 	if others+1 > o.MaxRunning {
-		return r, handLimitError(RunningOf(subs), o.MaxRunning)
+		return r, handLimitError(allRunning, o.MaxRunning)
 	}
 	if same != nil {
 		// A paused subscription covers the interests (kept by
