@@ -3,6 +3,7 @@ package productfilter
 import (
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -100,19 +101,69 @@ func lex(s string, i int) token {
 
 // --- parser ---
 
+// MaxDepth is how deeply a filter may nest: each parenthesis open and
+// each not in force count one level (the parentheses of a function call
+// and of any() too). Real filters nest a few levels; the parser recurses
+// once per level, and without a bound 1 000 000 parentheses overflowed
+// the stack. A union of interests (register apply) adds one level.
+const MaxDepth = 100
+
+// MaxLength is the longest filter, in bytes: that of a Kubernetes
+// ConfigMap (which holds the interests file), far above a real filter
+// (a polygon of 10 000 vertices is 250 KB). The parser reads no further,
+// so what a filter costs is bounded whatever the input.
+const MaxLength = 1 << 20
+
 type parser struct {
 	src     string
 	tok     token
 	prevEnd int // end of the last token consumed
+	depth   int // nesting levels open (MaxDepth)
 	needs   Needs
+	attrs   []string // the attribute names read, added to needs at the end
 }
 
 func (p *parser) next() {
 	p.prevEnd = p.tok.end
-	p.tok = lex(p.src, p.tok.end)
+	p.tok = p.lexAt(p.tok.end)
 }
 
-func (p *parser) peek() token { return lex(p.src, p.tok.end) }
+func (p *parser) peek() token { return p.lexAt(p.tok.end) }
+
+var tooLongMsg = "the filter is longer than " + strconv.Itoa(MaxLength) + " bytes"
+
+// lexAt is lex over the first MaxLength bytes of the filter: a token that
+// reaches past them (or the end, when there is more) is the refusal of a
+// filter too long, at MaxLength, so that no token, string or error costs
+// more than MaxLength.
+func (p *parser) lexAt(i int) token {
+	if len(p.src) <= MaxLength {
+		return lex(p.src, i)
+	}
+	tooLong := token{kind: tBad, pos: MaxLength, end: MaxLength, text: tooLongMsg}
+	if i >= MaxLength {
+		return tooLong
+	}
+	t := lex(p.src[:MaxLength], i)
+	if t.end >= MaxLength {
+		return tooLong
+	}
+	return t
+}
+
+// enter opens a nesting level at pos (a parenthesis or a not), refusing
+// one past MaxDepth there: the parser recurses once per level, so the
+// refusal costs MaxDepth frames however deep the input goes. Every
+// recursive path of the parser passes here; leave closes the level.
+func (p *parser) enter(pos int) error {
+	if p.depth >= MaxDepth {
+		return errAt(pos, "nested deeper than %d levels (each parenthesis and not counts one)", MaxDepth)
+	}
+	p.depth++
+	return nil
+}
+
+func (p *parser) leave() { p.depth-- }
 
 func (p *parser) isWord(w string) bool { return p.tok.kind == tWord && p.tok.text == w }
 
@@ -134,10 +185,27 @@ func (p *parser) unexpected(want string) *SyntaxError {
 
 func describe(t token) string {
 	if t.kind == tString {
-		return "'" + strings.ReplaceAll(t.text, "'", "''") + "'"
+		return "'" + strings.ReplaceAll(short(t.text), "'", "''") + "'"
 	}
-	return strconv.Quote(t.text)
+	return quote(t.text)
 }
+
+// short cuts what an error shows of a token to 64 bytes: a long literal
+// is named by its position, and an error is not the size of the input.
+func short(s string) string {
+	const most = 64
+	if len(s) <= most {
+		return s
+	}
+	i := most
+	for i > 0 && !utf8.RuneStart(s[i]) {
+		i--
+	}
+	return s[:i] + "…"
+}
+
+// quote is strconv.Quote of short(s).
+func quote(s string) string { return strconv.Quote(short(s)) }
 
 var keywords = []string{"and", "or", "not", "eq", "ne", "gt", "ge", "lt", "le", "true", "false", "any", "contains", "startswith", "endswith", "area", "geography"}
 
@@ -197,6 +265,12 @@ func (p *parser) filter() (node, []term, error) {
 		}
 		return nil, nil, err
 	}
+	// Each attribute name once, in order: adding them one at a time as
+	// read, in any order, moved the sorted list on each.
+	slices.Sort(p.attrs)
+	for _, a := range slices.Compact(p.attrs) {
+		p.needs.attr(a)
+	}
 	return n, terms, nil
 }
 
@@ -211,14 +285,16 @@ func (p *parser) or() (node, []term, error) {
 	if !p.isWord("or") {
 		return n, terms, nil
 	}
+	ns := []node{n}
 	for p.isWord("or") {
 		p.next()
 		b, _, err := p.and()
 		if err != nil {
 			return nil, nil, err
 		}
-		n = orNode{n, b}
+		ns = append(ns, b)
 	}
+	n = balance(ns, func(a, b node) node { return orNode{a, b} })
 	return n, []term{{n, start, p.prevEnd}}, nil
 }
 
@@ -234,10 +310,29 @@ func (p *parser) and() (node, []term, error) {
 		if err != nil {
 			return nil, nil, err
 		}
-		n = andNode{n, b}
 		terms = append(terms, term{b, start, end})
 	}
-	return n, terms, nil
+	if len(terms) == 1 {
+		return n, terms, nil
+	}
+	ns := make([]node, len(terms))
+	for i, t := range terms {
+		ns[i] = t.n
+	}
+	return balance(ns, func(a, b node) node { return andNode{a, b} }), terms, nil
+}
+
+// balance joins a chain's terms, in order, as a balanced tree: evaluating
+// a chain of n terms then recurses log2 n deep, not n (a list of 10 000
+// tiles is no nesting, and is not refused). and and or are associative,
+// and the tree is still evaluated left to right, stopping at the same
+// term.
+func balance(ns []node, join func(a, b node) node) node {
+	if len(ns) == 1 {
+		return ns[0]
+	}
+	m := len(ns) / 2
+	return join(balance(ns[:m], join), balance(ns[m:], join))
 }
 
 // unary parses not, which in OData binds tighter than eq: "not Name eq
@@ -249,6 +344,10 @@ func (p *parser) unary() (node, int, int, error) {
 		return p.primary()
 	}
 	start := p.tok.pos
+	if err := p.enter(start); err != nil {
+		return nil, 0, 0, err
+	}
+	defer p.leave()
 	p.next()
 	t := p.tok
 	if t.kind == tWord && t.text != "not" && !functions[t.text] && !strings.HasPrefix(t.text, "Attributes/") {
@@ -269,6 +368,10 @@ func (p *parser) primary() (node, int, int, error) {
 	t := p.tok
 	switch t.kind {
 	case tLParen:
+		if err := p.enter(t.pos); err != nil {
+			return nil, 0, 0, err
+		}
+		defer p.leave()
 		p.next()
 		n, _, err := p.or()
 		if err != nil {
@@ -310,13 +413,13 @@ func (p *parser) unknownWord() error {
 	case t.text == "and" || t.text == "or" || t.text == "not":
 		return p.unexpected("a condition")
 	case caseHint(t) != "":
-		return errAt(t.pos, "unknown name %s%s", strconv.Quote(t.text), caseHint(t))
+		return errAt(t.pos, "unknown name %s%s", quote(t.text), caseHint(t))
 	case p.peek().kind == tLParen:
-		return errAt(t.pos, "unsupported function %s: use contains, startswith, endswith (on Name) or OData.CSC.Intersects", strconv.Quote(t.text))
+		return errAt(t.pos, "unsupported function %s: use contains, startswith, endswith (on Name) or OData.CSC.Intersects", quote(t.text))
 	case t.text == "Footprint" || t.text == "GeoFootprint":
 		return errAt(t.pos, "%s cannot be compared: use OData.CSC.Intersects(area=geography'SRID=4326;POLYGON((...))')", t.text)
 	}
-	return errAt(t.pos, "unknown property %s%s", strconv.Quote(t.text), caseHint(t))
+	return errAt(t.pos, "unknown property %s%s", quote(t.text), caseHint(t))
 }
 
 // --- comparisons of properties ---
@@ -360,7 +463,7 @@ func (p *parser) operator(what string) (op, token, error) {
 	o, ok := opNames[t.text]
 	if t.kind != tWord || !ok {
 		if t.kind == tWord && t.text != "and" && t.text != "or" && caseHint(t) == "" {
-			return 0, t, errAt(t.pos, "unsupported operator %s after %s: use eq, ne, gt, ge, lt or le", strconv.Quote(t.text), what)
+			return 0, t, errAt(t.pos, "unsupported operator %s after %s: use eq, ne, gt, ge, lt or le", quote(t.text), what)
 		}
 		return 0, t, p.unexpected("an operator (eq, ne, gt, ge, lt, le) after " + what)
 	}
@@ -438,7 +541,7 @@ func (p *parser) timeLit() (time.Time, error) {
 	case tNumber:
 		v, ok := parseDateTime(tok.text)
 		if !ok {
-			return time.Time{}, errAt(tok.pos, "not a date-time: %s (write 2022-05-03T00:00:00.000Z)", strconv.Quote(tok.text))
+			return time.Time{}, errAt(tok.pos, "not a date-time: %s (write 2022-05-03T00:00:00.000Z)", quote(tok.text))
 		}
 		p.next()
 		return v, nil
@@ -453,7 +556,7 @@ func (p *parser) intLit() (int64, error) {
 	}
 	v, err := strconv.ParseInt(tok.text, 10, 64)
 	if err != nil {
-		return 0, errAt(tok.pos, "not an integer: %s", strconv.Quote(tok.text))
+		return 0, errAt(tok.pos, "not an integer: %s", quote(tok.text))
 	}
 	p.next()
 	return v, nil
@@ -486,7 +589,7 @@ func (p *parser) floatLit() (float64, error) {
 	}
 	v, err := strconv.ParseFloat(tok.text, 64)
 	if !ok || s != "" || err != nil || math.IsInf(v, 0) {
-		return 0, errAt(tok.pos, "not a number: %s", strconv.Quote(tok.text))
+		return 0, errAt(tok.pos, "not a number: %s", quote(tok.text))
 	}
 	p.next()
 	return v, nil
@@ -498,7 +601,7 @@ func (p *parser) guidLit() (string, error) {
 	tok := p.tok
 	if tok.kind == tString {
 		if !isGUID(tok.text) {
-			return "", errAt(tok.pos+1, "not a product id (a UUID): %s", strconv.Quote(tok.text))
+			return "", errAt(tok.pos+1, "not a product id (a UUID): %s", quote(tok.text))
 		}
 		p.next()
 		return tok.text, nil
@@ -543,11 +646,16 @@ func isGUID(s string) bool {
 func (p *parser) nameFunction() (node, error) {
 	fn := p.tok
 	p.next()
-	if _, err := p.expect(tLParen, "'(' after "+fn.text); err != nil {
+	open, err := p.expect(tLParen, "'(' after "+fn.text)
+	if err != nil {
 		return nil, err
 	}
+	if err := p.enter(open.pos); err != nil {
+		return nil, err
+	}
+	defer p.leave()
 	if p.tok.kind == tWord && p.tok.text != "Name" {
-		return nil, errAt(p.tok.pos, "%s supports only Name, not %s", fn.text, strconv.Quote(p.tok.text))
+		return nil, errAt(p.tok.pos, "%s supports only Name, not %s", fn.text, quote(p.tok.text))
 	}
 	if _, err := p.expectWord("Name", "Name"); err != nil {
 		return nil, err
@@ -575,20 +683,25 @@ func (p *parser) attribute() (node, error) {
 	const prefix = "Attributes/OData.CSC."
 	rest, ok := strings.CutPrefix(path.text, prefix)
 	if !ok {
-		return nil, errAt(path.pos, "expected Attributes/OData.CSC.<Type>Attribute/any(...), found %s", strconv.Quote(path.text))
+		return nil, errAt(path.pos, "expected Attributes/OData.CSC.<Type>Attribute/any(...), found %s", quote(path.text))
 	}
 	typeName, lambda, _ := strings.Cut(rest, "/")
 	typ := AttrTypeOf(strings.TrimSuffix(typeName, "Attribute"))
 	if typ == 0 || !strings.HasSuffix(typeName, "Attribute") {
-		return nil, errAt(path.pos+len(prefix), "unsupported attribute type %s: use StringAttribute, DoubleAttribute, IntegerAttribute or DateTimeOffsetAttribute", strconv.Quote(typeName))
+		return nil, errAt(path.pos+len(prefix), "unsupported attribute type %s: use StringAttribute, DoubleAttribute, IntegerAttribute or DateTimeOffsetAttribute", quote(typeName))
 	}
 	if lambda != "any" {
-		return nil, errAt(path.pos+len(prefix)+len(typeName)+1, "expected any(...) over the attributes, found %s", strconv.Quote(lambda))
+		return nil, errAt(path.pos+len(prefix)+len(typeName)+1, "expected any(...) over the attributes, found %s", quote(lambda))
 	}
 	p.next()
-	if _, err := p.expect(tLParen, "'(' after any"); err != nil {
+	open, err := p.expect(tLParen, "'(' after any")
+	if err != nil {
 		return nil, err
 	}
+	if err := p.enter(open.pos); err != nil {
+		return nil, err
+	}
+	defer p.leave()
 	v := p.tok
 	if v.kind != tWord || strings.ContainsAny(v.text, "./") {
 		return nil, p.unexpected("the lambda variable (att:)")
@@ -599,10 +712,10 @@ func (p *parser) attribute() (node, error) {
 	}
 	if t := p.tok; t.kind == tWord && t.text != v.text+"/Name" {
 		if pre, _, ok := strings.Cut(t.text, "/"); ok && pre != v.text {
-			return nil, errAt(t.pos, "the lambda variable is %s, not %s", v.text, pre)
+			return nil, errAt(t.pos, "the lambda variable is %s, not %s", short(v.text), short(pre))
 		}
 	}
-	if _, err := p.expectWord(v.text+"/Name", v.text+"/Name"); err != nil {
+	if _, err := p.expectWord(v.text+"/Name", short(v.text)+"/Name"); err != nil {
 		return nil, err
 	}
 	if _, err := p.expectWord("eq", "eq (the attribute's name is matched with eq)"); err != nil {
@@ -620,12 +733,12 @@ func (p *parser) attribute() (node, error) {
 		pre, r, _ := strings.Cut(t.text, "/")
 		if other, ok := strings.CutPrefix(r, "OData.CSC."); ok && strings.HasSuffix(other, "/Value") {
 			if pre != v.text {
-				return nil, errAt(t.pos, "the lambda variable is %s, not %s", v.text, pre)
+				return nil, errAt(t.pos, "the lambda variable is %s, not %s", short(v.text), short(pre))
 			}
-			return nil, errAt(t.pos, "mismatched attribute type: any() is over %s but the value is %s", typeName, strings.TrimSuffix(other, "/Value"))
+			return nil, errAt(t.pos, "mismatched attribute type: any() is over %s but the value is %s", typeName, short(strings.TrimSuffix(other, "/Value")))
 		}
 	}
-	if _, err := p.expectWord(valuePath, valuePath); err != nil {
+	if _, err := p.expectWord(valuePath, short(v.text)+"/OData.CSC."+typeName+"/Value"); err != nil {
 		return nil, err
 	}
 	o, ot, err := p.operator(valuePath)
@@ -652,16 +765,21 @@ func (p *parser) attribute() (node, error) {
 	if _, err := p.expect(tRParen, "')' to close any("); err != nil {
 		return nil, err
 	}
-	p.needs.attr(name)
+	p.attrs = append(p.attrs, name)
 	return n, nil
 }
 
 // intersects parses OData.CSC.Intersects(area=geography'SRID=4326;...').
 func (p *parser) intersects() (node, error) {
 	p.next()
-	if _, err := p.expect(tLParen, "'(' after OData.CSC.Intersects"); err != nil {
+	open, err := p.expect(tLParen, "'(' after OData.CSC.Intersects")
+	if err != nil {
 		return nil, err
 	}
+	if err := p.enter(open.pos); err != nil {
+		return nil, err
+	}
+	defer p.leave()
 	if _, err := p.expectWord("area", "area="); err != nil {
 		return nil, err
 	}
@@ -702,7 +820,7 @@ func parseArea(s string, pos int) ([]part, *SyntaxError) {
 		return nil, errAt(pos, "expected ';' after the SRID")
 	}
 	if srid != "4326" {
-		return nil, errAt(pos+len("SRID="), "SRID must be 4326 (longitude latitude on WGS 84), not %s", strconv.Quote(srid))
+		return nil, errAt(pos+len("SRID="), "SRID must be 4326 (longitude latitude on WGS 84), not %s", quote(srid))
 	}
 	wpos := pos + len("SRID=") + len(srid) + 1
 	g, err := geom.UnmarshalWKT(wkt, geom.NoValidate{})
