@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/sirupsen/logrus"
@@ -292,7 +293,8 @@ func TestStreamDeletedWhileRunning(t *testing.T) {
 	if code := post(t, a, c, fixtures.Notification(t, "created-s1.json")); code != 200 {
 		t.Fatalf("post: %d", code)
 	}
-	js, closeNC := natstest.JetStream(t, a.NATSURL())
+	// With the receiver's login: consumers cannot delete the stream.
+	js, closeNC := natstest.JetStream(t, a.NATSURL(), nats.UserInfo(a.embedded.User, a.embedded.Password))
 	defer closeNC()
 	if err := js.DeleteStream(context.Background(), c.Stream); err != nil {
 		t.Fatal(err)

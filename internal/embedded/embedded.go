@@ -1,7 +1,9 @@
 // Package embedded runs the nats-server of the one-command default inside
 // the receiver's process: JetStream on a file store in the data directory,
-// consumers allowed to read but never to publish into the streams, and the
-// login file the one-shot commands use to reach it.
+// consumers (anonymous by default, or with the consumer login) allowed to
+// read but never to publish into the streams or change them, the
+// receiver's own login with every right, and the login file the one-shot
+// commands use to reach it.
 package embedded
 
 import (
@@ -17,6 +19,7 @@ import (
 	"github.com/sirupsen/logrus"
 
 	"github.com/cdse-jetstream/receiver/internal/natsconn"
+	"github.com/cdse-jetstream/receiver/internal/topology"
 )
 
 // Options configure the in-process nats-server of the default mode.
@@ -35,41 +38,98 @@ type Options struct {
 	// of the machine can take.
 	SyncEvery  time.Duration
 	SyncAlways bool
-	// ConsumerUser and ConsumerPassword, when set, turn on authentication:
-	// consumers log in with them and may read the stream (subscribe, create
-	// consumers, ack) but not publish to it or change it, so that nothing
-	// reaches the stream except through the receiver. The receiver's own
-	// in-process connection uses credentials made up at start.
+	// ConsumerUser and ConsumerPassword, when set, are the consumers'
+	// login, and a client without it is refused. Unset, consumers connect
+	// without a login (the default, on loopback). Either way a consumer
+	// has consumerPermissions: it reads the streams and uses consumers but
+	// cannot publish into a stream, or purge, change or delete one.
 	ConsumerUser, ConsumerPassword string
-	// SubjectPrefix and QuarantinePrefix are what consumers must not
-	// publish to.
+	// SubjectPrefix, QuarantinePrefix and InterestPrefix are the
+	// configured prefixes of the receiver's streams, which consumers must
+	// not publish to (with topology.PlannedPrefixes).
 	SubjectPrefix, QuarantinePrefix, InterestPrefix string
 }
 
-// Server is a running embedded server and the credentials of the
-// receiver's own connection (empty without authentication).
+// Server is a running embedded server and the login of the receiver's own
+// connection: an internal user with a password made up at each start,
+// known only to this process and to the login file.
 type Server struct {
 	*server.Server
 	User, Password string
 }
 
-// consumerPermissions let a consumer read everything and use consumers,
-// but not publish notifications or manage streams.
+// ReceiverUser is the receiver's own user on the embedded server, with
+// every right; anonymousUser is who a client without a login becomes when
+// no consumer login is set (the server's no_auth_user).
+const (
+	ReceiverUser  = "cdse-receiver"
+	anonymousUser = "anonymous-consumer"
+)
+
+// ReceiverInboxPrefix is the reply prefix of the receiver's connections to
+// the embedded server (its PubAcks and JetStream API answers arrive under
+// it). Consumers may publish to _INBOX.> (their own replies) but not
+// here, so none can answer a publish of the receiver's in JetStream's
+// place (a forged PubAck would have the receiver answer 200 for a
+// notification never stored), nor read its answers.
+const ReceiverInboxPrefix = "_RCV"
+
+// consumerPermissions let a consumer read everything and create and use
+// its consumers, but not publish into the receiver's streams nor create,
+// change, purge or delete a stream, delete a message or delete a consumer.
+//
+// Deleting a consumer is denied as a whole: NATS has no owner of a
+// consumer to scope the right to, and a consumer that could delete its own
+// durable could delete any team's, with its place and its unacknowledged
+// messages. Ephemeral and ordered consumers (nats sub, the examples) are
+// removed by the server once idle; a durable no longer wanted is deleted
+// by the operator (receiver's login, docs/consumers.md).
 func consumerPermissions(prefixes ...string) *server.Permissions {
-	var deny []string
+	deny := []string{
+		ReceiverInboxPrefix + ".>",
+		"$JS.API.STREAM.CREATE.>", "$JS.API.STREAM.UPDATE.>", "$JS.API.STREAM.DELETE.>", "$JS.API.STREAM.PURGE.>",
+		"$JS.API.STREAM.MSG.DELETE.>", "$JS.API.CONSUMER.DELETE.>",
+	}
 	for _, p := range prefixes {
 		if p != "" {
 			deny = append(deny, p+".>")
 		}
 	}
 	return &server.Permissions{
+		// Only what reading needs is allowed, so that a JetStream API
+		// added by a later server is denied until it is listed here.
 		Publish: &server.SubjectPermission{
-			Allow: []string{"$JS.API.INFO", "$JS.API.STREAM.INFO.>", "$JS.API.STREAM.NAMES", "$JS.API.STREAM.LIST",
-				"$JS.API.STREAM.MSG.GET.>", "$JS.API.DIRECT.GET.>", "$JS.API.CONSUMER.>", "$JS.ACK.>", "$JS.FC.>", "_INBOX.>"},
+			Allow: []string{
+				"$JS.API.INFO",
+				"$JS.API.STREAM.INFO.>", "$JS.API.STREAM.NAMES", "$JS.API.STREAM.LIST",
+				"$JS.API.STREAM.MSG.GET.>", "$JS.API.DIRECT.GET.>",
+				"$JS.API.CONSUMER.CREATE.>", "$JS.API.CONSUMER.DURABLE.CREATE.>",
+				"$JS.API.CONSUMER.INFO.>", "$JS.API.CONSUMER.NAMES.>", "$JS.API.CONSUMER.LIST.>",
+				"$JS.API.CONSUMER.MSG.NEXT.>",
+				"$JS.ACK.>", "$JS.FC.>",
+				"_INBOX.>",
+			},
 			Deny: deny,
 		},
-		Subscribe: &server.SubjectPermission{Allow: []string{">"}},
+		Subscribe: &server.SubjectPermission{Allow: []string{">"}, Deny: []string{ReceiverInboxPrefix + ".>"}},
 	}
+}
+
+// users are the embedded server's logins: the receiver's, with every
+// right, and the consumers', which is who a client without a login becomes
+// when no consumer login is set.
+func users(o Options, receiverPassword string) ([]*server.User, string, error) {
+	perms := consumerPermissions(append([]string{o.SubjectPrefix, o.QuarantinePrefix, o.InterestPrefix}, topology.PlannedPrefixes...)...)
+	receiver := &server.User{Username: ReceiverUser, Password: receiverPassword}
+	if o.ConsumerUser == "" {
+		// The password is never given out: this user is reached only as
+		// the no_auth_user, by connecting without a login.
+		return []*server.User{receiver, {Username: anonymousUser, Password: nuid.Next() + nuid.Next(), Permissions: perms}}, anonymousUser, nil
+	}
+	if o.ConsumerUser == ReceiverUser || o.ConsumerUser == anonymousUser {
+		return nil, "", fmt.Errorf("embedded nats: the consumer user cannot be named %q, the receiver's own users are", o.ConsumerUser)
+	}
+	return []*server.User{receiver, {Username: o.ConsumerUser, Password: o.ConsumerPassword, Permissions: perms}}, "", nil
 }
 
 // startLimit bounds the embedded server's start, store recovery
@@ -103,13 +163,11 @@ func Start(ctx context.Context, o Options, log logrus.FieldLogger) (*Server, err
 		NoSigs:       true, // the receiver owns signal handling
 		NoLog:        true,
 	}
-	emb := &Server{}
-	if o.ConsumerUser != "" {
-		emb.User, emb.Password = "cdse-receiver", nuid.Next()+nuid.Next()
-		opts.Users = []*server.User{
-			{Username: emb.User, Password: emb.Password},
-			{Username: o.ConsumerUser, Password: o.ConsumerPassword, Permissions: consumerPermissions(o.SubjectPrefix, o.QuarantinePrefix, o.InterestPrefix)},
-		}
+	// The receiver's password is new at each start and leaves the process
+	// only through the login file (0600, in the data directory).
+	emb := &Server{User: ReceiverUser, Password: nuid.Next() + nuid.Next()}
+	if opts.Users, opts.NoAuthUser, err = users(o, emb.Password); err != nil {
+		return nil, err
 	}
 	srv, err := server.NewServer(opts)
 	if err != nil {
@@ -149,7 +207,8 @@ func (l *serverLog) Debugf(format string, v ...any)  { l.log.Debugf("nats-server
 func (l *serverLog) Tracef(format string, v ...any)  { l.log.Debugf("nats-server: "+format, v...) }
 
 // ConnectOptions connect the receiver's own connection to the server, in
-// process, with the credentials made up at start.
+// process, with the credentials made up at start and replies under
+// ReceiverInboxPrefix.
 func (s *Server) ConnectOptions() natsconn.Options {
-	return natsconn.Options{URL: s.ClientURL(), User: s.User, Password: s.Password, InProcess: s.Server}
+	return natsconn.Options{URL: s.ClientURL(), User: s.User, Password: s.Password, InProcess: s.Server, InboxPrefix: ReceiverInboxPrefix}
 }

@@ -49,5 +49,7 @@ func ReadLogin(dataDir string) (natsconn.Options, error) {
 	if err := json.Unmarshal(b, &l); err != nil {
 		return natsconn.Options{}, fmt.Errorf("%s: %w", path, err)
 	}
-	return natsconn.Options{URL: l.URL, User: l.User, Password: l.Password}, nil
+	// The commands take their replies where the receiver does: consumers
+	// cannot publish there.
+	return natsconn.Options{URL: l.URL, User: l.User, Password: l.Password, InboxPrefix: ReceiverInboxPrefix}, nil
 }

@@ -27,6 +27,13 @@ type Options struct {
 	// InProcess, when set, connects to that server inside this process
 	// (the embedded one) instead of dialling URL.
 	InProcess nats.InProcessConnProvider
+	// InboxPrefix, when set, replaces _INBOX as the prefix of the
+	// connection's reply subjects (PubAcks, JetStream API answers). The
+	// embedded server lets consumers publish to _INBOX.> (their own
+	// replies) but not to this prefix, so that no consumer can answer a
+	// publish of the receiver's in JetStream's place. Unset with an
+	// external NATS, whose permissions the operator wrote for _INBOX.
+	InboxPrefix string
 }
 
 // Connect dials NATS and keeps reconnecting forever. While disconnected,
@@ -112,7 +119,8 @@ func versionParts(v string) ([3]int, bool) {
 	return out, true
 }
 
-// auth are the options that log in and verify the servers.
+// auth are the options that log in, verify the servers and take the
+// replies.
 func (o Options) auth() []nats.Option {
 	var opts []nats.Option
 	if o.CredsFile != "" {
@@ -129,6 +137,9 @@ func (o Options) auth() []nats.Option {
 	}
 	if o.InProcess != nil {
 		opts = append(opts, nats.InProcessServer(o.InProcess))
+	}
+	if o.InboxPrefix != "" {
+		opts = append(opts, nats.CustomInboxPrefix(o.InboxPrefix))
 	}
 	return opts
 }

@@ -40,6 +40,17 @@ type Options struct {
 	QuarantineMaxBytes int64
 }
 
+// PlannedPrefixes are the subject prefixes of the streams the receiver's
+// coming stages will own, which have no setting yet: the fetcher's
+// products fetched (cdse.fetched.>) and failed fetches
+// (cdse.fetchfailed.>), and the completion stage's (cdse.complete.>).
+// They are written here, once, so that the embedded server denies
+// consumers publishing to them from the day those streams appear, without
+// a second change to its permissions that could be forgotten: the fetcher
+// and completion streams must take these names (as the defaults of their
+// settings, when they get some, added to the embedded server's deny list).
+var PlannedPrefixes = []string{"cdse.fetched", "cdse.fetchfailed", "cdse.complete"}
+
 // Topology is the receiver's resources on one JetStream context.
 type Topology struct {
 	js jetstream.JetStream
