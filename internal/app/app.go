@@ -9,6 +9,7 @@ package app
 import (
 	"context"
 	"crypto/tls"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -16,6 +17,7 @@ import (
 	"net/http"
 	"net/http/pprof"
 	"path/filepath"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -27,6 +29,7 @@ import (
 	versioncollector "github.com/prometheus/client_golang/prometheus/collectors/version"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/sirupsen/logrus"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/cdse-jetstream/receiver/internal/acme"
 	"github.com/cdse-jetstream/receiver/internal/auth"
@@ -39,12 +42,10 @@ import (
 	"github.com/cdse-jetstream/receiver/internal/logging"
 	"github.com/cdse-jetstream/receiver/internal/natsconn"
 	"github.com/cdse-jetstream/receiver/internal/publish"
-	"github.com/cdse-jetstream/receiver/internal/pull"
 	"github.com/cdse-jetstream/receiver/internal/quarantine"
-	"github.com/cdse-jetstream/receiver/internal/reconcile"
+	"github.com/cdse-jetstream/receiver/internal/source"
 	"github.com/cdse-jetstream/receiver/internal/status"
 	"github.com/cdse-jetstream/receiver/internal/topology"
-	"github.com/cdse-jetstream/receiver/internal/webhook"
 )
 
 // App is a running receiver.
@@ -53,13 +54,16 @@ type App struct {
 	log      logrus.FieldLogger
 	reg      *prometheus.Registry
 	verifier *auth.Basic
-	pull     *pull.Source
-	// reconciler is nil when off; lastStored holds, per source, when
-	// JetStream last confirmed one of its messages (for /status).
-	reconciler *reconcile.Reconciler
+	// builders is the list of sources (builtinSources and those given to
+	// New); sources, those the configuration turns on, built at Start.
+	// lastStored holds, per source, when JetStream last confirmed one of
+	// its messages (for /status).
+	builders   []Builder
+	sources    []*running
 	lastStored map[string]*atomic.Int64
 	started    time.Time
 	delay      *prometheus.HistogramVec
+	catalogue  func() *catalogclient.Client
 
 	embedded   *embedded.Server
 	nc         *nats.Conn
@@ -69,23 +73,51 @@ type App struct {
 	route      ingest.Route
 	interests  *interest.Router // nil without INTERESTS_FILE
 
-	web, admin     *http.Server
+	admin          *http.Server
 	webLn, adminLn net.Listener
 	// acme gets the webhook's certificate with RECEIVER_ACME_DOMAINS;
 	// acmeHTTP answers HTTP-01 on RECEIVER_ACME_HTTP_ADDR.
-	acme           *acme.Manager
-	acmeHTTP       *http.Server
-	errs           chan error
-	keeper         *topology.Keeper
-	stopping       atomic.Bool
-	stopBackground context.CancelFunc
-	background     sync.WaitGroup
+	acme     *acme.Manager
+	acmeHTTP *http.Server
+	acmeLn   net.Listener
+	keeper   *topology.Keeper
+	stopping atomic.Bool
+
+	// Everything long-running but the admin port (which outlives it, to
+	// answer probes and scrapes while the rest stops) runs in one group:
+	// the first fatal error cancels the rest and is reported on errs.
+	group       *errgroup.Group
+	stopGroup   context.CancelFunc
+	groupDone   chan struct{} // closed when every member has returned
+	groupErr    error         // the group's error, read after groupDone
+	streamReady chan struct{} // closed once the stream exists
+	errs        chan error
+}
+
+// running is a source the configuration turned on, and how it ended.
+type running struct {
+	source.Source
+	early bool
+	mu    sync.Mutex
+	ended error // a degraded source's reason; nil while it runs
+}
+
+func (r *running) end(err error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.ended = err
+}
+
+func (r *running) err() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.ended
 }
 
 // New checks what can be checked before listening: the configuration,
 // credentials and metrics. Everything the receiver measures is registered
-// on reg.
-func New(cfg config.Config, log logrus.FieldLogger, reg *prometheus.Registry) (*App, error) {
+// on reg. extra are sources besides the receiver's own (builtinSources).
+func New(cfg config.Config, log logrus.FieldLogger, reg *prometheus.Registry, extra ...Builder) (*App, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("invalid configuration: %w", err)
 	}
@@ -110,7 +142,19 @@ func New(cfg config.Config, log logrus.FieldLogger, reg *prometheus.Registry) (*
 	); err != nil {
 		return nil, fmt.Errorf("register process metrics: %w", err)
 	}
-	a := &App{cfg: cfg, log: log, reg: reg, verifier: verifier, route: route, interests: interests, errs: make(chan error, 3), lastStored: newClocks(), started: time.Now(), delay: newDelay()}
+	a := &App{cfg: cfg, log: log, reg: reg, verifier: verifier, route: route, interests: interests,
+		errs: make(chan error, 1), started: time.Now(), streamReady: make(chan struct{}), groupDone: make(chan struct{})}
+	a.builders = append(a.builtinSources(), extra...)
+	names := make([]string, 0, len(a.builders))
+	for _, b := range a.builders {
+		if b.Name == "" || slices.Contains(names, b.Name) {
+			return nil, fmt.Errorf("source %q: every source needs a name of its own", b.Name)
+		}
+		names = append(names, b.Name)
+	}
+	a.lastStored, a.delay = newClocks(names), newDelay(names)
+	// One catalogue client, one login, for every source that reads it.
+	a.catalogue = sync.OnceValue(cfg.Catalogue)
 	// What the alerts watch: readiness (as /readyz answers it, one stream
 	// lookup per scrape) and the NATS connection.
 	if err := errors.Join(
@@ -205,35 +249,31 @@ func (a *App) Start(ctx context.Context) error {
 		a.log.WithField("max_payload", mp).Warn("NATS max_payload is smaller than RECEIVER_MAX_BODY: larger notifications will get 413")
 	}
 
-	bctx, cancel := context.WithCancel(context.Background())
-	a.stopBackground = cancel
-	sources, err := a.sources()
-	if err != nil {
+	a.admin = &http.Server{Handler: a.adminHandler(), ReadHeaderTimeout: 5 * time.Second, ErrorLog: logging.StdLog(a.log)}
+	if a.adminLn, err = listen("admin", cfg.AdminAddr); err != nil {
 		return err
 	}
-	a.background.Add(2)
 	go func() {
-		defer a.background.Done()
-		if a.ensureStream(bctx) {
-			a.background.Add(1) // within a counted goroutine: never from zero
-			go func() { defer a.background.Done(); a.keeper.Run(bctx, streamCheckInterval) }()
-			a.runSources(bctx, sources)
+		if err := a.admin.Serve(a.adminLn); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			a.fail(fmt.Errorf("admin: %w", err))
 		}
 	}()
-	go func() { defer a.background.Done(); a.reloadCredentials(bctx, 10*time.Second) }()
-
-	a.admin = &http.Server{Handler: a.adminHandler(), ReadHeaderTimeout: 5 * time.Second, ErrorLog: logging.StdLog(a.log)}
-	if a.adminLn, err = net.Listen("tcp", cfg.AdminAddr); err != nil {
-		return fmt.Errorf("admin listener: %w", err)
+	if err := a.buildSources(); err != nil {
+		return err
 	}
-	go a.serve(a.admin, a.adminLn)
+	a.run()
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("start: %w", err)
 	}
-	if cfg.Webhook {
-		if err := a.startWebhook(ctx); err != nil {
-			return err
+	if a.acme != nil {
+		// The webhook serves first: the CA validates TLS-ALPN-01 on
+		// this very port.
+		octx, cancel := context.WithTimeout(ctx, acmeObtainTimeout)
+		defer cancel()
+		if err := a.acme.Obtain(octx); err != nil {
+			return fmt.Errorf("ACME: %w (the CA at RECEIVER_ACME_DIRECTORY must be reachable from here, and %s must resolve to this machine with port 443, or port 80 with RECEIVER_ACME_HTTP_ADDR, open to the CA)", err, cfg.ACMEDomains)
 		}
+		a.log.WithField("domains", cfg.ACMEDomains).Info("serving HTTPS (TLS 1.2+) with the ACME certificate, renewed ahead of expiry")
 	}
 	a.log.WithFields(cfg.Fields()).WithFields(logrus.Fields{
 		"webhook_addr": a.WebhookAddr(),
@@ -248,63 +288,6 @@ func (a *App) Start(ctx context.Context) error {
 // CA validates the challenge on the webhook's port meanwhile).
 const acmeObtainTimeout = 2 * time.Minute
 
-func (a *App) startWebhook(ctx context.Context) error {
-	cfg := a.cfg
-	proxies, _ := cfg.TrustedProxyNets() // checked by Validate
-	wo := webhook.Options{
-		Path:             cfg.Path,
-		MaxBody:          cfg.MaxBody,
-		MaxNotifications: cfg.MaxNotifications,
-		Route:            a.route,
-		TrustedProxies:   proxies,
-		Quarantine:       a.quarantine,
-		RequestLog:       logging.RequestLogger(a.log),
-	}
-	if cfg.AuthFailureLimit > 0 {
-		wo.Limiter = auth.NewFailureLimiter(cfg.AuthFailureLimit, time.Minute, 100_000)
-	}
-	e, err := webhook.New(wo, a.stamp(ingest.SourcePush), a.verifier, a.reg, a.log)
-	if err != nil {
-		return err
-	}
-	a.web = webhook.HTTPServer(e, webhook.Timeouts{ReadHeader: cfg.ReadHeaderTimeout, Read: cfg.ReadTimeout, Publish: cfg.PublishTimeout}, logging.StdLog(a.log))
-	if a.webLn, err = net.Listen("tcp", cfg.Addr); err != nil {
-		return fmt.Errorf("webhook listener: %w", err)
-	}
-	if cfg.TLSCertFile != "" {
-		certs, err := webhook.NewCertReloader(cfg.TLSCertFile, cfg.TLSKeyFile, func(err error) {
-			a.log.WithError(err).Error("TLS certificate not reloaded; the previous one is still served")
-		})
-		if err != nil {
-			a.webLn.Close()
-			return err
-		}
-		a.webLn = tls.NewListener(a.webLn, certs.TLSConfig())
-		if err := a.registerCertExpiry(certs.NotAfter); err != nil {
-			a.webLn.Close()
-			return err
-		}
-		a.log.WithField("cert", cfg.TLSCertFile).Info("serving HTTPS (TLS 1.2+), certificate reloaded when the files change")
-	}
-	if cfg.ACMEDomains != "" {
-		if err := a.startACME(); err != nil {
-			a.webLn.Close()
-			return err
-		}
-	}
-	go a.serve(a.web, a.webLn)
-	if a.acme != nil {
-		// Served first: the CA validates TLS-ALPN-01 on this very port.
-		octx, cancel := context.WithTimeout(ctx, acmeObtainTimeout)
-		defer cancel()
-		if err := a.acme.Obtain(octx); err != nil {
-			return fmt.Errorf("ACME: %w (the CA at RECEIVER_ACME_DIRECTORY must be reachable from here, and %s must resolve to this machine with port 443, or port 80 with RECEIVER_ACME_HTTP_ADDR, open to the CA)", err, cfg.ACMEDomains)
-		}
-		a.log.WithField("domains", cfg.ACMEDomains).Info("serving HTTPS (TLS 1.2+) with the ACME certificate, renewed ahead of expiry")
-	}
-	return nil
-}
-
 // registerCertExpiry exports when the webhook's certificate in force
 // expires, whichever way it is had (files, ACME).
 func (a *App) registerCertExpiry(notAfter func() time.Time) error {
@@ -317,80 +300,113 @@ func (a *App) registerCertExpiry(notAfter func() time.Time) error {
 	return nil
 }
 
-// startACME makes the webhook's listener serve the ACME certificates,
-// kept in the data directory, and the optional HTTP-01 port.
-func (a *App) startACME() error {
+// startACME makes the webhook's listener ln serve the ACME certificates,
+// kept in the data directory, and binds the optional HTTP-01 port (served
+// in the group).
+func (a *App) startACME(ln net.Listener) (net.Listener, error) {
 	cfg := a.cfg
 	m, err := acme.New(acme.Options{Domains: cfg.ACMEDomainList(), Email: cfg.ACMEEmail, Directory: cfg.ACMEDirectory, CAFile: cfg.ACMECAFile,
 		CacheDir: filepath.Join(cfg.DataDir, "acme")}, a.log.WithField("component", "acme"))
 	if err != nil {
-		return err
+		return ln, err
 	}
 	if err := a.registerCertExpiry(m.NotAfter); err != nil {
 		m.Close()
-		return err
+		return ln, err
 	}
 	a.acme = m
-	a.webLn = tls.NewListener(a.webLn, m.TLSConfig())
 	if cfg.ACMEHTTPAddr != "" {
-		ln, err := net.Listen("tcp", cfg.ACMEHTTPAddr)
-		if err != nil {
-			return fmt.Errorf("ACME HTTP-01 listener: %w", err)
+		if a.acmeLn, err = listen("ACME HTTP-01", cfg.ACMEHTTPAddr); err != nil {
+			return ln, err
 		}
 		a.acmeHTTP = &http.Server{Handler: m.HTTPHandler(nil), ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 10 * time.Second, ErrorLog: logging.StdLog(a.log)}
-		go a.serve(a.acmeHTTP, ln)
+	}
+	return tls.NewListener(ln, m.TLSConfig()), nil
+}
+
+// buildSources builds the sources the configuration turns on, each with
+// its own publisher.
+func (a *App) buildSources() error {
+	for _, b := range a.builders {
+		src, err := b.Build(Deps{Config: a.cfg, Publisher: a.stamp(b.Name), Route: a.route, Quarantine: a.quarantine,
+			Topology: a.topo, Catalogue: a.catalogue, Interests: a.interests, Registry: a.reg, Log: a.log})
+		if err != nil {
+			return fmt.Errorf("source %s: %w", b.Name, err)
+		}
+		if src == nil {
+			continue
+		}
+		if src.Name() != b.Name {
+			return fmt.Errorf("source %s: built a source named %q", b.Name, src.Name())
+		}
+		a.sources = append(a.sources, &running{Source: src, early: b.Early})
 	}
 	return nil
 }
 
-// sources builds the PULL source and the reconciler, when configured.
-func (a *App) sources() ([]func(context.Context), error) {
-	cfg := a.cfg
-	if cfg.PullSubscription == "" && cfg.ReconcileInterval == 0 {
-		return nil, nil
-	}
-	api := cfg.Catalogue()
-	var run []func(context.Context)
-	if cfg.PullSubscription != "" {
-		src, err := pull.New(pull.Options{SubscriptionID: cfg.PullSubscription, Route: a.route, Interval: cfg.PullInterval, Hydrate: cfg.PullHydrate}, api, a.stamp(ingest.SourcePull), a.quarantine, a.reg, a.log)
-		if err != nil {
-			return nil, err
+// run starts the group: the sources (those not early once the stream
+// exists), the stream's keeper, the reloader, the ACME HTTP-01 port. The
+// first fatal error stops them all and is reported on Errors.
+func (a *App) run() {
+	ctx, cancel := context.WithCancel(context.Background())
+	a.stopGroup = cancel
+	g, ctx := errgroup.WithContext(ctx)
+	a.group = g
+	g.Go(func() error {
+		if !a.ensureStream(ctx) {
+			return nil
 		}
-		a.pull = src
-		run = append(run, func(ctx context.Context) { _ = src.Run(ctx) })
+		close(a.streamReady)
+		a.keeper.Run(ctx, streamCheckInterval)
+		return nil
+	})
+	g.Go(func() error { a.reloadCredentials(ctx, 10*time.Second); return nil })
+	if a.acmeHTTP != nil {
+		g.Go(func() error {
+			if err := serveUntil(ctx, a.acmeHTTP, a.acmeLn, a.cfg.ShutdownTimeout); err != nil {
+				return fmt.Errorf("ACME HTTP-01: %w", err)
+			}
+			return nil
+		})
 	}
-	if cfg.ReconcileInterval > 0 {
-		events, _ := catalogclient.ParseEvents(cfg.ReconcileEvents) // checked by Validate
-		o := reconcile.Options{Filter: cfg.ReconcileFilter}
-		if o.Filter == "" && a.interests != nil {
-			// The union of the interests, as they are at each pass: what
-			// register apply registers, so that the reconciler bridges a
-			// change of the subscription.
-			o.FilterOf = func() string { return a.interests.Current().Compile().Filter }
-		}
-		o.Events, o.PageSize, o.Interval, o.Lookback, o.Overlap, o.Route = events, cfg.ReconcilePageSize, cfg.ReconcileInterval, cfg.ReconcileLookback, cfg.ReconcileOverlap, a.route
-		rec, err := reconcile.New(o, api, a.stamp(ingest.SourceReconcile), a.quarantine, a.topo, a.reg, a.log)
-		if err != nil {
-			return nil, err
-		}
-		a.reconciler = rec
-		run = append(run, rec.Run)
+	for _, r := range a.sources {
+		g.Go(func() error {
+			if !r.early {
+				select {
+				case <-a.streamReady:
+				case <-ctx.Done():
+					return nil
+				}
+			}
+			err := r.Run(ctx)
+			switch {
+			case err == nil || ctx.Err() != nil && errors.Is(err, context.Canceled):
+				return nil
+			case source.Degraded(err):
+				// The others go on; readiness and /status say why.
+				r.end(err)
+				a.log.WithError(err).WithField("source", r.Name()).Error("source stopped; the receiver goes on without it, not ready")
+				return nil
+			default:
+				return fmt.Errorf("source %s: %w", r.Name(), err)
+			}
+		})
 	}
-	return run, nil
+	go func() {
+		a.groupErr = g.Wait()
+		close(a.groupDone)
+		if a.groupErr != nil && !a.stopping.Load() {
+			a.fail(a.groupErr)
+		}
+	}()
 }
 
-func (a *App) runSources(ctx context.Context, sources []func(context.Context)) {
-	var wg sync.WaitGroup
-	for _, run := range sources {
-		wg.Add(1)
-		go func() { defer wg.Done(); run(ctx) }()
-	}
-	wg.Wait()
-}
-
-func (a *App) serve(s *http.Server, ln net.Listener) {
-	if err := s.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-		a.errs <- err
+// fail reports a fatal error on Errors (the first one: the receiver stops
+// on it).
+func (a *App) fail(err error) {
+	select {
+	case a.errs <- err:
+	default:
 	}
 }
 
@@ -488,8 +504,11 @@ func (a *App) Ready(ctx context.Context) error {
 		return errors.New("not connected to NATS")
 	case a.keeper == nil || !a.keeper.Ready():
 		return errors.New("stream not ready (being created)")
-	case a.pull != nil && a.pull.Err() != nil:
-		return fmt.Errorf("pull source stopped: %w", a.pull.Err())
+	}
+	for _, r := range a.sources {
+		if err := r.err(); err != nil {
+			return fmt.Errorf("%s source stopped: %w", r.Name(), err)
+		}
 	}
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
@@ -515,7 +534,10 @@ func (a *App) adminHandler() http.Handler {
 		w.Header().Set("Content-Type", "application/json")
 		if err := a.Ready(r.Context()); err != nil {
 			w.WriteHeader(http.StatusServiceUnavailable)
-			_, _ = fmt.Fprintf(w, `{"status":"not ready","reason":%q}`, err.Error())
+			// Marshalled, not %q: Go's quoting is not JSON's (a control
+			// byte in a reason would make the answer unreadable).
+			b, _ := json.Marshal(map[string]string{"status": "not ready", "reason": err.Error()})
+			_, _ = w.Write(b)
 			return
 		}
 		_, _ = io.WriteString(w, `{"status":"ready"}`)
@@ -530,7 +552,8 @@ func (a *App) adminHandler() http.Handler {
 	return mux
 }
 
-// Errors reports a listener that failed while serving.
+// Errors reports what stops the receiver: a listener that failed while
+// serving, a source that ended with a fatal error.
 func (a *App) Errors() <-chan error { return a.errs }
 
 // WebhookAddr and AdminAddr are the bound listen addresses.
@@ -561,7 +584,7 @@ func (a *App) NATSURL() string {
 // stops; the admin endpoints go last. It returns when done or when ctx
 // expires.
 func (a *App) Shutdown(ctx context.Context) error {
-	if !a.stopping.Swap(true) && a.cfg.ShutdownDelay > 0 && a.web != nil {
+	if !a.stopping.Swap(true) && a.cfg.ShutdownDelay > 0 && a.webLn != nil {
 		// Readiness is false from here; requests keep being served while
 		// the load balancer takes the pod out of rotation.
 		a.log.WithField("delay", a.cfg.ShutdownDelay.String()).Info("not ready; serving until the load balancer has noticed")
@@ -571,27 +594,25 @@ func (a *App) Shutdown(ctx context.Context) error {
 		}
 	}
 	var errs []error
-	if a.stopBackground != nil {
-		// The sources end with their context (every outbound request
-		// carries it); the wait is bounded all the same, so that nothing
-		// that ignores it can hold the process past its shutdown bound.
-		a.stopBackground()
-		done := make(chan struct{})
-		go func() { a.background.Wait(); close(done) }()
+	if a.stopGroup != nil {
+		// The group's members end with its context (every outbound
+		// request carries it; the webhook finishes the requests in
+		// flight); the wait is bounded all the same, so that nothing that
+		// ignores it can hold the process past its shutdown bound.
+		a.stopGroup()
 		select {
-		case <-done:
+		case <-a.groupDone:
+			if a.groupErr != nil {
+				errs = append(errs, a.groupErr)
+			}
 		case <-ctx.Done():
-			errs = append(errs, errors.New("background work (sources, stream keeper) did not stop in time"))
+			errs = append(errs, errors.New("sources, stream keeper and servers did not stop in time"))
 		}
-	}
-	if a.web != nil {
-		if err := a.web.Shutdown(ctx); err != nil {
-			errs = append(errs, fmt.Errorf("webhook: %w", err))
-		}
-	}
-	if a.acmeHTTP != nil {
-		if err := a.acmeHTTP.Shutdown(ctx); err != nil {
-			errs = append(errs, fmt.Errorf("ACME HTTP-01: %w", err))
+	} else {
+		for _, ln := range []net.Listener{a.webLn, a.acmeLn} {
+			if ln != nil { // bound by a start that failed before the group ran
+				ln.Close()
+			}
 		}
 	}
 	if a.acme != nil {

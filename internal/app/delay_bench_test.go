@@ -11,7 +11,7 @@ import (
 // stored message on the request path: a lookup of the event's observer
 // and one histogram observation.
 func BenchmarkDelayObserve(b *testing.B) {
-	a := &App{delay: newDelay(), lastStored: newClocks()}
+	a := &App{delay: newDelay([]string{"push"}), lastStored: newClocks([]string{"push"})}
 	s := a.stamp("push")
 	msgs := []publish.Message{{Event: "created", Occurred: time.Now().Add(-3 * time.Second)}}
 	res := []publish.Result{{Seq: 1}}

@@ -11,8 +11,8 @@ import (
 
 	"github.com/cdse-jetstream/receiver/event"
 	"github.com/cdse-jetstream/receiver/internal/buildinfo"
-	"github.com/cdse-jetstream/receiver/internal/ingest"
 	"github.com/cdse-jetstream/receiver/internal/publish"
+	"github.com/cdse-jetstream/receiver/internal/source"
 	"github.com/cdse-jetstream/receiver/internal/status"
 )
 
@@ -77,16 +77,16 @@ func (a *App) stamp(source string) stamped {
 	return s
 }
 
-// newDelay is the delivery delay histogram, its series there from the start
-// (alerts and rules see zeros, not nothing).
-func newDelay() *prometheus.HistogramVec {
+// newDelay is the delivery delay histogram, the series of every source
+// there from the start (alerts and rules see zeros, not nothing).
+func newDelay(sources []string) *prometheus.HistogramVec {
 	h := prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Name: "cdse_receiver_delivery_delay_seconds",
 		Help: "For each product event stored (not a duplicate): when it was stored minus when the catalogue says it happened (PublicationDate for created, ModificationDate for modified, DeletionDate for deleted), by the source that brought it first.",
 		// From seconds (PUSH) to days (the reconciler's lookback).
 		Buckets: []float64{1, 5, 15, 30, 60, 120, 300, 600, 1800, 3600, 7200, 21600, 86400, 259200},
 	}, []string{"source", "event"})
-	for _, src := range []string{ingest.SourcePush, ingest.SourcePull, ingest.SourceReconcile} {
+	for _, src := range sources {
 		for _, ev := range event.Kinds {
 			h.WithLabelValues(src, string(ev))
 		}
@@ -94,8 +94,14 @@ func newDelay() *prometheus.HistogramVec {
 	return h
 }
 
-func newClocks() map[string]*atomic.Int64 {
-	return map[string]*atomic.Int64{ingest.SourcePush: {}, ingest.SourcePull: {}, ingest.SourceReconcile: {}}
+// newClocks is a clock per source, made before any source runs (the map is
+// only read afterwards).
+func newClocks(sources []string) map[string]*atomic.Int64 {
+	m := make(map[string]*atomic.Int64, len(sources))
+	for _, name := range sources {
+		m[name] = new(atomic.Int64)
+	}
+	return m
 }
 
 // Status is what GET /status answers.
@@ -107,23 +113,26 @@ func (a *App) Status(ctx context.Context) status.Receiver {
 	} else {
 		st.Ready = true
 	}
-	source := func(name, sub string) {
-		s := status.Source{Name: name, Subscription: sub}
-		if ns := a.lastStored[name].Load(); ns != 0 {
+	if cfg.Webhook {
+		st.Webhook = &status.Webhook{Path: cfg.Path, Username: cfg.Username, TLS: cfg.TLSCertFile != "" || cfg.ACMEDomains != ""}
+	}
+	var watermarks []watermarker
+	for _, r := range a.sources {
+		s := status.Source{Name: r.Name()}
+		if sub, ok := r.Source.(source.Subscriber); ok {
+			s.Subscription = sub.Subscription()
+		}
+		if ns := a.lastStored[r.Name()].Load(); ns != 0 {
 			t := time.Unix(0, ns).UTC()
 			s.LastStored = &t
 		}
+		if err := r.err(); err != nil {
+			s.Stopped = err.Error()
+		}
+		if w, ok := r.Source.(watermarker); ok {
+			watermarks = append(watermarks, w)
+		}
 		st.Sources = append(st.Sources, s)
-	}
-	if cfg.Webhook {
-		st.Webhook = &status.Webhook{Path: cfg.Path, Username: cfg.Username, TLS: cfg.TLSCertFile != ""}
-		source(ingest.SourcePush, "")
-	}
-	if cfg.PullSubscription != "" {
-		source(ingest.SourcePull, cfg.PullSubscription)
-	}
-	if cfg.ReconcileInterval > 0 {
-		source(ingest.SourceReconcile, "")
 	}
 	if a.pub == nil {
 		return st
@@ -132,8 +141,8 @@ func (a *App) Status(ctx context.Context) status.Receiver {
 	defer cancel()
 	st.Stream = a.streamState(ctx, cfg.Stream)
 	st.Quarantine = a.streamState(ctx, cfg.QuarantineStream)
-	if a.reconciler != nil {
-		for ev, t := range a.reconciler.Watermarks(ctx) {
+	for _, w := range watermarks {
+		for ev, t := range w.Watermarks(ctx) {
 			if st.Watermarks == nil {
 				st.Watermarks = map[string]time.Time{}
 			}
@@ -141,6 +150,11 @@ func (a *App) Status(ctx context.Context) status.Receiver {
 		}
 	}
 	return st
+}
+
+// watermarker is a source that keeps watermarks (the reconciler).
+type watermarker interface {
+	Watermarks(ctx context.Context) map[event.Kind]time.Time
 }
 
 // streamState is a stream's size as JetStream reports it now; nil when it

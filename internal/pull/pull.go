@@ -23,6 +23,7 @@ import (
 	"github.com/cdse-jetstream/receiver/internal/notification"
 	"github.com/cdse-jetstream/receiver/internal/publish"
 	"github.com/cdse-jetstream/receiver/internal/quarantine"
+	"github.com/cdse-jetstream/receiver/internal/source"
 )
 
 // Queue is the part of the catalogue API the source uses.
@@ -90,6 +91,12 @@ func New(o Options, q Queue, pub Publisher, qu Quarantine, reg prometheus.Regist
 	return &Source{o: o, q: q, pub: pub, qu: qu, log: log.WithField("pull_subscription", o.SubscriptionID), m: m}, nil
 }
 
+// Name is the source's name (internal/source).
+func (*Source) Name() string { return ingest.SourcePull }
+
+// Subscription is the id of the subscription it reads.
+func (s *Source) Subscription() string { return s.o.SubscriptionID }
+
 // Err returns why the source stopped (ErrGone), or nil while it runs.
 func (s *Source) Err() error {
 	s.mu.Lock()
@@ -97,7 +104,9 @@ func (s *Source) Err() error {
 	return s.err
 }
 
-// Run consumes the queue until ctx ends or the subscription is gone.
+// Run consumes the queue until ctx ends or the subscription is gone; a
+// subscription gone ends the source but not the receiver (source.Degrade):
+// PUSH keeps being served.
 func (s *Source) Run(ctx context.Context) error {
 	backoff := time.Second
 	for {
@@ -111,7 +120,7 @@ func (s *Source) Run(ctx context.Context) error {
 			s.err = err
 			s.mu.Unlock()
 			s.log.WithError(err).Error("pull source stopped: the subscription is gone; create a new one (register create --type pull) and restart")
-			return err
+			return source.Degrade(err)
 		case err != nil:
 			wait = backoff/2 + time.Duration(rand.Int64N(int64(backoff/2)+1))
 			backoff = min(backoff*2, s.o.MaxBackoff)

@@ -44,12 +44,15 @@ type Webhook struct {
 
 // Source is one enabled source of notifications.
 type Source struct {
-	Name string `json:"name"` // push, pull, reconcile
+	Name string `json:"name"` // push, pull, reconcile, or another source's name
 	// Subscription is the PULL subscription's id.
 	Subscription string `json:"subscription,omitempty"`
 	// LastStored is when JetStream last confirmed one of its messages
 	// (stored or duplicate) since the process started; nil if never.
 	LastStored *time.Time `json:"lastStored,omitempty"`
+	// Stopped is why the source ended while the receiver runs on (a PULL
+	// subscription deleted); the receiver is not ready meanwhile.
+	Stopped string `json:"stopped,omitempty"`
 }
 
 // Stream is a stream's state.

@@ -2,6 +2,7 @@ package binary_test
 
 import (
 	"bytes"
+	"context"
 	"crypto/tls"
 	"fmt"
 	"io"
@@ -14,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cdse-jetstream/receiver/internal/status"
 	"github.com/cdse-jetstream/receiver/internal/testkit/fixtures"
 	"github.com/cdse-jetstream/receiver/internal/testkit/natstest"
 	"github.com/cdse-jetstream/receiver/internal/testkit/pebbletest"
@@ -69,6 +71,11 @@ func TestACMEEndToEnd(t *testing.T) {
 	expiry, err := strconv.ParseFloat(scrape.Value(t, "http://"+p.admin, "cdse_receiver_tls_certificate_expiry_timestamp_seconds"), 64)
 	if d := time.Until(time.Unix(int64(expiry), 0)); err != nil || d < 89*24*time.Hour || d > 91*24*time.Hour {
 		t.Errorf("certificate expiry metric %v: %s from now", expiry, d)
+	}
+	// /status says the webhook serves TLS (it said false under ACME).
+	st, err := status.Fetch(context.Background(), &http.Client{Timeout: 5 * time.Second}, "http://"+p.admin)
+	if err != nil || st.Webhook == nil || !st.Webhook.TLS {
+		t.Errorf("/status under ACME: %+v, %v", st, err)
 	}
 	// The cache: files 0600 in directories 0700.
 	var files int

@@ -39,8 +39,9 @@ type Receiver struct {
 }
 
 // Start runs a receiver with the default configuration changed by mutate
-// (nil for none) and waits until it is ready.
-func Start(t testing.TB, mutate func(*config.Config)) *Receiver {
+// (nil for none), and the sources extra besides its own, and waits until
+// it is ready.
+func Start(t testing.TB, mutate func(*config.Config), extra ...app.Builder) *Receiver {
 	t.Helper()
 	cfg := config.Default()
 	cfg.Username, cfg.Password = User, Password
@@ -53,7 +54,7 @@ func Start(t testing.TB, mutate func(*config.Config)) *Receiver {
 		t.Fatal(err)
 	}
 	log, hook := test.NewNullLogger()
-	a, err := app.New(cfg, log, prometheus.NewRegistry())
+	a, err := app.New(cfg, log, prometheus.NewRegistry(), extra...)
 	if err != nil {
 		t.Fatal(err)
 	}
