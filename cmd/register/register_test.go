@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/cdse-jetstream/receiver/internal/catalogclient"
@@ -291,6 +292,61 @@ func TestUpdate(t *testing.T) {
 	}
 	if got := h.sim.SubscriptionPassword(id); got != "the-new-webhook-password" {
 		t.Errorf("the catalogue sends password %q", got)
+	}
+}
+
+// TestPreflightSendsNoCredentialsToAStranger: create and update against
+// an endpoint that does not answer as the receiver (a typo's host that
+// logs what it is sent) exit 1 saying so, register nothing, and the
+// endpoint never sees the receiver's credentials. (Plain http: the
+// command trusts only the system's roots; internal/preflight tests the
+// same over TLS.)
+func TestPreflightSendsNoCredentialsToAStranger(t *testing.T) {
+	h := newHarness(t)
+	if code, _, errOut := h.run(create...); code != 0 {
+		t.Fatal(errOut)
+	}
+	id := h.subs(t)[0].ID
+	var (
+		mu   sync.Mutex
+		seen []string // the Authorization headers received
+	)
+	stranger := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		seen = append(seen, r.Header.Get("Authorization"))
+		mu.Unlock()
+		w.Header().Set("Content-Type", "text/html")
+		fmt.Fprint(w, "<html>this domain is for sale</html>")
+	}))
+	t.Cleanup(stranger.Close)
+	endpoint := stranger.URL + "/notifications"
+	for _, args := range [][]string{
+		{"create", "--endpoint", endpoint, "--insecure-endpoint", "--filter", "Collection/Name eq 'SENTINEL-1'"},
+		{"update", id, "--endpoint", endpoint, "--insecure-endpoint"},
+	} {
+		t.Run(args[0], func(t *testing.T) {
+			code, out, errOut := h.run(args...)
+			for _, want := range []string{"preflight: not-receiver", "without credentials answered 200 OK (no Basic realm)", "the credentials were not sent", "nothing was registered"} {
+				if code != 1 || !strings.Contains(errOut, want) {
+					t.Errorf("exit %d, want 1 with %q in\n%s%s", code, want, out, errOut)
+				}
+			}
+		})
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(seen) != 2 {
+		t.Errorf("%d requests, want one without credentials per command", len(seen))
+	}
+	for _, a := range seen {
+		if a != "" {
+			t.Errorf("the stranger was sent Authorization %q", a)
+		}
+	}
+	for _, s := range h.subs(t) {
+		if s.NotificationEndpoint == endpoint {
+			t.Errorf("registered: %+v", s)
+		}
 	}
 }
 

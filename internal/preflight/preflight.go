@@ -3,8 +3,10 @@
 // points the catalogue at it (register create/apply/update) and in
 // register status: the name resolves, the port answers, the certificate is
 // valid for the name and not about to expire, and a preflight request (a
-// POST with the credentials and Cdse-Preflight: 1, which the receiver
-// answers without storing anything) is answered by the receiver. Each
+// POST with Cdse-Preflight: 1, which the receiver answers without storing
+// anything) is answered by the receiver: first without the credentials,
+// which are sent only once the endpoint has answered that as the receiver
+// does (401 with its Basic realm), then with them. Each
 // failure says which of four things is wrong — the endpoint is not
 // reachable, its certificate is bad, the credentials are wrong, or what
 // answers is not the receiver — in words an operator acts on.
@@ -30,8 +32,10 @@ import (
 )
 
 // The protocol between the receiver (internal/webhook) and the check:
-// a POST with the credentials, Header: 1 and no body, answered 200 with an
-// Answer whose Service is Service, or 401 with the receiver's Basic Realm.
+// a POST with Header: 1 and no body; without credentials it is answered
+// 401 with a Basic challenge of Realm (internal/webhook sends this
+// constant: the one place the realm is written), with the credentials 200
+// with an Answer whose Service is Service.
 const (
 	Header  = "Cdse-Preflight"
 	Realm   = "cdse-receiver"
@@ -413,13 +417,54 @@ type Answer struct {
 	Version   string `json:"version"`
 }
 
+// reply is what the endpoint answered to one preflight request.
+type reply struct {
+	code     int
+	status   string // "401 Unauthorized"
+	ctype    string
+	realms   []string // of the Basic challenges of WWW-Authenticate
+	location string
+	body     []byte // its first 64 KiB
+	took     time.Duration
+}
+
+// challenged says whether r is the receiver's answer to a request without
+// credentials: 401 with a Basic challenge of the receiver's realm.
+func (r reply) challenged() bool {
+	if r.code != http.StatusUnauthorized {
+		return false
+	}
+	for _, realm := range r.realms {
+		if realm == Realm {
+			return true
+		}
+	}
+	return false
+}
+
+// realm says which Basic realm r asked for, for a message.
+func (r reply) realm() string {
+	if len(r.realms) == 0 {
+		return "no Basic realm"
+	}
+	return fmt.Sprintf("realm %q", r.realms[0])
+}
+
+// notSent ends every message about an endpoint that did not answer as the
+// receiver: the operator learns that the password did not leak there.
+const notSent = "the credentials were not sent to it"
+
+// webhook asks the endpoint twice. First without the credentials: only
+// an endpoint answering as the receiver does (401 with its Basic realm)
+// gets them, in a second request, so a typo in the host name does not
+// hand the password to whoever holds that name. The realm is public: this
+// stops mistakes, not an impostor who copies it.
 func (c *checker) webhook(ctx context.Context) bool {
 	const name = "webhook"
-	ctx, cancel := context.WithTimeout(ctx, c.o.Timeout)
-	defer cancel()
 	addr := c.addr
 	tr := &http.Transport{
-		// The address checked: the same server, not another of the name's.
+		// The address checked: the same server, not another of the name's,
+		// for both requests.
 		DialContext: func(ctx context.Context, network, _ string) (net.Conn, error) {
 			return (&net.Dialer{}).DialContext(ctx, network, addr)
 		},
@@ -430,14 +475,92 @@ func (c *checker) webhook(ctx context.Context) bool {
 	client := &http.Client{
 		Transport: tr,
 		Timeout:   c.o.Timeout,
-		// A redirect is reported, never followed with the credentials.
+		// A redirect is reported, never followed: not with the
+		// credentials, and not by the probe either (its answer is judged
+		// as it is).
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 	}
+
+	probe, err := c.post(ctx, client, false)
+	if err != nil {
+		return c.requestFailure(name, err)
+	}
+	if !probe.challenged() {
+		return c.notChallenged(name, probe)
+	}
+	if c.o.Username == "" && c.o.Password == "" {
+		// Nothing to check the credentials with: the receiver's own
+		// challenge still says the URL is right.
+		c.add(name, Warn, "the receiver answers at this URL (401, realm %q); the credentials were not checked: none were given", Realm)
+		return true
+	}
+
+	r, err := c.post(ctx, client, true)
+	if err != nil {
+		return c.requestFailure(name, err)
+	}
+	switch r.code {
+	case http.StatusOK:
+		var a Answer
+		if strings.HasPrefix(r.ctype, "application/json") && json.Unmarshal(r.body, &a) == nil && a.Preflight == "ok" && a.Service == Service {
+			version := ""
+			if a.Version != "" {
+				version = " (version " + a.Version + ")"
+			}
+			c.add(name, OK, "the receiver%s accepts the credentials (%s in %s)", version, r.status, r.took)
+			return true
+		}
+		return c.fail(name, NotReceiver, "not the receiver: POST %s answered %s with %s: something else answers at this URL (a proxy's page? another service?): check the URL's host and path (RECEIVER_PATH)", c.o.Endpoint, r.status, describe(r.ctype, r.body))
+	case http.StatusUnauthorized:
+		if r.challenged() {
+			return c.fail(name, WrongCredentials, "wrong credentials: the receiver refuses the user and password (401): use the receiver's RECEIVER_USERNAME and RECEIVER_PASSWORD (or a line of its RECEIVER_HTPASSWD_FILE)")
+		}
+		return c.fail(name, NotReceiver, "not the receiver: POST %s answered 401 with %s, not the receiver's %q: another server (a proxy's own login?) asks for credentials", c.o.Endpoint, r.realm(), Realm)
+	case http.StatusTooManyRequests:
+		return c.fail(name, WrongCredentials, "wrong credentials, probably: 429: the receiver limits failed logins per address (RECEIVER_AUTH_FAILURE_LIMIT a minute) and correct credentials always pass: check them, then retry in a minute")
+	case http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout:
+		return c.fail(name, Unreachable, "not reachable: POST %s answered %s: the receiver (or the proxy in front of it, which cannot reach it) is not serving: check that the receiver runs and is ready", c.o.Endpoint, r.status)
+	case http.StatusMovedPermanently, http.StatusFound, http.StatusSeeOther, http.StatusTemporaryRedirect, http.StatusPermanentRedirect:
+		return c.fail(name, NotReceiver, "not the receiver: POST %s redirects (%s) to %s: give the URL the receiver answers at (a redirect is not followed with the credentials, and the catalogue may not follow one)", c.o.Endpoint, r.status, r.location)
+	case http.StatusNotFound, http.StatusMethodNotAllowed:
+		return c.fail(name, NotReceiver, "not the receiver: POST %s answered %s: check the URL's path (the receiver's RECEIVER_PATH, /notifications by default) and that the host forwards it to the receiver", c.o.Endpoint, r.status)
+	}
+	return c.fail(name, NotReceiver, "not the receiver (or one older than the preflight check): POST %s answered %s with %s", c.o.Endpoint, r.status, describe(r.ctype, r.body))
+}
+
+// notChallenged fails the check for an endpoint whose answer to the
+// request without credentials was not the receiver's challenge, naming
+// what it answered; the credentials were not sent.
+func (c *checker) notChallenged(name string, r reply) bool {
+	got := fmt.Sprintf("POST %s without credentials answered %s (%s), not the receiver's 401 with Basic realm %q: %s", c.o.Endpoint, r.status, r.realm(), Realm, notSent)
+	switch r.code {
+	case http.StatusTooManyRequests:
+		// The receiver answers 429, without a challenge, to an address
+		// over its limit of failed logins, a request without credentials
+		// included.
+		return c.fail(name, WrongCredentials, "wrong credentials, probably: %s. The receiver limits failed logins per address (RECEIVER_AUTH_FAILURE_LIMIT a minute) and answers 429 to any request from an address over it: check the credentials, then retry in a minute", got)
+	case http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout:
+		return c.fail(name, Unreachable, "not reachable: %s. The receiver (or the proxy in front of it, which cannot reach it) is not serving: check that the receiver runs and is ready", got)
+	case http.StatusMovedPermanently, http.StatusFound, http.StatusSeeOther, http.StatusTemporaryRedirect, http.StatusPermanentRedirect:
+		return c.fail(name, NotReceiver, "not the receiver: %s; it redirects to %s (never followed): give the URL the receiver answers at", got, r.location)
+	case http.StatusNotFound, http.StatusMethodNotAllowed:
+		return c.fail(name, NotReceiver, "not the receiver: %s. Check the URL's host and path (the receiver's RECEIVER_PATH, /notifications by default) and that the host forwards it to the receiver", got)
+	case http.StatusUnauthorized:
+		return c.fail(name, NotReceiver, "not the receiver: %s. Another server (a proxy's own login?) asks for credentials: check the URL's host", got)
+	}
+	return c.fail(name, NotReceiver, "not the receiver: %s. It answered with %s: something else answers at this URL (a typo in the host? a proxy's page?): check the URL's host and path (RECEIVER_PATH)", got, describe(r.ctype, r.body))
+}
+
+// post sends the preflight request, with the credentials or without, and
+// reads the answer; each request is bounded by the timeout.
+func (c *checker) post(ctx context.Context, client *http.Client, credentials bool) (reply, error) {
+	ctx, cancel := context.WithTimeout(ctx, c.o.Timeout)
+	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.o.Endpoint, http.NoBody)
 	if err != nil {
-		return c.fail(name, InvalidEndpoint, "%v", err)
+		return reply{}, fmt.Errorf("preflight request: %w", err)
 	}
-	if c.o.Username != "" || c.o.Password != "" {
+	if credentials {
 		req.SetBasicAuth(c.o.Username, c.o.Password)
 	}
 	req.Header.Set(Header, "1")
@@ -446,62 +569,31 @@ func (c *checker) webhook(ctx context.Context) bool {
 	start := time.Now()
 	resp, err := client.Do(req)
 	if err != nil {
-		if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, os.ErrDeadlineExceeded) {
-			return c.fail(name, Unreachable, "not reachable: no answer to the preflight request within %s", c.o.Timeout)
-		}
-		var verifErr *tls.CertificateVerificationError
-		if errors.As(err, &verifErr) {
-			return c.tlsFailure(name, err)
-		}
-		return c.fail(name, Unreachable, "not reachable: the preflight request failed: %v", err)
+		return reply{}, err
 	}
 	defer resp.Body.Close()
 	body, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
-	took := time.Since(start).Round(time.Millisecond)
-	status := fmt.Sprintf("%d %s", resp.StatusCode, http.StatusText(resp.StatusCode))
-	ctype := resp.Header.Get("Content-Type")
+	return reply{
+		code:     resp.StatusCode,
+		status:   fmt.Sprintf("%d %s", resp.StatusCode, http.StatusText(resp.StatusCode)),
+		ctype:    resp.Header.Get("Content-Type"),
+		realms:   basicRealms(resp.Header.Values("WWW-Authenticate")),
+		location: resp.Header.Get("Location"),
+		body:     body,
+		took:     time.Since(start).Round(time.Millisecond),
+	}, nil
+}
 
-	switch resp.StatusCode {
-	case http.StatusOK:
-		var a Answer
-		if strings.HasPrefix(ctype, "application/json") && json.Unmarshal(body, &a) == nil && a.Preflight == "ok" && a.Service == Service {
-			version := ""
-			if a.Version != "" {
-				version = " (version " + a.Version + ")"
-			}
-			c.add(name, OK, "the receiver%s accepts the credentials (%s in %s)", version, status, took)
-			return true
-		}
-		return c.fail(name, NotReceiver, "not the receiver: POST %s answered %s with %s: something else answers at this URL (a proxy's page? another service?): check the URL's host and path (RECEIVER_PATH)", c.o.Endpoint, status, describe(ctype, body))
-	case http.StatusUnauthorized:
-		realms := basicRealms(resp.Header.Values("WWW-Authenticate"))
-		for _, r := range realms {
-			if r != Realm {
-				continue
-			}
-			if c.o.Username == "" && c.o.Password == "" {
-				// Nothing to check the credentials with: the receiver's
-				// own challenge still says the URL is right.
-				c.add(name, Warn, "the receiver answers at this URL (401, realm %q); the credentials were not checked: none were given", Realm)
-				return true
-			}
-			return c.fail(name, WrongCredentials, "wrong credentials: the receiver refuses the user and password (401): use the receiver's RECEIVER_USERNAME and RECEIVER_PASSWORD (or a line of its RECEIVER_HTPASSWD_FILE)")
-		}
-		other := "no Basic realm"
-		if len(realms) > 0 {
-			other = fmt.Sprintf("realm %q", realms[0])
-		}
-		return c.fail(name, NotReceiver, "not the receiver: POST %s answered 401 with %s, not the receiver's %q: another server (a proxy's own login?) asks for credentials", c.o.Endpoint, other, Realm)
-	case http.StatusTooManyRequests:
-		return c.fail(name, WrongCredentials, "wrong credentials, probably: 429: the receiver limits failed logins per address (RECEIVER_AUTH_FAILURE_LIMIT a minute) and correct credentials always pass: check them, then retry in a minute")
-	case http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout:
-		return c.fail(name, Unreachable, "not reachable: POST %s answered %s: the receiver (or the proxy in front of it, which cannot reach it) is not serving: check that the receiver runs and is ready", c.o.Endpoint, status)
-	case http.StatusMovedPermanently, http.StatusFound, http.StatusSeeOther, http.StatusTemporaryRedirect, http.StatusPermanentRedirect:
-		return c.fail(name, NotReceiver, "not the receiver: POST %s redirects (%s) to %s: give the URL the receiver answers at (a redirect is not followed with the credentials, and the catalogue may not follow one)", c.o.Endpoint, status, resp.Header.Get("Location"))
-	case http.StatusNotFound, http.StatusMethodNotAllowed:
-		return c.fail(name, NotReceiver, "not the receiver: POST %s answered %s: check the URL's path (the receiver's RECEIVER_PATH, /notifications by default) and that the host forwards it to the receiver", c.o.Endpoint, status)
+// requestFailure classifies a preflight request that got no answer.
+func (c *checker) requestFailure(name string, err error) bool {
+	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, os.ErrDeadlineExceeded) {
+		return c.fail(name, Unreachable, "not reachable: no answer to the preflight request within %s", c.o.Timeout)
 	}
-	return c.fail(name, NotReceiver, "not the receiver (or one older than the preflight check): POST %s answered %s with %s", c.o.Endpoint, status, describe(ctype, body))
+	var verifErr *tls.CertificateVerificationError
+	if errors.As(err, &verifErr) {
+		return c.tlsFailure(name, err)
+	}
+	return c.fail(name, Unreachable, "not reachable: the preflight request failed: %v", err)
 }
 
 // describe says what a body is, briefly: its type and its start.

@@ -18,6 +18,7 @@ import (
 	"net/http/httptest"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -237,10 +238,15 @@ func TestCheck(t *testing.T) {
 			return preflight.Options{Endpoint: srv.URL + "/notifications", RootCAs: pool}
 		}, want{all, preflight.Fail, preflight.WrongCredentials, "RECEIVER_AUTH_FAILURE_LIMIT"}},
 
+		{"wrong credentials: the failed-login limit, after the receiver's challenge", func(t *testing.T) preflight.Options {
+			srv, pool := tlsServer(t, imitation(handler(429, nil, "")), year)
+			return preflight.Options{Endpoint: srv.URL + "/notifications", RootCAs: pool}
+		}, want{all, preflight.Fail, preflight.WrongCredentials, "RECEIVER_AUTH_FAILURE_LIMIT"}},
+
 		{"not our receiver: 404", func(t *testing.T) preflight.Options {
 			srv, pool := tlsServer(t, http.NotFoundHandler(), year)
 			return preflight.Options{Endpoint: srv.URL + "/notifications", RootCAs: pool}
-		}, want{all, preflight.Fail, preflight.NotReceiver, "404 Not Found: check the URL's path"}},
+		}, want{all, preflight.Fail, preflight.NotReceiver, "404 Not Found (no Basic realm), not the receiver's 401"}},
 
 		{"not our receiver: 200 with other JSON", func(t *testing.T) preflight.Options {
 			srv, pool := tlsServer(t, handler(200, map[string]string{"Content-Type": "application/json"}, `{"status":"ok"}`), year)
@@ -453,4 +459,124 @@ func table(r preflight.Report) string {
 	var b bytes.Buffer
 	preflight.PrintReport(&b, r)
 	return b.String()
+}
+
+// capture records the Authorization headers it is sent, as a server that
+// is not the receiver (a typo's host) would log them.
+type capture struct {
+	mu    sync.Mutex
+	auth  []string // every request's Authorization header, "" for none
+	inner http.Handler
+}
+
+func (c *capture) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	c.mu.Lock()
+	c.auth = append(c.auth, r.Header.Get("Authorization"))
+	c.mu.Unlock()
+	c.inner.ServeHTTP(w, r)
+}
+
+// sent is the Authorization headers received that were not empty.
+func (c *capture) sent() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var out []string
+	for _, a := range c.auth {
+		if a != "" {
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
+func (c *capture) requests() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.auth)
+}
+
+// answer is the receiver's answer to a preflight request, to anyone.
+func answer() http.Handler {
+	return handler(200, map[string]string{"Content-Type": "application/json"}, `{"preflight":"ok","service":"`+preflight.Service+`"}`)
+}
+
+// imitation answers a request without credentials as the receiver does
+// (401, its realm), and one with credentials with authed (nil: the
+// receiver's preflight answer).
+func imitation(authed http.Handler) http.Handler {
+	if authed == nil {
+		authed = answer()
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Authorization") == "" {
+			w.Header().Set("WWW-Authenticate", `Basic realm="`+preflight.Realm+`", charset="UTF-8"`)
+			w.WriteHeader(http.StatusUnauthorized)
+			return
+		}
+		authed.ServeHTTP(w, r)
+	})
+}
+
+// TestCredentialsOnlyToTheReceiver: a TLS server with a valid certificate
+// that does not answer a request without credentials as the receiver does
+// (a typo in the host name, taken by someone who logs what he is sent)
+// never gets the credentials, whatever it answers, and the check names
+// what it answered. A redirect is not followed, with or without them.
+func TestCredentialsOnlyToTheReceiver(t *testing.T) {
+	year := time.Now().Add(365 * 24 * time.Hour)
+	elsewhere := &capture{inner: handler(200, nil, "")}
+	target, _ := tlsServer(t, elsewhere, year)
+	cases := []struct {
+		name    string
+		h       http.Handler
+		problem preflight.Problem
+		detail  string
+	}{
+		{"200 with a page", handler(200, map[string]string{"Content-Type": "text/html"}, "<html>parked domain</html>"), preflight.NotReceiver, `200 OK (no Basic realm)`},
+		// The receiver's answer without asking for credentials is not
+		// the receiver's: it always asks.
+		{"200 with the receiver's answer", answer(), preflight.NotReceiver, "200 OK (no Basic realm)"},
+		{"401 with another realm", handler(401, map[string]string{"WWW-Authenticate": `Basic realm="Restricted"`}, ""), preflight.NotReceiver, `401 Unauthorized (realm "Restricted")`},
+		{"401 with the realm in another scheme", handler(401, map[string]string{"WWW-Authenticate": `Bearer realm="` + preflight.Realm + `"`}, ""), preflight.NotReceiver, `401 Unauthorized (no Basic realm)`},
+		{"401 without a challenge", handler(401, nil, ""), preflight.NotReceiver, `401 Unauthorized (no Basic realm)`},
+		{"404", http.NotFoundHandler(), preflight.NotReceiver, "404 Not Found (no Basic realm)"},
+		{"a redirect to another host", handler(307, map[string]string{"Location": target.URL + "/notifications"}, ""), preflight.NotReceiver, "307 Temporary Redirect (no Basic realm)"},
+		{"429", handler(429, nil, ""), preflight.WrongCredentials, "429 Too Many Requests (no Basic realm)"},
+		{"502", handler(502, nil, "Bad Gateway"), preflight.Unreachable, "502 Bad Gateway (no Basic realm)"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			spy := &capture{inner: c.h}
+			srv, pool := tlsServer(t, spy, year)
+			r := preflight.Check(context.Background(), preflight.Options{Endpoint: srv.URL + "/notifications", Username: user, Password: password, RootCAs: pool})
+			t.Logf("\n%s", table(r))
+			if got := spy.sent(); len(got) != 0 {
+				t.Errorf("the server was sent the credentials: %q", got)
+			}
+			if spy.requests() != 1 {
+				t.Errorf("%d requests, want the one without credentials", spy.requests())
+			}
+			last := r.Checks[len(r.Checks)-1]
+			if r.OK() || r.Problem != c.problem || last.Name != "webhook" {
+				t.Fatalf("problem %q at %s, want %q at webhook\n%s", r.Problem, last.Name, c.problem, table(r))
+			}
+			for _, want := range []string{c.detail, "without credentials answered", "not the receiver's 401 with Basic realm \"" + preflight.Realm + "\"", "the credentials were not sent"} {
+				if !strings.Contains(last.Detail, want) {
+					t.Errorf("detail %q, want %q in it", last.Detail, want)
+				}
+			}
+		})
+	}
+	if n := elsewhere.requests(); n != 0 {
+		t.Errorf("the redirect was followed: %d requests to its target", n)
+	}
+
+	// What answers as the receiver gets the credentials, once, in the
+	// second request.
+	spy := &capture{inner: imitation(nil)}
+	srv, pool := tlsServer(t, spy, year)
+	r := preflight.Check(context.Background(), preflight.Options{Endpoint: srv.URL + "/notifications", Username: user, Password: password, RootCAs: pool})
+	if !r.OK() || len(spy.auth) != 2 || spy.auth[0] != "" || len(spy.sent()) != 1 {
+		t.Errorf("the receiver's imitation: Authorization %q\n%s", spy.auth, table(r))
+	}
 }
