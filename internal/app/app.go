@@ -43,6 +43,7 @@ import (
 	"github.com/cdse-jetstream/receiver/internal/natsconn"
 	"github.com/cdse-jetstream/receiver/internal/publish"
 	"github.com/cdse-jetstream/receiver/internal/quarantine"
+	"github.com/cdse-jetstream/receiver/internal/retry"
 	"github.com/cdse-jetstream/receiver/internal/source"
 	"github.com/cdse-jetstream/receiver/internal/status"
 	"github.com/cdse-jetstream/receiver/internal/topology"
@@ -417,7 +418,7 @@ const streamCheckInterval = time.Second
 // ensureStream creates or updates the stream, retrying until it succeeds:
 // an external NATS may come up after the receiver.
 func (a *App) ensureStream(ctx context.Context) bool {
-	wait := 200 * time.Millisecond
+	backoff := retry.Backoff{First: 200 * time.Millisecond, Max: 10 * time.Second}
 	for {
 		cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 		info, err := a.keeper.Ensure(cctx)
@@ -441,13 +442,11 @@ func (a *App) ensureStream(ctx context.Context) bool {
 			// nothing answers at NATS_URL, often one exported for a client.
 			msg = "stream not ready: not connected to the NATS of NATS_URL (without NATS_URL the receiver runs its own embedded server)"
 		}
+		wait := backoff.Next()
 		a.log.WithError(err).WithField("retry_in", wait.String()).Warn(msg)
-		select {
-		case <-ctx.Done():
+		if retry.Sleep(ctx, wait) != nil {
 			return false
-		case <-time.After(wait):
 		}
-		wait = min(wait*2, 10*time.Second)
 	}
 }
 

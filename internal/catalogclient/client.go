@@ -13,7 +13,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math/rand/v2"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -21,6 +20,8 @@ import (
 	"time"
 
 	"golang.org/x/oauth2"
+
+	"github.com/cdse-jetstream/receiver/internal/retry"
 )
 
 // DefaultBaseURL is the real catalogue.
@@ -94,7 +95,7 @@ func (c *Client) do(ctx context.Context, op, method, path string, query url.Valu
 	if len(query) > 0 {
 		u += "?" + query.Encode()
 	}
-	wait := c.Backoff
+	backoff := retry.Backoff{First: c.Backoff, Max: 30 * time.Second}
 	for attempt := 1; ; attempt++ {
 		tok, err := c.tokens.Token(ctx)
 		if err != nil {
@@ -112,10 +113,9 @@ func (c *Client) do(ctx context.Context, op, method, path string, query url.Valu
 		resp, err := c.http.Do(req)
 		if err != nil {
 			if attempt < c.MaxAttempts && ctx.Err() == nil {
-				if err := sleep(ctx, jitter(wait)); err != nil {
+				if err := retry.Sleep(ctx, backoff.Next()); err != nil {
 					return fmt.Errorf("%s: %w", op, err)
 				}
-				wait = min(wait*2, 30*time.Second)
 				continue
 			}
 			return fmt.Errorf("%s: %w", op, err)
@@ -132,14 +132,13 @@ func (c *Client) do(ctx context.Context, op, method, path string, query url.Valu
 		}
 		retryable := resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode >= 500
 		if retryable && attempt < c.MaxAttempts {
-			d := jitter(wait)
-			if ra, err := strconv.Atoi(resp.Header.Get("Retry-After")); err == nil && ra >= 0 {
-				d = time.Duration(ra) * time.Second
+			d := backoff.Next()
+			if ra, ok := retry.RetryAfter(resp.Header.Get("Retry-After"), time.Now(), maxRetryAfter); ok {
+				d = ra
 			}
-			if err := sleep(ctx, d); err != nil {
+			if err := retry.Sleep(ctx, d); err != nil {
 				return fmt.Errorf("%s: %w", op, err)
 			}
-			wait = min(wait*2, 30*time.Second)
 			continue
 		}
 		return &APIError{Op: op, Status: resp.StatusCode, Message: serverMessage(resp.StatusCode, data)}
@@ -187,20 +186,9 @@ func serverMessage(status int, data []byte) string {
 	return http.StatusText(status)
 }
 
-func jitter(d time.Duration) time.Duration {
-	return d/2 + time.Duration(rand.Int64N(int64(d/2)+1))
-}
-
-func sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
-}
+// maxRetryAfter bounds the wait a server's Retry-After may ask of one
+// call, so that a call's time stays bounded by what its caller expects.
+const maxRetryAfter = 5 * time.Minute
 
 func key(id string) string { return "(" + url.PathEscape(id) + ")" }
 

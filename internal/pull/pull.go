@@ -11,7 +11,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"sync"
 	"time"
 
@@ -23,6 +22,7 @@ import (
 	"github.com/cdse-jetstream/receiver/internal/notification"
 	"github.com/cdse-jetstream/receiver/internal/publish"
 	"github.com/cdse-jetstream/receiver/internal/quarantine"
+	"github.com/cdse-jetstream/receiver/internal/retry"
 	"github.com/cdse-jetstream/receiver/internal/source"
 )
 
@@ -108,7 +108,7 @@ func (s *Source) Err() error {
 // subscription gone ends the source but not the receiver (source.Degrade):
 // PUSH keeps being served.
 func (s *Source) Run(ctx context.Context) error {
-	backoff := time.Second
+	backoff := retry.Backoff{First: time.Second, Max: s.o.MaxBackoff}
 	for {
 		more, err := s.Once(ctx)
 		var wait time.Duration
@@ -122,21 +122,18 @@ func (s *Source) Run(ctx context.Context) error {
 			s.log.WithError(err).Error("pull source stopped: the subscription is gone; create a new one (register create --type pull) and restart")
 			return source.Degrade(err)
 		case err != nil:
-			wait = backoff/2 + time.Duration(rand.Int64N(int64(backoff/2)+1))
-			backoff = min(backoff*2, s.o.MaxBackoff)
+			wait = backoff.Next()
 			s.m.errors.Inc()
 			s.log.WithError(err).WithField("retry_in", wait.String()).Warn("pull: batch not processed")
 		case more:
-			backoff = time.Second
+			backoff.Reset()
 			continue // the queue holds more: read again at once
 		default:
-			backoff = time.Second
+			backoff.Reset()
 			wait = s.o.Interval
 		}
-		select {
-		case <-ctx.Done():
+		if retry.Sleep(ctx, wait) != nil {
 			return nil
-		case <-time.After(wait):
 		}
 	}
 }
