@@ -9,6 +9,7 @@ import (
 	"crypto/subtle"
 	"errors"
 	"strconv"
+	"time"
 )
 
 // Credential is one user name and password the catalogue may present.
@@ -92,6 +93,22 @@ func (b *Basic) Verify(ctx context.Context, user, password string) (bool, error)
 		return false, nil
 	}
 	return b.file.verify(ctx, user, password, fileKey(user, password))
+}
+
+// Checkable reports whether user has a line in the htpasswd file: whether
+// Verify could accept a password that Known did not. For anyone else a
+// bcrypt check can only fail, so an address over its failed-login limit is
+// refused without one.
+func (b *Basic) Checkable(user string) bool {
+	return b.file != nil && b.file.present(user)
+}
+
+// SetClock replaces time.Now for the memory of verified passwords (tests
+// move it past their 10 minutes). Call it before the first Verify.
+func (b *Basic) SetClock(now func() time.Time) {
+	if b.file != nil {
+		b.file.now = now
+	}
 }
 
 // BcryptChecks counts the bcrypt checks run (for a metric).

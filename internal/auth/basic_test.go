@@ -251,8 +251,226 @@ func TestHTPasswdCheckWaitsOnlyAsLongAsItsRequest(t *testing.T) {
 		t.Errorf("beyond the queue: %v, want ErrBusy", err)
 	}
 	// The correct password, once verified, never waits for a slot.
-	b.file.ok[fileKey("cdse", "the-password-1")] = time.Now().Add(time.Minute)
+	b.file.ok[fileKey("cdse", "the-password-1")] = verified{until: time.Now().Add(time.Minute), user: "cdse"}
 	if !b.Known("cdse", "the-password-1") {
 		t.Error("a verified password is not known")
+	}
+}
+
+// TestHTPasswdMemoryKeyedByHashLine: a reload forgets a verified password
+// only if its user's hash line changed or went; an unchanged line stays
+// known (no bcrypt check), and after verifiedFor it is checked again.
+func TestHTPasswdMemoryKeyedByHashLine(t *testing.T) {
+	line := bcryptLine(t, "cdse", "the-password-1")
+	tests := []struct {
+		name      string
+		lines     []string
+		wantKnown bool
+	}{
+		{"unchanged", []string{line}, true},
+		{"another user added", []string{bcryptLine(t, "other", "other-password"), line}, true},
+		{"a second password added", []string{line, bcryptLine(t, "cdse", "new-password-2")}, true},
+		{"same password, new hash", []string{bcryptLine(t, "cdse", "the-password-1")}, false},
+		{"the line removed", []string{bcryptLine(t, "cdse", "new-password-2")}, false},
+		{"the line moved to another user", []string{"other:" + strings.TrimPrefix(line, "cdse:")}, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "htpasswd")
+			writeHTPasswd(t, path, line)
+			b, err := NewBasic(nil, path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !verify(t, b, "cdse", "the-password-1") || !b.Known("cdse", "the-password-1") {
+				t.Fatal("not verified and remembered")
+			}
+			writeHTPasswd(t, path, tt.lines...)
+			touch(t, path, time.Now().Add(time.Second))
+			if changed, err := b.Reload(); !changed || err != nil {
+				t.Fatalf("reload: %v %v", changed, err)
+			}
+			if got := b.Known("cdse", "the-password-1"); got != tt.wantKnown {
+				t.Errorf("known after the reload: %v, want %v", got, tt.wantKnown)
+			}
+		})
+	}
+}
+
+// TestHTPasswdMemoryExpires: a verified password is remembered for
+// verifiedFor, then checked (and remembered) again.
+func TestHTPasswdMemoryExpires(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "htpasswd")
+	writeHTPasswd(t, path, bcryptLine(t, "cdse", "the-password-1"))
+	b, err := NewBasic(nil, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Unix(1000, 0)
+	b.SetClock(func() time.Time { return now })
+	if !verify(t, b, "cdse", "the-password-1") || !b.Known("cdse", "the-password-1") {
+		t.Fatal("not verified and remembered")
+	}
+	now = now.Add(verifiedFor + time.Second)
+	if b.Known("cdse", "the-password-1") {
+		t.Fatal("still known after verifiedFor")
+	}
+	if !verify(t, b, "cdse", "the-password-1") || b.BcryptChecks() != 2 {
+		t.Fatalf("not verified again (%d checks)", b.BcryptChecks())
+	}
+}
+
+// TestHTPasswdReloadOfTheMatchedLineDuringVerify: a check that matched a
+// line still in force after a reload that came during it is accepted and
+// remembered, not checked again.
+func TestHTPasswdReloadOfTheMatchedLineDuringVerify(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "htpasswd")
+	line := bcryptLine(t, "cdse", "the-password-1")
+	writeHTPasswd(t, path, line)
+	b, err := NewBasic(nil, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	entered, release := heldCompare(b.file)
+	result := make(chan bool, 1)
+	go func() { result <- verify(t, b, "cdse", "the-password-1") }()
+	<-entered
+	writeHTPasswd(t, path, line, bcryptLine(t, "other", "other-password"))
+	touch(t, path, time.Now().Add(time.Second))
+	if changed, err := b.Reload(); !changed || err != nil {
+		t.Fatalf("reload: %v %v", changed, err)
+	}
+	close(release)
+	if !<-result || !b.Known("cdse", "the-password-1") {
+		t.Fatal("the password is refused or not remembered")
+	}
+	if n := b.BcryptChecks(); n != 1 {
+		t.Errorf("%d bcrypt checks, want 1", n)
+	}
+}
+
+func TestCheckable(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "htpasswd")
+	writeHTPasswd(t, path, bcryptLine(t, "cdse", "the-password-1"))
+	withFile, err := NewBasic([]Credential{{"static", "static-password"}}, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	static, err := NewBasic([]Credential{{"cdse", "static-password"}}, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name string
+		b    *Basic
+		user string
+		want bool
+	}{
+		{"a user of the file", withFile, "cdse", true},
+		{"a static user", withFile, "static", false},
+		{"nobody", withFile, "nobody", false},
+		{"no file", static, "cdse", false},
+	}
+	for _, tt := range tests {
+		if got := tt.b.Checkable(tt.user); got != tt.want {
+			t.Errorf("%s: Checkable(%q) = %v, want %v", tt.name, tt.user, got, tt.want)
+		}
+	}
+}
+
+// TestFailureLimiterAdmit: an address's checks run one at a time, with at
+// most maxAddrWaiting waiting (beyond: ErrBusy at once), each waiting only
+// as long as its request; other addresses are not held up, and nothing is
+// left behind.
+func TestFailureLimiterAdmit(t *testing.T) {
+	l := NewFailureLimiter(3, time.Minute, 100)
+	ctx := context.Background()
+	release, err := l.Admit(ctx, "10.0.0.1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, err := l.Admit(ctx, "10.0.0.2")
+	if err != nil {
+		t.Fatalf("another address is held up: %v", err)
+	}
+	other()
+
+	type admitted struct {
+		release func()
+		err     error
+	}
+	waiting := make(chan admitted, maxAddrWaiting)
+	for range maxAddrWaiting {
+		go func() {
+			r, err := l.Admit(ctx, "10.0.0.1")
+			waiting <- admitted{r, err}
+		}()
+	}
+	waitFor(t, func() bool {
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		return l.gates["10.0.0.1"].users == 1+maxAddrWaiting
+	})
+	if _, err := l.Admit(ctx, "10.0.0.1"); !errors.Is(err, ErrBusy) {
+		t.Fatalf("beyond the queue: %v, want ErrBusy", err)
+	}
+	cancelled, cancel := context.WithCancel(ctx)
+	cancel()
+	select {
+	case a := <-waiting:
+		t.Fatalf("a second check admitted while the first runs (%v)", a.err)
+	default:
+	}
+	// One at a time: each release lets exactly one waiter in.
+	for i := range maxAddrWaiting {
+		release()
+		select {
+		case a := <-waiting:
+			if a.err != nil {
+				t.Fatal(a.err)
+			}
+			release = a.release
+		case <-time.After(5 * time.Second):
+			t.Fatalf("waiter %d not admitted after a release", i)
+		}
+		select {
+		case a := <-waiting:
+			t.Fatalf("two checks admitted at once (%v)", a.err)
+		default:
+		}
+		if i == 0 {
+			// A full queue again: the next one waits until its request ends.
+			go func() {
+				_, err := l.Admit(cancelled, "10.0.0.1")
+				waiting <- admitted{nil, err}
+			}()
+			select {
+			case a := <-waiting:
+				if !errors.Is(a.err, context.Canceled) {
+					t.Fatalf("a waiter whose request ended: %v", a.err)
+				}
+			case <-time.After(5 * time.Second):
+				t.Fatal("a waiter whose request ended still waits")
+			}
+		}
+	}
+	release()
+	release() // twice is harmless
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if len(l.gates) != 0 {
+		t.Errorf("%d gates left behind", len(l.gates))
+	}
+}
+
+// waitFor polls cond for at most 5 s.
+func waitFor(t *testing.T, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatal("condition not met within 5s")
+		}
+		time.Sleep(time.Millisecond)
 	}
 }

@@ -77,13 +77,27 @@ type bcryptVerifier struct {
 	// compare is bcrypt.CompareHashAndPassword (tests hold it to order
 	// a check against a reload).
 	compare func(hash, password []byte) error
+	// now is time.Now (tests move it past verifiedFor).
+	now func() time.Time
 
 	mu   sync.Mutex
 	file *htpasswd
-	// gen counts reloads: a check remembers a success only if the file it
-	// checked against is still the one in force.
+	// gen counts reloads: a check that began before one remembers its
+	// success only if the hash it matched is still in the file in force.
 	gen uint64
-	ok  map[[sha256.Size]byte]time.Time // verified user+password → until
+	ok  map[[sha256.Size]byte]verified // verified user+password → until
+}
+
+// verified is a remembered success: until when, and the user and hash line
+// it matched. A reload keeps it only while that user still has that hash:
+// a password removed from the file stops working at once, and one whose
+// line did not change is not checked again (the catalogue would otherwise
+// need a bcrypt check after every reload, and meet the failed-login limiter
+// of a noisy address each time).
+type verified struct {
+	until time.Time
+	user  string
+	hash  string
 }
 
 const verifiedFor = 10 * time.Minute
@@ -101,7 +115,7 @@ func newBcryptVerifier(path string) (*bcryptVerifier, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &bcryptVerifier{path: path, sem: make(chan struct{}, 2), compare: bcrypt.CompareHashAndPassword, file: f, ok: map[[sha256.Size]byte]time.Time{}}, nil
+	return &bcryptVerifier{path: path, sem: make(chan struct{}, 2), compare: bcrypt.CompareHashAndPassword, now: time.Now, file: f, ok: map[[sha256.Size]byte]verified{}}, nil
 }
 
 // reload re-reads the file when its modification time changed. A broken
@@ -124,17 +138,40 @@ func (v *bcryptVerifier) reload() (bool, error) {
 	v.mu.Lock()
 	v.file = f
 	v.gen++
-	clear(v.ok) // a removed password must stop working now
+	// A removed password must stop working now; the others stay known.
+	for k, e := range v.ok {
+		if !f.has(e.user, e.hash) {
+			delete(v.ok, k)
+		}
+	}
 	v.mu.Unlock()
 	return true, nil
+}
+
+// has says whether user has the hash line hash.
+func (h *htpasswd) has(user, hash string) bool {
+	for _, x := range h.hashes[user] {
+		if string(x) == hash {
+			return true
+		}
+	}
+	return false
+}
+
+// present says whether user has a line in the file in force: whether a
+// bcrypt check could accept any password of theirs.
+func (v *bcryptVerifier) present(user string) bool {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return len(v.file.hashes[user]) > 0
 }
 
 // known says whether key was verified recently: no bcrypt.
 func (v *bcryptVerifier) known(key [sha256.Size]byte) bool {
 	v.mu.Lock()
-	until, ok := v.ok[key]
+	e, ok := v.ok[key]
 	v.mu.Unlock()
-	return ok && time.Now().Before(until)
+	return ok && v.now().Before(e.until)
 }
 
 // verify runs the bcrypt check, waiting for a turn at most as long as ctx.
@@ -155,36 +192,38 @@ func (v *bcryptVerifier) verify(ctx context.Context, user, password string, key 
 	}
 	defer func() { <-v.sem }()
 	// The hashes are read once the turn has come (a reload may have come
-	// first), and a success is remembered only if no reload came during
-	// the check; otherwise the check runs again on the new file, so that a
-	// removed password is neither remembered nor, this once, accepted.
+	// first). A success is remembered only if the hash it matched is in
+	// the file in force when the check ends; if a reload removed it, or a
+	// failure may have met an old file, the check runs again on the new
+	// one, so that a removed password is neither remembered nor, this
+	// once, accepted.
 	for range 3 {
 		v.mu.Lock()
 		gen, hashes := v.gen, v.file.hashes[user]
 		v.mu.Unlock()
 		v.checks.Add(1)
-		match := false
+		var matched []byte
 		if len(hashes) == 0 {
 			_ = v.compare(dummyHash, []byte(password))
 		}
 		for _, h := range hashes {
-			if v.compare(h, []byte(password)) == nil {
-				match = true
+			if v.compare(h, []byte(password)) == nil && matched == nil {
+				matched = h
 			}
 		}
 		v.mu.Lock()
-		if v.gen != gen {
+		if v.gen != gen && (matched == nil || !v.file.has(user, string(matched))) {
 			v.mu.Unlock()
 			continue
 		}
-		if match {
+		if matched != nil {
 			if len(v.ok) > 10000 {
 				clear(v.ok)
 			}
-			v.ok[key] = time.Now().Add(verifiedFor)
+			v.ok[key] = verified{until: v.now().Add(verifiedFor), user: user, hash: string(matched)}
 		}
 		v.mu.Unlock()
-		return match, nil
+		return matched != nil, nil
 	}
 	return false, ErrBusy // the file changed under every try: let the sender retry
 }

@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -120,11 +121,10 @@ func TestAuthFailureLimit(t *testing.T) {
 	}
 }
 
-// TestAuthFailureLimitSparesBcrypt: with an htpasswd file, an address over
-// its failed-login limit is answered 429 before any bcrypt check runs, so
-// a wrong-password flood from it costs no CPU; the catalogue's password,
-// verified once, still passes from the same address.
-func TestAuthFailureLimitSparesBcrypt(t *testing.T) {
+// htpasswdVerifier is a verifier of an htpasswd file holding user's
+// password, and the file's path.
+func htpasswdVerifier(t *testing.T) (*auth.Basic, string) {
+	t.Helper()
 	path := filepath.Join(t.TempDir(), "htpasswd")
 	hash, err := bcrypt.GenerateFromPassword([]byte(password), bcrypt.MinCost)
 	if err != nil {
@@ -137,35 +137,154 @@ func TestAuthFailureLimitSparesBcrypt(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := startWithVerifier(t, natstest.RunJetStream(t), v, func(o *Options) {
-		o.Limiter = auth.NewFailureLimiter(3, time.Minute, 100)
-	})
-	if resp, b := e.post(t, fixtures.Notification(t, "created-s2.json")); resp.StatusCode != 200 {
-		t.Fatalf("the right password: %d %s", resp.StatusCode, b)
-	}
-	checks := func() float64 {
-		return testutil.ToFloat64(mustCounter(t, e.reg, "cdse_receiver_auth_bcrypt_checks_total"))
-	}
-	if got := checks(); got != 1 {
-		t.Fatalf("%v bcrypt checks for the first request", got)
-	}
-	wrong := "Basic " + base64.StdEncoding.EncodeToString([]byte(user+":guess"))
+	return v, path
+}
+
+// guess sends n requests with the wrong password of who, one after the
+// other, and returns their statuses.
+func (e *env) guess(t *testing.T, who string, n int) []int {
+	t.Helper()
+	wrong := "Basic " + base64.StdEncoding.EncodeToString([]byte(who+":guess"))
 	var codes []int
-	for range 10 {
+	for range n {
 		resp, _ := e.do(t, req{body: []byte("{}"), noAuth: true, headers: map[string]string{"Authorization": wrong}})
 		codes = append(codes, resp.StatusCode)
 	}
-	if fmt.Sprint(codes) != "[401 401 401 429 429 429 429 429 429 429]" {
+	return codes
+}
+
+// TestAuthFailureLimitPassesTheRightPassword: the catalogue's htpasswd
+// password passes from an address over its failed-login limit when it is
+// not remembered: the first time, right after a reload of the unchanged
+// file, and once the memory of verified passwords has expired.
+func TestAuthFailureLimitPassesTheRightPassword(t *testing.T) {
+	v, path := htpasswdVerifier(t)
+	var later atomic.Int64 // how far the verifier's clock is ahead
+	v.SetClock(func() time.Time { return time.Now().Add(time.Duration(later.Load())) })
+	e := startWithVerifier(t, natstest.RunJetStream(t), v, func(o *Options) {
+		o.Limiter = auth.NewFailureLimiter(20, time.Minute, 100)
+	})
+	checks := func() float64 {
+		return testutil.ToFloat64(mustCounter(t, e.reg, "cdse_receiver_auth_bcrypt_checks_total"))
+	}
+	codes := e.guess(t, user, 25)
+	if codes[19] != 401 || codes[24] != 429 {
+		t.Fatalf("statuses %v: want 401 up to the 20th, 429 after", codes)
+	}
+	tests := []struct {
+		name       string
+		before     func(t *testing.T)
+		wantChecks float64 // bcrypt checks of the right password
+	}{
+		{"never verified", func(*testing.T) {}, 1},
+		{"after a reload of the unchanged file", func(t *testing.T) {
+			b, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(path, b, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			at := time.Now().Add(time.Hour)
+			if err := os.Chtimes(path, at, at); err != nil {
+				t.Fatal(err)
+			}
+			if changed, err := v.Reload(); !changed || err != nil {
+				t.Fatalf("reload: %v %v", changed, err)
+			}
+		}, 0},
+		{"after the memory expired", func(*testing.T) { later.Add(int64(11 * time.Minute)) }, 1},
+	}
+	for i, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tt.before(t)
+			if codes := e.guess(t, user, 2); fmt.Sprint(codes) != "[429 429]" {
+				t.Fatalf("the address is not over its limit: %v", codes)
+			}
+			before := checks()
+			body := bytes.Replace(fixtures.Notification(t, "created-s2.json"), []byte("0f6b4c1e-8d2a"), []byte(fmt.Sprintf("0f6b4c1e-8d%02d", i)), 1)
+			if resp, b := e.post(t, body); resp.StatusCode != 200 {
+				t.Fatalf("the right password from the limited address: %d %s", resp.StatusCode, b)
+			}
+			if got := checks() - before; got != tt.wantChecks {
+				t.Errorf("%v bcrypt checks of the right password, want %v", got, tt.wantChecks)
+			}
+		})
+	}
+}
+
+// countingVerifier records how many Verify calls (bcrypt checks, with the
+// wait for their turn) run at once, at most.
+type countingVerifier struct {
+	*auth.Basic
+	running, most atomic.Int32
+}
+
+func (c *countingVerifier) Verify(ctx context.Context, user, password string) (bool, error) {
+	n := c.running.Add(1)
+	defer c.running.Add(-1)
+	for m := c.most.Load(); n > m && !c.most.CompareAndSwap(m, n); m = c.most.Load() {
+	}
+	return c.Basic.Verify(ctx, user, password)
+}
+
+// TestAuthFailureLimitBoundsBcrypt: from an address over its failed-login
+// limit, a user not in the htpasswd file costs no bcrypt check, and a
+// flood of guesses for one who is runs one check at a time (429 once
+// checked, 503 when its turn could not come); the right password still
+// passes afterwards.
+func TestAuthFailureLimitBoundsBcrypt(t *testing.T) {
+	b, _ := htpasswdVerifier(t)
+	v := &countingVerifier{Basic: b}
+	e := startWithVerifier(t, natstest.RunJetStream(t), v, func(o *Options) {
+		o.Limiter = auth.NewFailureLimiter(3, time.Minute, 100)
+	})
+	checks := func() float64 {
+		return testutil.ToFloat64(mustCounter(t, e.reg, "cdse_receiver_auth_bcrypt_checks_total"))
+	}
+	if codes := e.guess(t, "nobody", 10); fmt.Sprint(codes) != "[401 401 401 429 429 429 429 429 429 429]" {
 		t.Errorf("statuses %v", codes)
 	}
-	if got := checks(); got != 4 {
-		t.Errorf("%v bcrypt checks: the 7 requests answered 429 ran bcrypt too (want 1 + 3)", got)
+	if got := checks(); got != 3 {
+		t.Errorf("%v bcrypt checks: the 7 requests answered 429 ran bcrypt too (want 3)", got)
+	}
+
+	const flood = 12
+	wrong := "Basic " + base64.StdEncoding.EncodeToString([]byte(user+":guess"))
+	codes := make(chan int, flood)
+	for range flood {
+		go func() {
+			hr, _ := http.NewRequest(http.MethodPost, e.url+"/notifications", strings.NewReader("{}"))
+			hr.Header.Set("Authorization", wrong)
+			resp, err := http.DefaultClient.Do(hr)
+			if err != nil {
+				codes <- 0
+				return
+			}
+			resp.Body.Close()
+			codes <- resp.StatusCode
+		}()
+	}
+	got := map[int]int{}
+	for range flood {
+		select {
+		case c := <-codes:
+			got[c]++
+		case <-time.After(20 * time.Second):
+			t.Fatalf("the flood is not answered: %v so far", got)
+		}
+	}
+	if got[429] == 0 || got[429]+got[503] != flood {
+		t.Errorf("statuses %v: want 429 (checked) or 503 (no turn) only", got)
+	}
+	if n := v.most.Load(); n != 1 {
+		t.Errorf("%d checks ran at once for one address over its limit, want 1", n)
+	}
+	if n := checks() - 3; n != float64(got[429]) {
+		t.Errorf("%v bcrypt checks for %d guesses answered 429", n, got[429])
 	}
 	if resp, b := e.post(t, fixtures.Notification(t, "created-s1.json")); resp.StatusCode != 200 {
 		t.Fatalf("the right password from the limited address: %d %s", resp.StatusCode, b)
-	}
-	if got := checks(); got != 4 {
-		t.Errorf("the verified password cost another bcrypt check (%v)", got)
 	}
 }
 

@@ -44,18 +44,23 @@ type Publisher interface {
 // Verifier checks Basic credentials (internal/auth). Known is the check
 // that costs nothing (static credentials, passwords verified recently);
 // Verify may run a bcrypt check, waiting for its turn at most as long as
-// ctx, and fails with an error when it cannot check now.
+// ctx, and fails with an error when it cannot check now. Checkable says
+// whether Verify could accept any password of user that Known did not
+// (whether user has a bcrypt hash).
 type Verifier interface {
 	Known(user, password string) bool
 	Verify(ctx context.Context, user, password string) (bool, error)
+	Checkable(user string) bool
 }
 
 // FailureLimiter counts failed logins per client address and says when an
 // address is over its limit. Limited is asked before a costly check, Fail
-// after a failed one.
+// after a failed one; Admit gives an address over its limit its one costly
+// check at a time.
 type FailureLimiter interface {
 	Limited(addr string) (limited bool, retryAfter time.Duration)
 	Fail(addr string) (limited bool, retryAfter time.Duration)
+	Admit(ctx context.Context, addr string) (release func(), err error)
 }
 
 // Options configure the webhook.
@@ -124,7 +129,7 @@ func New(o Options, pub Publisher, v Verifier, reg prometheus.Registerer, log lo
 	if bc, ok := v.(interface{ BcryptChecks() uint64 }); ok {
 		if err := reg.Register(prometheus.NewCounterFunc(prometheus.CounterOpts{
 			Name: "cdse_receiver_auth_bcrypt_checks_total",
-			Help: "bcrypt checks of the htpasswd file's passwords (verified passwords are remembered for 10 minutes; an address over its failed-login limit costs none).",
+			Help: "bcrypt checks of the htpasswd file's passwords (verified passwords are remembered for 10 minutes; an address over its failed-login limit costs at most one at a time, and none for a user not in the file).",
 		}, func() float64 { return float64(bc.BcryptChecks()) })); err != nil {
 			return nil, fmt.Errorf("register webhook metrics: %w", err)
 		}
@@ -479,10 +484,14 @@ func readAll(r io.Reader, b []byte) ([]byte, error) {
 // basicAuth checks the catalogue's credentials before anything is read.
 // The order matters on a public endpoint: the free checks first (so the
 // catalogue, whose password is static or verified recently, is never
-// held up), then the failed-login limiter (an address over its limit gets
-// 429 without costing a bcrypt check), then the bcrypt check, bounded in
+// held up), then the failed-login limiter, then the bcrypt check, bounded in
 // time and number (busy: 503, retry later, never 401 for a password not
-// checked).
+// checked). From an address over its failure limit, a user without a bcrypt
+// hash is answered 429 at once (no password of theirs can pass), and the
+// others are checked one at a time per address: a password is refused only
+// once it is known to be wrong, because the catalogue may share the address
+// with whoever is guessing, and its password is not remembered after an
+// expiry of the memory of verified ones or a change of its line.
 func basicAuth(v Verifier, lim FailureLimiter, realm string, m *metrics, log logrus.FieldLogger) echo.MiddlewareFunc {
 	challenge := `Basic realm="` + realm + `", charset="UTF-8"`
 	limited := func(c echo.Context, retry time.Duration) error {
@@ -491,6 +500,22 @@ func basicAuth(v Verifier, lim FailureLimiter, realm string, m *metrics, log log
 		return &Error{Status: http.StatusTooManyRequests, Code: "too_many_auth_failures",
 			Message: "too many failed logins from this address; retry later", RetryAfter: max(int(retry.Seconds()+0.999), 1)}
 	}
+	unchecked := func(err error) error {
+		m.authFailures.WithLabelValues("unchecked").Inc()
+		return &Error{Status: http.StatusServiceUnavailable, Code: "unavailable",
+			Message: "the credentials could not be checked now; retry later", RetryAfter: retryAfterSeconds, cause: err}
+	}
+	// verify runs the costly check; over the limit, in addr's turn.
+	verify := func(c echo.Context, user, pass string, over bool) (bool, error) {
+		if over {
+			release, err := lim.Admit(c.Request().Context(), c.RealIP())
+			if err != nil {
+				return false, err
+			}
+			defer release()
+		}
+		return v.Verify(c.Request().Context(), user, pass)
+	}
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(c echo.Context) error {
 			user, pass, reason := basicCredentials(c.Request())
@@ -498,16 +523,15 @@ func basicAuth(v Verifier, lim FailureLimiter, realm string, m *metrics, log log
 				if v.Known(user, pass) {
 					return next(c)
 				}
+				over, retry := false, time.Duration(0)
 				if lim != nil {
-					if over, retry := lim.Limited(c.RealIP()); over {
+					if over, retry = lim.Limited(c.RealIP()); over && !v.Checkable(user) {
 						return limited(c, retry)
 					}
 				}
-				ok, err := v.Verify(c.Request().Context(), user, pass)
+				ok, err := verify(c, user, pass, over)
 				if err != nil {
-					m.authFailures.WithLabelValues("unchecked").Inc()
-					return &Error{Status: http.StatusServiceUnavailable, Code: "unavailable",
-						Message: "the credentials could not be checked now; retry later", RetryAfter: retryAfterSeconds, cause: err}
+					return unchecked(err)
 				}
 				if ok {
 					return next(c)
