@@ -243,34 +243,6 @@ func (c *Client) GetProduct(ctx context.Context, id string) (json.RawMessage, er
 	return out, c.do(ctx, "get product "+id, http.MethodGet, "/Products"+key(id), nil, nil, &out)
 }
 
-// ListProducts returns one page of products matching filter, ordered by
-// PublicationDate ascending, and the link to the next page ("" at the end).
-// Pass next from a previous call to continue.
-func (c *Client) ListProducts(ctx context.Context, filter string, top int, next string) ([]json.RawMessage, string, error) {
-	var page struct {
-		Value    []json.RawMessage `json:"value"`
-		NextLink string            `json:"@odata.nextLink"`
-	}
-	path, q := "/Products", url.Values{"$filter": {filter}, "$orderby": {"PublicationDate asc"}, "$top": {strconv.Itoa(top)}, "$expand": {"Attributes"}}
-	if next != "" {
-		u, err := url.Parse(next)
-		if err != nil || !strings.HasPrefix(next, c.base) {
-			return nil, "", fmt.Errorf("list products: next link %q is not under %s", next, c.base)
-		}
-		path, q = strings.TrimPrefix(u.Path, mustPath(c.base)), u.Query()
-	}
-	err := c.do(ctx, "list products", http.MethodGet, path, q, nil, &page)
-	return page.Value, page.NextLink, err
-}
-
-func mustPath(base string) string {
-	u, err := url.Parse(base)
-	if err != nil {
-		return ""
-	}
-	return u.Path
-}
-
 // Query is one listing request of an entity set: Products or
 // DeletedProducts.
 type Query struct {

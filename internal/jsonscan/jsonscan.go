@@ -19,8 +19,8 @@ var ErrNotObject = errors.New("not a JSON object")
 // notification is forwarded byte for byte, so a consumer with another JSON
 // parser could read a different event or product than the one we routed and
 // deduplicated; such a body has to be refused, and that needs the exact
-// names. It relies on the body being valid JSON (validJSON) and only tracks
-// strings and nesting.
+// names. It relies on the body being valid JSON (checked first by the
+// notification decoder) and only tracks strings and nesting.
 
 // WalkObject walks the object that starts at b[i] (after whitespace): for
 // each member it calls f with the name and the offset of the value; f

@@ -7,24 +7,19 @@ import (
 	"github.com/cdse-jetstream/receiver/internal/jsonscan"
 )
 
-// validJSON reports whether b is exactly one valid JSON value (RFC 8259),
-// surrounded by optional whitespace, nested at most maxDepth deep. It is
-// the same check as encoding/json.Valid (a differential fuzz test holds it
-// to that), written as a direct scanner because the reflection-free
+// checkJSON reports whether b is exactly one valid JSON value (RFC 8259),
+// surrounded by optional whitespace, nested at most maxDepth deep — the
+// same check as encoding/json.Valid (a differential fuzz test holds it to
+// that), written as a direct scanner because the reflection-free
 // byte-at-a-time state machine of encoding/json was a tenth of the
-// receiver's CPU time under load. UTF-8 is checked separately.
-func validJSON(b []byte) bool {
-	ok, _ := checkJSON(b)
-	return ok
-}
-
-// checkJSON is validJSON that also returns the offset of the first member
-// name that repeats an earlier one of the same object — exactly, or in
-// another case (-1 if none), at any depth. encoding/json lets the last
-// duplicate win and matches names case-insensitively; a consumer of the
-// forwarded bytes could then read another product, date or platform than
-// the one we routed and deduplicated on, so such a body is refused. The
-// check rides on the syntax pass: no second walk over the body.
+// receiver's CPU time under load; UTF-8 is checked separately. It also
+// returns the offset of the first member name that repeats an earlier one
+// of the same object — exactly, or in another case (-1 if none), at any
+// depth. encoding/json lets the last duplicate win and matches names
+// case-insensitively; a consumer of the forwarded bytes could then read
+// another product, date or platform than the one we routed and
+// deduplicated on, so such a body is refused. The check rides on the
+// syntax pass: no second walk over the body.
 func checkJSON(b []byte) (ok bool, dup int) {
 	v := validator{b: b, dup: -1}
 	v.space()
