@@ -13,6 +13,7 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"encoding/json"
 	"encoding/pem"
 	"errors"
 	"fmt"
@@ -242,19 +243,89 @@ func isChallenge(hello *tls.ClientHelloInfo) bool {
 // HTTPHandler is the handler of an optional plain-HTTP port (80): it
 // answers the CA's HTTP-01 challenges, which lets the CA validate by HTTP
 // too (TLS-ALPN-01 on the webhook's port is tried first), and hands every
-// other request to fallback; nil redirects GET and HEAD to https on port
-// 443 and answers anything else 400.
+// other request for one of the domains to fallback; nil redirects GET and
+// HEAD to https://<domain><path and query> (port 443) and answers anything
+// else 400. A request for any other host — another name, an IP address, no
+// Host at all — is answered 421 with a JSON error and no Location, whatever
+// fallback is: redirecting to the name a client sent (autocert's own
+// fallback does) makes this port an open redirector for any name pointed
+// at the machine.
 func (m *Manager) HTTPHandler(fallback http.Handler) http.Handler {
+	if fallback == nil {
+		fallback = http.HandlerFunc(m.redirect)
+	}
 	h := m.ac.HTTPHandler(fallback)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		// The host policy compares names: a challenge request on another
-		// port than 80 carries it in Host.
-		if host, _, err := net.SplitHostPort(r.Host); err == nil && strings.HasPrefix(r.URL.Path, "/.well-known/acme-challenge/") {
-			r = r.Clone(r.Context())
-			r.Host = host
+		if strings.HasPrefix(r.URL.Path, "/.well-known/acme-challenge/") {
+			// The host policy compares names: a challenge request on
+			// another port than 80 carries it in Host. autocert refuses
+			// a challenge for another host itself (403).
+			if host, _, err := net.SplitHostPort(r.Host); err == nil {
+				r = r.Clone(r.Context())
+				r.Host = host
+			}
+			h.ServeHTTP(w, r)
+			return
 		}
-		h.ServeHTTP(w, r)
+		if _, ok := m.domainOf(r.Host); !ok {
+			// 421 Misdirected Request (RFC 9110, 15.5.20): this server is
+			// not configured to answer for that authority. Not a 404 (the
+			// path may well exist for our names) nor a redirect.
+			writeError(w, http.StatusMisdirectedRequest, "misdirected_request", "this server answers only for its own domain names")
+			return
+		}
+		fallback.ServeHTTP(w, r)
 	})
+}
+
+// redirect sends GET and HEAD for a configured domain to the same path and
+// query over HTTPS on the default port; the target's host is the
+// configured name, never the Host header's text.
+func (m *Manager) redirect(w http.ResponseWriter, r *http.Request) {
+	domain, ok := m.domainOf(r.Host)
+	if !ok { // HTTPHandler checked it; a caller of redirect alone gets the same
+		writeError(w, http.StatusMisdirectedRequest, "misdirected_request", "this server answers only for its own domain names")
+		return
+	}
+	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		writeError(w, http.StatusBadRequest, "https_required", "use HTTPS")
+		return
+	}
+	uri := r.URL.RequestURI()
+	if !strings.HasPrefix(uri, "/") { // "*", or an empty path
+		uri = "/"
+	}
+	http.Redirect(w, r, "https://"+domain+uri, http.StatusFound)
+}
+
+// domainOf is the configured domain a Host header names, without its port
+// and in any case, with or without the trailing dot of a fully qualified
+// name.
+func (m *Manager) domainOf(host string) (string, bool) {
+	if h, _, err := net.SplitHostPort(host); err == nil {
+		host = h
+	}
+	host = strings.TrimSuffix(strings.ToLower(host), ".")
+	for _, d := range m.domains {
+		if host == d {
+			return d, true
+		}
+	}
+	return "", false
+}
+
+// writeError answers a JSON error of the webhook's shape ({"error": a
+// stable word, "message": words}).
+func writeError(w http.ResponseWriter, status int, code, message string) {
+	body, _ := json.Marshal(struct {
+		Code    string `json:"error"`
+		Message string `json:"message"`
+	}{code, message})
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(status)
+	w.Write(append(body, '\n'))
 }
 
 // Obtain makes sure every domain has a valid certificate, from the cache

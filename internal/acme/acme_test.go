@@ -177,29 +177,81 @@ func checkModes(t *testing.T, dir string) (files []string) {
 	return files
 }
 
+// The plain-HTTP port redirects to https only for the configured domains,
+// keeping the path and query and dropping the port; any other Host
+// (another name, an IP address, none) gets 421 with a JSON error and no
+// Location. Challenges go to autocert, which refuses another host's.
 func TestHTTPHandlerRedirects(t *testing.T) {
 	log, _ := logtest.NewNullLogger()
-	m, err := acme.New(acme.Options{Domains: []string{"hooks.example.org"}, CacheDir: t.TempDir()}, log)
+	m, err := acme.New(acme.Options{Domains: []string{"hooks.example.org", "Second.Example.org"}, CacheDir: t.TempDir()}, log)
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := m.HTTPHandler(nil)
-	for _, c := range []struct {
-		method, target string
-		code           int
-		location       string
+	const misdirected = `{"error":"misdirected_request"`
+	for _, fallback := range []struct {
+		name string
+		h    http.Handler
 	}{
-		{"GET", "http://hooks.example.org/notifications?x=1", http.StatusFound, "https://hooks.example.org/notifications?x=1"},
-		{"GET", "http://hooks.example.org:80/", http.StatusFound, "https://hooks.example.org:443/"},
-		{"POST", "http://hooks.example.org/notifications", http.StatusBadRequest, ""},
-		// A challenge nobody asked for; another host is refused.
-		{"GET", "http://hooks.example.org/.well-known/acme-challenge/nothing", http.StatusNotFound, ""},
-		{"GET", "http://other.example.org/.well-known/acme-challenge/nothing", http.StatusForbidden, ""},
+		{"nil fallback", nil},
+		// A fallback of the caller's own is not handed other hosts either.
+		{"a fallback", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			http.Redirect(w, r, "https://"+r.Host+r.URL.RequestURI(), http.StatusFound)
+		})},
 	} {
-		w := httptest.NewRecorder()
-		h.ServeHTTP(w, httptest.NewRequest(c.method, c.target, nil))
-		if w.Code != c.code || w.Header().Get("Location") != c.location {
-			t.Errorf("%s %s: %d %q, want %d %q", c.method, c.target, w.Code, w.Header().Get("Location"), c.code, c.location)
+		h := m.HTTPHandler(fallback.h)
+		for _, c := range []struct {
+			method, target, host string // host: the Host header, if not target's
+			code                 int
+			location             string
+			body                 string // the start of the body
+			custom               bool   // fallback's answer differs: check only that it got it
+		}{
+			{"GET", "http://hooks.example.org/notifications?x=1&y=%2F", "", http.StatusFound, "https://hooks.example.org/notifications?x=1&y=%2F", "", true},
+			{"GET", "http://hooks.example.org:80/", "", http.StatusFound, "https://hooks.example.org/", "", true},
+			{"GET", "http://hooks.example.org:8080/a/b", "", http.StatusFound, "https://hooks.example.org/a/b", "", true},
+			{"HEAD", "http://HOOKS.Example.ORG./x", "", http.StatusFound, "https://hooks.example.org/x", "", true},
+			{"GET", "http://second.example.org//evil.example/x", "", http.StatusFound, "https://second.example.org//evil.example/x", "", true},
+			{"POST", "http://hooks.example.org/notifications", "", http.StatusBadRequest, "", `{"error":"https_required"`, true},
+			// Not ours: no redirect.
+			{"GET", "http://evil.example/", "", http.StatusMisdirectedRequest, "", misdirected, false},
+			{"GET", "http://evil.example:80/notifications?x=1", "", http.StatusMisdirectedRequest, "", misdirected, false},
+			{"GET", "http://hooks.example.org.evil.example/", "", http.StatusMisdirectedRequest, "", misdirected, false},
+			{"GET", "http://203.0.113.7/", "", http.StatusMisdirectedRequest, "", misdirected, false},
+			{"GET", "http://203.0.113.7:80/", "", http.StatusMisdirectedRequest, "", misdirected, false},
+			{"GET", "http://[2001:db8::1]:80/", "", http.StatusMisdirectedRequest, "", misdirected, false},
+			{"GET", "http://hooks.example.org/", "-", http.StatusMisdirectedRequest, "", misdirected, false}, // no Host
+			{"POST", "http://evil.example/notifications", "", http.StatusMisdirectedRequest, "", misdirected, false},
+			// Challenges: autocert's. One nobody asked for; another host's
+			// is refused.
+			{"GET", "http://hooks.example.org/.well-known/acme-challenge/nothing", "", http.StatusNotFound, "", "", false},
+			{"GET", "http://hooks.example.org:5002/.well-known/acme-challenge/nothing", "", http.StatusNotFound, "", "", false},
+			{"GET", "http://other.example.org/.well-known/acme-challenge/nothing", "", http.StatusForbidden, "", "", false},
+		} {
+			t.Run(fallback.name+" "+c.method+" "+c.target+" "+c.host, func(t *testing.T) {
+				r := httptest.NewRequest(c.method, c.target, nil)
+				switch c.host {
+				case "-":
+					r.Host = ""
+				case "":
+				default:
+					r.Host = c.host
+				}
+				w := httptest.NewRecorder()
+				h.ServeHTTP(w, r)
+				loc := w.Header().Get("Location")
+				if fallback.h != nil && c.custom {
+					if w.Code != http.StatusFound || !strings.HasPrefix(loc, "https://") {
+						t.Errorf("%d %q: the fallback did not get it", w.Code, loc)
+					}
+					return
+				}
+				if w.Code != c.code || loc != c.location || !strings.HasPrefix(w.Body.String(), c.body) {
+					t.Errorf("%d %q %q, want %d %q %q", w.Code, loc, w.Body.String(), c.code, c.location, c.body)
+				}
+				if c.body != "" && w.Header().Get("Content-Type") != "application/json" {
+					t.Errorf("Content-Type %q", w.Header().Get("Content-Type"))
+				}
+			})
 		}
 	}
 }
