@@ -16,9 +16,13 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"maps"
 	"os"
 	"os/signal"
+	"slices"
+	"strings"
 	"syscall"
+	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -91,6 +95,58 @@ func run(ctx context.Context) error {
 		return err
 	}
 	defer cc.Stop()
+	// Say what it listens on: a subscriber that waits in silence on a
+	// misspelt interest or collection looks like a receiver that stores
+	// nothing.
+	fmt.Fprintf(os.Stderr, "subscribe: listening on %s (stream %s at %s); Ctrl-C to stop\n", subject, stream, url)
+	if w := nothingYet(ctx, js, stream, subject, f); w != "" {
+		fmt.Fprintln(os.Stderr, "subscribe: warning:", w)
+	}
 	<-ctx.Done()
 	return nil
+}
+
+// nothingYet says, when no message on the stream matches subject, what
+// does: the interests with messages, or some subjects that have them. Names
+// are case-sensitive (SENTINEL-2, not sentinel-2), and a new interest has
+// messages only from its first match on, so it is a warning, not an error.
+func nothingYet(ctx context.Context, js jetstream.JetStream, stream, subject string, f event.Filter) string {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	s, err := js.Stream(ctx, stream)
+	if err != nil {
+		return fmt.Sprintf("stream %s: %v", stream, err)
+	}
+	info, err := s.Info(ctx, jetstream.WithSubjectFilter(subject))
+	if err != nil || len(info.State.Subjects) > 0 {
+		return ""
+	}
+	broader, what := event.DefaultPrefix, "subjects with messages"
+	if f.Prefix != "" {
+		broader = f.Prefix
+	}
+	if f.Interest != "" {
+		broader, what = event.DefaultInterestPrefix, "interests with messages"
+		if f.InterestPrefix != "" {
+			broader = f.InterestPrefix
+		}
+	}
+	if info, err = s.Info(ctx, jetstream.WithSubjectFilter(broader+".>")); err != nil {
+		return ""
+	}
+	seen := map[string]bool{}
+	for subj := range info.State.Subjects {
+		if f.Interest != "" {
+			subj, _, _ = strings.Cut(strings.TrimPrefix(subj, broader+"."), ".")
+		}
+		seen[subj] = true
+	}
+	names := slices.Sorted(maps.Keys(seen))
+	if len(names) > 8 {
+		names = append(names[:8], "…")
+	}
+	if len(names) == 0 {
+		names = []string{"none yet"}
+	}
+	return fmt.Sprintf("nothing on the stream matches %s yet (names are case-sensitive); %s: %s", subject, what, strings.Join(names, ", "))
 }
