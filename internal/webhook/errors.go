@@ -77,6 +77,9 @@ func toError(err error) *Error {
 	case errors.Is(err, publish.ErrTooLarge):
 		return &Error{Status: http.StatusRequestEntityTooLarge, Code: "message_too_large",
 			Message: "a notification is larger than the NATS server accepts", cause: err}
+	case errors.Is(err, errNoRoomForBody):
+		return &Error{Status: http.StatusServiceUnavailable, Code: "unavailable",
+			Message: "too many request bodies are being received now; retry later", RetryAfter: retryAfterSeconds, cause: err}
 	case errors.Is(err, publish.ErrUnavailable):
 		return &Error{Status: http.StatusServiceUnavailable, Code: "unavailable",
 			Message: "the notification could not be stored now; retry later", RetryAfter: retryAfterSeconds, cause: err}

@@ -49,7 +49,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		}, []string{"type"}),
 		notKept: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "cdse_receiver_bodies_not_kept_total",
-			Help: "Authenticated requests whose body could not be kept, by reason (too_large: over RECEIVER_MAX_BODY; incomplete: it did not arrive whole).",
+			Help: "Authenticated requests whose body could not be kept, by reason (too_large: over RECEIVER_MAX_BODY; incomplete: it did not arrive whole; busy: no room in the memory for request bodies in time, answered 503).",
 		}, []string{"reason"}),
 	}
 	for _, c := range []prometheus.Collector{m.requests, m.duration, m.notifications, m.rejected, m.authFailures, m.contentTypes, m.notKept} {
@@ -66,7 +66,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	for _, r := range []string{"missing", "malformed", "invalid", "limited", "unchecked"} {
 		m.authFailures.WithLabelValues(r)
 	}
-	for _, r := range []string{"too_large", "incomplete"} {
+	for _, r := range []string{"too_large", "incomplete", "busy"} {
 		m.notKept.WithLabelValues(r)
 	}
 	// The answers alerts and dashboards look at first.

@@ -69,6 +69,13 @@ type Options struct {
 	Path string
 	// MaxBody bounds the request body, after decompression.
 	MaxBody int64
+	// BodyBudget bounds the bytes of request bodies held in memory at once,
+	// reserved as they arrive (0: 32 MiB); it is raised to hold the
+	// largest body twice (raw and decompressed). BodyWait is the longest a
+	// body waits for room at each step (0: 2 s); a body that gets none is
+	// answered 503 with Retry-After.
+	BodyBudget int64
+	BodyWait   time.Duration
 	// MaxNotifications bounds the elements of an array body.
 	MaxNotifications int
 	// Route shapes the messages (subject prefix and template, CloudEvents).
@@ -117,6 +124,7 @@ type handler struct {
 	log       logrus.FieldLogger
 	parse     func([]byte, int) ([]notification.Notification, error)
 	tooLarge  *Error
+	budget    *bodyBudget
 	seenTypes sync.Map // content kinds already logged
 }
 
@@ -175,8 +183,22 @@ func New(o Options, pub Publisher, v Verifier, reg prometheus.Registerer, log lo
 				return errors.New("handler panicked")
 			},
 		}))
-	h := &handler{o: o, pub: pub, m: m, log: log, parse: o.Parse,
+	if o.BodyBudget <= 0 {
+		o.BodyBudget = defaultBodyBudget
+	}
+	// The largest body may be held twice: as received and decompressed.
+	o.BodyBudget = max(o.BodyBudget, 2*(o.MaxBody+1))
+	if o.BodyWait <= 0 {
+		o.BodyWait = defaultBodyWait
+	}
+	h := &handler{o: o, pub: pub, m: m, log: log, parse: o.Parse, budget: newBodyBudget(o.BodyBudget),
 		tooLarge: newError(http.StatusRequestEntityTooLarge, "body_too_large", "request body larger than "+strconv.FormatInt(o.MaxBody, 10)+" bytes")}
+	if err := reg.Register(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "cdse_receiver_http_body_bytes_in_use",
+		Help: "Bytes of webhook request bodies held in memory now, reserved as they arrive (at most the body budget, " + strconv.FormatInt(o.BodyBudget, 10) + " bytes; beyond, requests wait, then get 503).",
+	}, func() float64 { return float64(h.budget.inUse()) })); err != nil {
+		return nil, fmt.Errorf("register webhook metrics: %w", err)
+	}
 	if h.parse == nil {
 		h.parse = notification.Parse
 	}
@@ -221,8 +243,17 @@ func HTTPServer(h http.Handler, t Timeouts, errorLog *stdlog.Logger) *http.Serve
 func (h *handler) receive(c echo.Context) error {
 	req := c.Request()
 	h.noteContentType(req.Header.Get(echo.HeaderContentType))
+	// The body's buffers are reserved in the budget as they are allocated
+	// and grown, and given back once the request is answered (the buffers
+	// are in use until then: the store refers to them until its PubAck).
+	lease := &bodyLease{budget: h.budget, ctx: req.Context(), wait: h.o.BodyWait}
+	defer lease.done()
 	bp := bodies.Get().(*[]byte)
-	body, err := h.readBody(req, (*bp)[:0])
+	var body []byte
+	err := lease.grow(int64(cap(*bp)))
+	if err == nil {
+		body, err = h.readBody(req, (*bp)[:0], lease)
+	}
 	recycle := true
 	defer func() {
 		if recycle && cap(body) <= maxPooled {
@@ -235,6 +266,12 @@ func (h *handler) receive(c echo.Context) error {
 	if err != nil {
 		var e *Error
 		switch {
+		case errors.Is(err, errNoRoomForBody):
+			h.m.notKept.WithLabelValues("busy").Inc()
+			// Answer now and hang up: net/http would otherwise read what
+			// is left of a small body (up to 256 KiB) before answering, at
+			// the sender's pace, to keep the connection.
+			c.Response().Header().Set(echo.HeaderConnection, "close")
 		case errors.As(err, &e) && e.keep != nil:
 			h.m.rejected.Inc()
 			recycle = false
@@ -402,24 +439,31 @@ func summarize(ns []notification.Notification) noteSummary {
 // (product id, event) are copies or constants.
 var bodies = sync.Pool{New: func() any { b := make([]byte, 0, 16<<10); return &b }}
 
-// maxPooled keeps exceptional (large) buffers out of the pool.
-const maxPooled = 256 << 10
+// maxPooled keeps exceptional (large) buffers out of the pool, so that
+// what a burst of large bodies took is given back once it is over (the
+// catalogue's notifications are about 7 KB).
+const maxPooled = 64 << 10
 
 // readBody reads the body into buf within MaxBody, then decompresses gzip
 // with the same limit on the decompressed size, so a small bomb cannot
-// expand in memory. A body that arrived whole but cannot be decoded (an
-// encoding we do not know, broken gzip) comes back in an *Error whose keep
-// holds the bytes as received, for the quarantine.
-func (h *handler) readBody(req *http.Request, buf []byte) ([]byte, error) {
+// expand in memory. The buffers grow as bytes arrive, each step reserved
+// on lease first: Content-Length is a promise, not bytes, and a buffer of
+// its size allocated up front let slow senders hold memory they never
+// filled. A body that arrived whole but cannot be decoded (an encoding we
+// do not know, broken gzip) comes back in an *Error whose keep holds the
+// bytes as received, for the quarantine.
+func (h *handler) readBody(req *http.Request, buf []byte, lease *bodyLease) ([]byte, error) {
 	limit := h.o.MaxBody
 	tooLarge := h.tooLarge
 	if req.ContentLength > limit {
 		return nil, tooLarge
 	}
-	if want := min(max(req.ContentLength, 8<<10), limit+1); int64(cap(buf)) < want {
-		buf = make([]byte, 0, want)
+	// The most the body can be, plus one byte to see its end.
+	most := limit + 1
+	if req.ContentLength >= 0 {
+		most = req.ContentLength + 1
 	}
-	raw, err := readAll(io.LimitReader(http.MaxBytesReader(nil, req.Body, limit+1), limit+1), buf)
+	raw, err := readAll(io.LimitReader(http.MaxBytesReader(nil, req.Body, limit+1), limit+1), buf, most, lease)
 	if err != nil {
 		return nil, bodyReadError(err, tooLarge, "could not read the request body")
 	}
@@ -437,7 +481,14 @@ func (h *handler) readBody(req *http.Request, buf []byte) ([]byte, error) {
 			return nil, undecodable
 		}
 		defer zr.Close()
-		body, err := readAll(io.LimitReader(zr, limit+1), make([]byte, 0, min(int64(len(raw))*4+512, limit+1)))
+		start := min(int64(len(raw))*4+512, limit+1)
+		if err := lease.grow(start); err != nil {
+			return nil, err
+		}
+		body, err := readAll(io.LimitReader(zr, limit+1), make([]byte, 0, start), limit+1, lease)
+		if errors.Is(err, errNoRoomForBody) {
+			return nil, err
+		}
 		if err != nil {
 			undecodable.cause = err
 			return nil, undecodable
@@ -456,6 +507,8 @@ func bodyReadError(err error, tooLarge *Error, msg string) error {
 	var mbe *http.MaxBytesError
 	var ne net.Error
 	switch {
+	case errors.Is(err, errNoRoomForBody):
+		return err
 	case errors.As(err, &mbe):
 		return tooLarge
 	case errors.As(err, &ne) && ne.Timeout():
@@ -464,9 +517,25 @@ func bodyReadError(err error, tooLarge *Error, msg string) error {
 	return &Error{Status: http.StatusBadRequest, Code: "bad_body", Message: msg, cause: err}
 }
 
-// readAll is io.ReadAll into a buffer sized from Content-Length.
-func readAll(r io.Reader, b []byte) ([]byte, error) {
+// readAll is io.ReadAll into b, which grows only when full (that is, as
+// bytes arrive), doubling but never beyond most, the most r can give plus
+// one byte (to see its end); each growth is reserved on lease first.
+func readAll(r io.Reader, b []byte, most int64, lease *bodyLease) ([]byte, error) {
 	for {
+		if len(b) == cap(b) {
+			if int64(cap(b)) >= most {
+				// b holds most bytes, more than r ever gives but for the
+				// LimitReader of limit+1 bytes, which is at its end.
+				return b, nil
+			}
+			n := min(max(2*int64(cap(b)), 4<<10), most)
+			if err := lease.grow(n - int64(cap(b))); err != nil {
+				return b, err
+			}
+			grown := make([]byte, len(b), n)
+			copy(grown, b)
+			b = grown
+		}
 		n, err := r.Read(b[len(b):cap(b)])
 		b = b[:len(b)+n]
 		if err != nil {
@@ -474,9 +543,6 @@ func readAll(r io.Reader, b []byte) ([]byte, error) {
 				return b, nil
 			}
 			return b, err
-		}
-		if len(b) == cap(b) {
-			b = append(b, 0)[:len(b)]
 		}
 	}
 }

@@ -63,6 +63,13 @@ func startWith(t *testing.T, srv *server.Server, opt func(*Options)) *env {
 // static user and password).
 func startWithVerifier(t *testing.T, srv *server.Server, v Verifier, opt func(*Options)) *env {
 	t.Helper()
+	// The real server's timeouts, shortened so the tests stay quick.
+	return startWithTimeouts(t, srv, v, opt, Timeouts{ReadHeader: 500 * time.Millisecond, Read: 1500 * time.Millisecond, Publish: 2 * time.Second})
+}
+
+// startWithTimeouts is startWithVerifier with the server's timeouts.
+func startWithTimeouts(t *testing.T, srv *server.Server, v Verifier, opt func(*Options), to Timeouts) *env {
+	t.Helper()
 	logger, hook := test.NewNullLogger()
 	logger.SetLevel(logrus.DebugLevel)
 	nc, err := natsconn.Connect(natsconn.Options{URL: srv.ClientURL()}, logger)
@@ -99,8 +106,7 @@ func startWithVerifier(t *testing.T, srv *server.Server, v Verifier, opt func(*O
 		t.Fatal(err)
 	}
 	hs := httptest.NewUnstartedServer(e)
-	// The real server, with timeouts shortened so the tests stay quick.
-	hs.Config = HTTPServer(e, Timeouts{ReadHeader: 500 * time.Millisecond, Read: 1500 * time.Millisecond, Publish: 2 * time.Second}, nil)
+	hs.Config = HTTPServer(e, to, nil)
 	hs.Start()
 	t.Cleanup(hs.Close)
 	return &env{url: hs.URL, srv: srv, nc: nc, js: pub.JetStream(), reg: reg, logs: hook}
