@@ -34,7 +34,7 @@ func newRoot(getenv func(string) string) *cobra.Command {
 	root.Short = "CDSE catalogue notifications into NATS JetStream"
 	serve := newServe(getenv, "serve")
 	serve.Short = "Run the receiver (what `receiver` alone does)"
-	root.AddCommand(serve, newQuarantine(getenv), newBackfill(getenv), newInterests(getenv))
+	root.AddCommand(serve, newQuarantine(getenv), newBackfill(getenv), newInterests(getenv), newHtpasswd())
 	cli.AddVersion(root)
 	return root
 }

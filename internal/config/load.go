@@ -244,9 +244,20 @@ func secret(name, value, file, source string) (string, error) {
 	case value != "":
 		return "", fmt.Errorf("%s and %s_FILE are both set (%s): set one", name, name, source)
 	}
-	b, err := os.ReadFile(file)
+	v, err := ReadSecretFile(file)
 	if err != nil {
 		return "", fmt.Errorf("%s_FILE (%s): %w", name, source, err)
+	}
+	return v, nil
+}
+
+// ReadSecretFile reads a secret from a file, as every *_FILE and every
+// --*-file flag of the project reads it: the content exactly, less its
+// trailing newline.
+func ReadSecretFile(path string) (string, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return "", err
 	}
 	return strings.TrimRight(string(b), "\r\n"), nil
 }

@@ -54,6 +54,10 @@ func (c Config) Check(concerns ...func(Config) error) error {
 // problems collects the messages of one concern.
 type problems []error
 
+// MinPasswordLength is the shortest webhook password accepted: the
+// endpoint is public.
+const MinPasswordLength = 12
+
 func (p *problems) add(format string, a ...any) { *p = append(*p, fmt.Errorf(format, a...)) }
 func (p problems) err() error                   { return errors.Join(p...) }
 
@@ -72,8 +76,8 @@ func (c Config) ValidateWebhook() error {
 			p.add("RECEIVER_PASSWORD or RECEIVER_PASSWORD_FILE is required (or RECEIVER_HTPASSWD_FILE alone): the webhook never runs without authentication")
 		}
 	}
-	if c.Password != "" && len(c.Password) < 12 {
-		p.add("RECEIVER_PASSWORD is shorter than 12 characters: the endpoint is public, use a long random password")
+	if c.Password != "" && len(c.Password) < MinPasswordLength {
+		p.add("RECEIVER_PASSWORD is shorter than %d characters: the endpoint is public, use a long random password", MinPasswordLength)
 	}
 	if strings.Contains(c.Username, ":") {
 		p.add("RECEIVER_USERNAME must not contain ':' (Basic auth cannot carry it)")
