@@ -46,7 +46,7 @@ type Config struct {
 	ACMEEmail         string        `koanf:"RECEIVER_ACME_EMAIL" flag:"acme-email" help:"contact the ACME CA warns about problems with the certificates"`
 	ACMEDirectory     string        `koanf:"RECEIVER_ACME_DIRECTORY" flag:"acme-directory" help:"ACME directory URL (setting RECEIVER_ACME_DOMAINS accepts that CA's terms of service)"`
 	ACMECAFile        string        `koanf:"RECEIVER_ACME_CA_FILE" flag:"acme-ca-file" help:"PEM roots to trust the ACME server with (a private ACME CA)"`
-	ACMEHTTPAddr      string        `koanf:"RECEIVER_ACME_HTTP_ADDR" flag:"acme-http-addr" help:"also answer HTTP-01 challenges on this plain-HTTP address (e.g. :80), which serves only them and a redirect to HTTPS"`
+	ACMEHTTPAddr      string        `koanf:"RECEIVER_ACME_HTTP_ADDR" flag:"acme-http-addr" help:"also answer HTTP-01 challenges on this plain-HTTP address (e.g. :80), which serves only them and a redirect to HTTPS for the configured domains (any other Host: 421)"`
 	HTPasswdFile      string        `koanf:"RECEIVER_HTPASSWD_FILE" flag:"htpasswd-file" help:"more webhook credentials: an htpasswd file of bcrypt hashes (lines from receiver htpasswd USER, or htpasswd -nB), reloaded when it changes"`
 	TrustedProxies    string        `koanf:"RECEIVER_TRUSTED_PROXIES" flag:"trusted-proxies" help:"comma-separated CIDRs of proxies whose X-Forwarded-For is believed"`
 	AuthFailureLimit  int           `koanf:"RECEIVER_AUTH_FAILURE_LIMIT" flag:"auth-failure-limit" help:"failed logins a minute per client address before wrong credentials get 429 (0: off)"`
