@@ -77,9 +77,34 @@ func (f *Filter) String() string { return f.src }
 // that is whether matching reads products' footprints.
 func (f *Filter) UsesGeometry() bool { return f.needs.has(needFootprint) }
 
-// Match reports whether p satisfies the filter.
+// Match reports whether p satisfies the filter. An Intersects term on a
+// footprint that is not tested (Evaluate) counts as satisfied.
 func (f *Filter) Match(p *Product) bool {
-	return f.root == nil || f.root.eval(p)
+	m, _ := f.Evaluate(p)
+	return m
+}
+
+// Evaluate is Match, and why an area was not evaluated when the answer
+// rests on one ("" when it does not). An Intersects term is unknown when
+// the product's footprint cannot be tested (a coordinate of 1e300 or NaN,
+// more parts or vertices than the caps: Product.FootprintUnevaluated) or
+// testing it against the area would cost more than MaxAreaWork. Unknown
+// is carried through and, or and not as in SQL (false and unknown is
+// false, true or unknown is true, not unknown is unknown), so a term
+// that decides alone still decides; a filter left unknown matches: it
+// fails open, and the caller says so (the Cdse-Area-Unevaluated header).
+// A product that cannot be placed is delivered to those who may want it,
+// marked, rather than silently to nobody.
+func (f *Filter) Evaluate(p *Product) (bool, Unevaluated) {
+	switch {
+	case f.root == nil:
+		return true, ""
+	case !f.needs.has(needFootprint):
+		// No area, no unknown: the plain evaluation, as cheap as before.
+		return f.root.eval(p), ""
+	}
+	r := eval3(f.root, p)
+	return r.holds(), r.why
 }
 
 // Explain is Match, and when p does not match, the first condition of the
@@ -87,7 +112,7 @@ func (f *Filter) Match(p *Product) bool {
 // whole filter when it is not an and-chain), for a "why not" report.
 func (f *Filter) Explain(p *Product) (bool, string) {
 	for _, t := range f.terms {
-		if !t.n.eval(p) {
+		if !eval3(t.n, p).holds() {
 			return false, f.src[t.start:t.end]
 		}
 	}
@@ -300,7 +325,69 @@ func (n attrAny) eval(p *Product) bool {
 // with the area's geometry built once, at Parse.
 type intersectsArea struct{ area []part }
 
-func (n intersectsArea) eval(p *Product) bool {
-	fp := p.parts()
-	return fp != nil && intersects(n.area, fp)
+// eval is the term failing open; filters with an area are evaluated
+// with eval3, which keeps the unknown apart.
+func (n intersectsArea) eval(p *Product) bool { return n.test(p).holds() }
+
+// test is the term's answer: unknown when the footprint is not tested
+// or the test would cost more than MaxAreaWork; false when the product
+// has no footprint or one that cannot be read.
+func (n intersectsArea) test(p *Product) tri {
+	if p.fp == nil {
+		return tri{}
+	}
+	p.fp.load()
+	if p.fp.bad != "" {
+		return tri{why: p.fp.bad}
+	}
+	hit, over := intersects(n.area, p.fp.parts, MaxAreaWork)
+	if over {
+		return tri{why: TooComplex}
+	}
+	return tri{ok: hit}
+}
+
+// tri is a three-valued answer: ok, or unknown (why set) when an area
+// was not evaluated.
+type tri struct {
+	ok  bool
+	why Unevaluated
+}
+
+// holds is the answer failing open: unknown counts as true.
+func (t tri) holds() bool { return t.ok || t.why != "" }
+
+// eval3 evaluates n with unknowns: the connectives in three-valued logic,
+// the areas by test, every other term as eval (they are never unknown).
+// The first unknown met is the one reported.
+func eval3(n node, p *Product) tri {
+	switch n := n.(type) {
+	case andNode:
+		a := eval3(n.a, p)
+		if !a.ok && a.why == "" {
+			return a // false
+		}
+		if b := eval3(n.b, p); a.why == "" || !b.ok && b.why == "" {
+			return b // a true, or b false: b decides
+		}
+		return a // a unknown, b true or unknown
+	case orNode:
+		a := eval3(n.a, p)
+		if a.ok {
+			return a
+		}
+		if b := eval3(n.b, p); a.why == "" || b.ok {
+			return b // a false, or b true: b decides
+		}
+		return a // a unknown, b false or unknown
+	case notNode:
+		a := eval3(n.a, p)
+		if a.why != "" {
+			return a
+		}
+		return tri{ok: !a.ok}
+	case intersectsArea:
+		return n.test(p)
+	}
+	return tri{ok: n.eval(p)}
 }

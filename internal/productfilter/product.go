@@ -113,13 +113,16 @@ type footprint struct {
 	g       geom.Geometry
 	parts   []part
 	err     error
+	// bad is why the footprint is not tested against areas ("" when it
+	// is): a coordinate no footprint has, or more than the caps allow.
+	bad Unevaluated
 }
 
 // SetFootprint sets the product's footprint (lon/lat, EPSG:4326). An empty
 // geometry means none.
 func (p *Product) SetFootprint(g geom.Geometry) {
 	fp := &footprint{g: g}
-	fp.once.Do(func() { fp.parts = normalize(g) })
+	fp.once.Do(fp.prepare)
 	p.fp = fp
 }
 
@@ -133,14 +136,15 @@ func (p *Product) Footprint() (geom.Geometry, error) {
 	return p.fp.g, p.fp.err
 }
 
-// parts returns the footprint split for the antimeridian, nil when there
-// is none or it cannot be read.
-func (p *Product) parts() []part {
+// FootprintUnevaluated is why the product's footprint is not tested
+// against areas, "" when it is (or when the product has none, or one that
+// cannot be read: no area matches those), parsing it on first use.
+func (p *Product) FootprintUnevaluated() Unevaluated {
 	if p.fp == nil {
-		return nil
+		return ""
 	}
 	p.fp.load()
-	return p.fp.parts
+	return p.fp.bad
 }
 
 func (fp *footprint) load() {
@@ -157,11 +161,26 @@ func (fp *footprint) load() {
 		case fp.geojson != nil:
 			fp.g, fp.err = geom.UnmarshalGeoJSON(fp.geojson, geom.NoValidate{})
 		}
-		if fp.err == nil {
-			fp.parts = normalize(fp.g)
+		switch {
+		case fp.err == nil:
+			fp.prepare()
+		case fp.wkt != "" && nonFiniteNumber(fp.wkt), fp.wkt == "" && nonFiniteNumber(string(fp.geojson)):
+			// Not a broken footprint (which matches no area) but one with
+			// a coordinate of 1e400 or NaN, which the parsers refuse.
+			fp.bad = NonFinite
 		}
 		fp.wkt, fp.geojson = "", nil
 	})
+}
+
+// prepare checks the footprint read and, when it can be tested, splits it
+// for the antimeridian; the checks come first, so that nothing superlinear
+// (nor the unwrapping, given a longitude of 1e300) runs on a footprint
+// that is not tested.
+func (fp *footprint) prepare() {
+	if fp.bad = checkFootprint(fp.g); fp.bad == "" {
+		fp.parts = normalize(fp.g)
+	}
 }
 
 // ErrNotEntity is returned by FromEntity for input that is not one JSON
