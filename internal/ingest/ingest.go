@@ -51,10 +51,26 @@ type Route struct {
 }
 
 // Interests says which named interests a notification is routed to
-// (internal/interest's Router), appending their names to names.
+// (internal/interest's Router), appending them to routes.
 type Interests interface {
-	Match(n *notification.Notification, names []string) []string
+	Match(n *notification.Notification, routes []Routed) []Routed
 }
+
+// Routed is one interest a notification is routed to.
+type Routed struct {
+	Name string
+	// AreaUnevaluated is why the interest's area was not evaluated
+	// against the product's footprint (productfilter.Unevaluated: a
+	// coordinate of 1e300, more vertices than the caps), "" when it was
+	// or the interest has none. The copy is routed failing open, and
+	// HeaderAreaUnevaluated tells its consumer.
+	AreaUnevaluated string
+}
+
+// HeaderAreaUnevaluated is set on an interest's copy routed without its
+// area evaluated (Routed.AreaUnevaluated): the product matches the
+// interest's other terms, and whether it lies in the area is unknown.
+const HeaderAreaUnevaluated = "Cdse-Area-Unevaluated"
 
 // DefaultStacCollections are the product types whose STAC collection and
 // item id the CDSE documentation gives: the STAC item id is the product
@@ -95,8 +111,8 @@ func Messages(ns []notification.Notification, r *Route, source string) []publish
 		if r.Interests != nil {
 			msgs[i].MakeCopies = func() []publish.Message {
 				var copies []publish.Message
-				for _, name := range r.Interests.Match(n, nil) {
-					copies = append(copies, interestCopy(n, id, name, source, r))
+				for _, to := range r.Interests.Match(n, nil) {
+					copies = append(copies, interestCopy(n, id, to, source, r))
 				}
 				return copies
 			}
@@ -120,14 +136,18 @@ func CopyInterest(msgID string) (string, bool) {
 }
 
 // interestCopy is the product message as routed to one interest: same data
-// and headers, plus Cdse-Interest, and the interest's own Nats-Msg-Id.
-func interestCopy(n *notification.Notification, id, name, source string, r *Route) publish.Message {
-	cid := InterestMsgID(name, id)
-	return publish.Message{Subject: r.Template.Subject(r.InterestPrefix+"."+name, n), MsgID: cid, Data: n.Raw,
+// and headers, plus Cdse-Interest (and Cdse-Area-Unevaluated when its area
+// was not evaluated), and the interest's own Nats-Msg-Id.
+func interestCopy(n *notification.Notification, id string, to Routed, source string, r *Route) publish.Message {
+	cid := InterestMsgID(to.Name, id)
+	return publish.Message{Subject: r.Template.Subject(r.InterestPrefix+"."+to.Name, n), MsgID: cid, Data: n.Raw,
 		Headers: func() map[string][]string {
 			h := headers(n, id, source, r)
 			h[event.HeaderMsgID] = []string{cid}
-			h[event.HeaderInterest] = []string{name}
+			h[event.HeaderInterest] = []string{to.Name}
+			if to.AreaUnevaluated != "" {
+				h[HeaderAreaUnevaluated] = []string{to.AreaUnevaluated}
+			}
 			return h
 		}}
 }

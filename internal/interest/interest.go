@@ -21,6 +21,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/cdse-jetstream/receiver/event"
+	"github.com/cdse-jetstream/receiver/internal/ingest"
 	"github.com/cdse-jetstream/receiver/internal/productfilter"
 )
 
@@ -232,6 +233,10 @@ type Verdict struct {
 	// Why not, when it does not: the event, the first failing term of the
 	// filter (as written), or the sensing age.
 	Why string `json:"why,omitempty"`
+	// AreaUnevaluated, when it matches, is why its area was not evaluated
+	// against the product's footprint (productfilter.Unevaluated): it
+	// matches failing open, as the receiver routes it.
+	AreaUnevaluated string `json:"areaUnevaluated,omitempty"`
 }
 
 // Evaluate answers, for each interest in order, whether a product event
@@ -255,6 +260,8 @@ func (s *Set) Evaluate(ev event.Kind, p *productfilter.Product, now time.Time) [
 				v.Why = fmt.Sprintf("sensed %s ago (ContentDate/Start %s), more than maxSensingAge %s", now.Sub(p.ContentStart).Round(time.Hour), p.ContentStart.UTC().Format(time.RFC3339), in.MaxSensingAge)
 			default:
 				v.Matches = true
+				_, why := in.Filter.Evaluate(p)
+				v.AreaUnevaluated = string(why)
 			}
 		}
 		out = append(out, v)
@@ -279,21 +286,45 @@ func (s *Set) wants(ev event.Kind) bool {
 }
 
 // Match returns the names of the interests a product event is routed to,
-// without the reasons (the receiver's path: no strings built).
+// without the reasons (Route with the names only).
 func (s *Set) Match(ev event.Kind, p *productfilter.Product, now time.Time, names []string) []string {
 	if p == nil {
 		return names
 	}
-	for _, in := range s.Interests {
-		if !in.wants(ev) || !in.Filter.Match(p) {
-			continue
+	for i := range s.Interests {
+		if ok, _ := s.Interests[i].takes(ev, p, now); ok {
+			names = append(names, s.Interests[i].Name)
 		}
-		if in.tooOld(p, now) {
-			continue
-		}
-		names = append(names, in.Name)
 	}
 	return names
+}
+
+// Route returns the interests a product event is routed to, each with why
+// its area was not evaluated when it is routed failing open (the
+// receiver's path: no strings built).
+func (s *Set) Route(ev event.Kind, p *productfilter.Product, now time.Time, routes []ingest.Routed) []ingest.Routed {
+	if p == nil {
+		return routes
+	}
+	for i := range s.Interests {
+		if ok, why := s.Interests[i].takes(ev, p, now); ok {
+			routes = append(routes, ingest.Routed{Name: s.Interests[i].Name, AreaUnevaluated: string(why)})
+		}
+	}
+	return routes
+}
+
+// takes says whether in takes the event ev on p at now, and when it takes
+// it failing open, why its area was not evaluated.
+func (in *Interest) takes(ev event.Kind, p *productfilter.Product, now time.Time) (bool, productfilter.Unevaluated) {
+	if !in.wants(ev) {
+		return false, ""
+	}
+	m, why := in.Filter.Evaluate(p)
+	if !m || in.tooOld(p, now) {
+		return false, ""
+	}
+	return true, why
 }
 
 func kinds(ks []event.Kind) string {

@@ -255,3 +255,120 @@ func TestCountAfterAPartialPublish(t *testing.T) {
 		t.Errorf("unmatched: %v, want 1 (the first attempt's message, stored without a copy)", got)
 	}
 }
+
+// TestRouterFailsOpenOnAnUnusableFootprint (issue 29, defect 1): a product
+// whose footprint has a longitude of 1e300 (which pinned a core forever)
+// is answered at once and routed to every interest whose other terms it
+// matches: the copy of an interest with an area says the area was not
+// evaluated (Cdse-Area-Unevaluated), which is counted by reason and
+// logged once, with the product's id and not its body. The same product
+// with its real footprint is routed by its area, unmarked.
+func TestRouterFailsOpenOnAnUnusableFootprint(t *testing.T) {
+	const alps = "OData.CSC.Intersects(area=geography'SRID=4326;POLYGON((5.9 44.9,16.2 44.9,16.2 48.0,5.9 48.0,5.9 44.9))')"
+	const iberia = "OData.CSC.Intersects(area=geography'SRID=4326;POLYGON((-9 36,3 36,3 44,-9 44,-9 36))')"
+	path := filepath.Join(t.TempDir(), "interests.yaml")
+	file := "interests:\n" +
+		"  - name: s2-alps\n    filter: \"Collection/Name eq 'SENTINEL-2' and " + alps + "\"\n" +
+		"  - name: s2-iberia\n    filter: \"Collection/Name eq 'SENTINEL-2' and " + iberia + "\"\n" +
+		"  - name: s1-alps\n    filter: \"Collection/Name eq 'SENTINEL-1' and " + alps + "\"\n" +
+		"  - name: s2\n    filter: \"Collection/Name eq 'SENTINEL-2'\"\n"
+	if err := os.WriteFile(path, []byte(file), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	log, hook := test.NewNullLogger()
+	r, err := NewRouter(path, prometheus.NewRegistry(), log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw := fixtures.Notification(t, "created-s2.json")
+	huge := []byte(strings.Replace(string(raw), "POLYGON ((11.5 45.0,", "POLYGON ((1e300 45.0,", 1))
+	if string(huge) == string(raw) {
+		t.Fatal("the fixture's footprint changed: no longitude replaced")
+	}
+	const why = string(productfilter.LongitudeOutOfRange)
+	for _, tt := range []struct {
+		name   string
+		raw    []byte
+		want   []ingest.Routed
+		counts float64
+	}{
+		{"real footprint", raw, []ingest.Routed{{Name: "s2-alps"}, {Name: "s2"}}, 0},
+		{"longitude 1e300", huge, []ingest.Routed{{Name: "s2-alps", AreaUnevaluated: why}, {Name: "s2-iberia", AreaUnevaluated: why}, {Name: "s2"}}, 2},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			hook.Reset()
+			ns, err := notification.Parse(tt.raw, 1000)
+			if err != nil {
+				t.Fatal(err)
+			}
+			route := &ingest.Route{Prefix: event.DefaultPrefix, Interests: r, InterestPrefix: event.DefaultInterestPrefix}
+			msgs := ingest.Messages(ns, route, ingest.SourcePush)
+			copies := returns(t, msgs[0].MakeCopies)
+			var got []ingest.Routed
+			for _, c := range copies {
+				name, _ := ingest.CopyInterest(c.MsgID)
+				h := c.Headers()
+				if h[event.HeaderInterest][0] != name {
+					t.Errorf("%s: Cdse-Interest %v", name, h[event.HeaderInterest])
+				}
+				to := ingest.Routed{Name: name}
+				if v := h[ingest.HeaderAreaUnevaluated]; v != nil {
+					to.AreaUnevaluated = v[0]
+				}
+				got = append(got, to)
+			}
+			if fmt.Sprint(got) != fmt.Sprint(tt.want) {
+				t.Errorf("copies %v, want %v", got, tt.want)
+			}
+			if c := testutil.ToFloat64(r.unevaluated.WithLabelValues(why)); c != tt.counts {
+				t.Errorf("counted %v, want %v", c, tt.counts)
+			}
+			var warned []string
+			for _, e := range hook.AllEntries() {
+				if strings.Contains(e.Message, "not tested against the interests' areas") {
+					warned = append(warned, fmt.Sprintf("%v %v %v", e.Data["product_id"], e.Data["reason"], e.Data["interests"]))
+					if len(e.Message)+len(fmt.Sprint(e.Data)) > 1000 {
+						t.Errorf("a log line of %d bytes: the body logged?", len(e.Message)+len(fmt.Sprint(e.Data)))
+					}
+				}
+			}
+			wantLog := 0
+			if tt.counts > 0 {
+				wantLog = 1
+				if w := ns[0].ProductID + " " + why + " s2-alps,s2-iberia"; len(warned) != 1 || warned[0] != w {
+					t.Errorf("logged %q, want %q", warned, w)
+				}
+			}
+			if len(warned) != wantLog {
+				t.Errorf("%d log lines, want %d", len(warned), wantLog)
+			}
+		})
+	}
+	// interests check says the same.
+	ns, err := notification.Parse(huge, 1000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, _ := productfilter.FromNotification(&ns[0], &productfilter.Everything)
+	for _, v := range r.Current().Evaluate(event.Created, &p, time.Now()) {
+		if want := v.Name == "s2-alps" || v.Name == "s2-iberia"; v.Matches != (v.Name != "s1-alps") || (v.AreaUnevaluated == why) != want {
+			t.Errorf("interests check: %+v", v)
+		}
+	}
+}
+
+// returns runs f and fails the test when it has not returned within a
+// bound far above what evaluating interests takes (microseconds): it
+// turns a hang into a failure.
+func returns[T any](t *testing.T, f func() T) T {
+	t.Helper()
+	done := make(chan T, 1)
+	go func() { done <- f() }()
+	select {
+	case v := <-done:
+		return v
+	case <-time.After(20 * time.Second):
+		t.Fatal("no answer within 20s: the evaluation does not terminate")
+	}
+	panic("unreachable")
+}

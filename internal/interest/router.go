@@ -3,6 +3,7 @@ package interest
 import (
 	"crypto/sha256"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -36,6 +37,9 @@ type Router struct {
 	routed    *prometheus.CounterVec
 	reloads   *prometheus.CounterVec
 	loaded    prometheus.Gauge
+	// unevaluated counts copies routed without their area evaluated, by
+	// reason (productfilter.UnevaluatedReasons).
+	unevaluated *prometheus.CounterVec
 	// told are the kinds of unmatched products already logged (event,
 	// collection, product type): once each, at most maxTold.
 	toldMu sync.Mutex
@@ -55,8 +59,10 @@ func NewRouter(path string, reg prometheus.Registerer, log logrus.FieldLogger) (
 		reloads: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "cdse_receiver_interests_reloads_total",
 			Help: "Reloads of INTERESTS_FILE after a change, by result (ok; failed: the file was refused and the last good one stays in force)."}, []string{"result"}),
 		loaded: prometheus.NewGauge(prometheus.GaugeOpts{Name: "cdse_receiver_interests", Help: "Interests in force."}),
+		unevaluated: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "cdse_receiver_interest_area_unevaluated_total",
+			Help: "Interest copies routed without their area evaluated (failing open, with a Cdse-Area-Unevaluated header), by reason: the product's footprint has a coordinate no footprint has or more parts or vertices than the caps, or testing it against the area would cost too much."}, []string{"reason"}),
 	}
-	for _, c := range []prometheus.Collector{r.unmatched, r.routed, r.reloads, r.loaded} {
+	for _, c := range []prometheus.Collector{r.unmatched, r.routed, r.reloads, r.loaded, r.unevaluated} {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("register interest metrics: %w", err)
 		}
@@ -66,6 +72,9 @@ func NewRouter(path string, reg prometheus.Registerer, log logrus.FieldLogger) (
 	}
 	for _, res := range []string{"ok", "failed"} {
 		r.reloads.WithLabelValues(res)
+	}
+	for _, why := range productfilter.UnevaluatedReasons {
+		r.unevaluated.WithLabelValues(string(why))
 	}
 	b, err := readFile(path)
 	if err != nil {
@@ -117,24 +126,52 @@ func (r *Router) Reload(force bool) (bool, error) {
 	return true, nil
 }
 
-// Match returns the interests n is routed to, appended to names. It reads
-// the notification's product (none for the short form: no interest).
-func (r *Router) Match(n *notification.Notification, names []string) []string {
+// Match returns the interests n is routed to, appended to routes. It
+// reads the notification's product (none for the short form: no
+// interest). Copies routed without their area evaluated are counted and
+// logged here, when the event is evaluated for publishing.
+func (r *Router) Match(n *notification.Notification, routes []ingest.Routed) []ingest.Routed {
 	s := r.set.Load()
 	if !s.wants(n.Event) { // nothing to read the product for
 		r.tell(n)
-		return names
+		return routes
 	}
 	var p *productfilter.Product
 	if prod, ok := productfilter.FromNotification(n, &s.needs); ok {
 		p = &prod
 	}
-	before := len(names)
-	names = s.Match(n.Event, p, r.now(), names)
-	if len(names) == before {
+	before := len(routes)
+	routes = s.Route(n.Event, p, r.now(), routes)
+	if len(routes) == before {
 		r.tell(n)
 	}
-	return names
+	for i := before; i < len(routes); i++ {
+		if routes[i].AreaUnevaluated != "" {
+			r.unevaluatedArea(n, routes[before:])
+			break
+		}
+	}
+	return routes
+}
+
+// unevaluatedArea counts the copies of n routed without their area
+// evaluated and says so in one log line: the product, the reason, the
+// interests (never the body, which may be megabytes of footprint).
+func (r *Router) unevaluatedArea(n *notification.Notification, routes []ingest.Routed) {
+	var names []string
+	why := ""
+	for _, to := range routes {
+		if to.AreaUnevaluated == "" {
+			continue
+		}
+		r.unevaluated.WithLabelValues(to.AreaUnevaluated).Inc()
+		names = append(names, to.Name)
+		if why == "" {
+			why = to.AreaUnevaluated
+		}
+	}
+	r.log.WithFields(logrus.Fields{"event": string(n.Event), "product_id": n.ProductID, "reason": why, "interests": strings.Join(names, ",")}).
+		Warn("the product's footprint was not tested against the interests' areas: routed to them failing open, with a Cdse-Area-Unevaluated header (counted in cdse_receiver_interest_area_unevaluated_total)")
 }
 
 // Count notes what was stored: each copy JetStream stored anew, by its
