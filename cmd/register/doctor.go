@@ -24,12 +24,13 @@ account has a PULL subscription, and for created, modified and deleted the
 listings the reconciler and the backfill send (their filter, order, $top,
 $count, the next page, and the walk of a tie with $skip) over a narrow window
 that ends now, so it costs little. It creates and changes nothing. It prints
-a line per request: what was sent, the status, what was expected and what
-came back, and exits 1 when the catalogue refused something the receiver
+a line per request: its status and what came back, or why it failed (-o
+wide: also the request as sent and what was expected), and exits 1 when the catalogue refused something the receiver
 relies on (see docs/sources.md for what to do then).
 
 ` + register.SettingsHelp,
 		Example: `  register doctor
+  register doctor -o wide
   register doctor --filter "Collection/Name eq 'SENTINEL-1'" --window 6h -o json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -40,7 +41,7 @@ relies on (see docs/sources.md for what to do then).
 			if err != nil {
 				return err
 			}
-			if err := d.out.Print(cmd.OutOrStdout(), r, func(w io.Writer) error { return register.PrintDoctor(w, r) }); err != nil {
+			if err := d.out.Print(cmd.OutOrStdout(), r, func(w io.Writer) error { return register.PrintDoctor(w, r, d.out.Wide()) }); err != nil {
 				return err
 			}
 			if !r.OK {

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -389,19 +390,62 @@ func TestDoctor(t *testing.T) {
 	h.refuse = func(r *http.Request) bool {
 		return strings.HasSuffix(r.URL.Path, "/DeletedProducts") && r.URL.Query().Get("$count") != ""
 	}
-	code, out, errOut = h.run("doctor")
+	line := func(out, check string) string {
+		for _, l := range strings.Split(out, "\n") {
+			if strings.HasPrefix(l, check) {
+				return l
+			}
+		}
+		return ""
+	}
+	// -o wide: the request as sent, what was expected, what came back.
+	code, out, errOut = h.run("doctor", "-o", "wide")
 	if code != 1 {
 		t.Fatalf("doctor with $count refused on DeletedProducts: exit %d\n%s%s", code, out, errOut)
 	}
-	var line string
-	for _, l := range strings.Split(out, "\n") {
-		if strings.HasPrefix(l, "deleted: first page") {
-			line = l
+	l := line(out, "deleted: first page")
+	for _, want := range []string{"✘", "400", "GET /odata/v1/DeletedProducts?", "$count=True", "this form is refused"} {
+		if !strings.Contains(l, want) {
+			t.Errorf("doctor -o wide's line for the refused form lacks %q: %q", want, l)
 		}
 	}
-	for _, want := range []string{"✘", "400", "GET /odata/v1/DeletedProducts?", "$count=True", "this form is refused"} {
-		if !strings.Contains(line, want) {
-			t.Errorf("doctor's line for the refused form lacks %q: %q", want, line)
+	// The default: one readable line a request, the cause in it.
+	code, out, _ = h.run("doctor")
+	l = line(out, "deleted: first page")
+	if code != 1 || !strings.Contains(l, "✘") || !strings.Contains(l, "400: this form is refused") || len(l) > 160 || !strings.Contains(out, "the catalogue refused a request") {
+		t.Errorf("doctor's narrow line for the refused form (exit %d, %d columns): %q\n%s", code, len(l), l, out)
+	}
+}
+
+// TestDoctorUnreachable: with nothing listening at the catalogue's
+// address, doctor says so and why (connection refused) in a readable line,
+// not "the catalogue refused a request" with the cause cut off in a
+// 330-column table.
+func TestDoctorUnreachable(t *testing.T) {
+	h := newHarness(t)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dead := "http://" + ln.Addr().String()
+	ln.Close()
+	h.env["CDSE_TOKEN_URL"] = dead + "/auth/realms/CDSE/protocol/openid-connect/token"
+	h.env["CDSE_CATALOGUE_URL"] = dead + "/odata/v1"
+	code, out, errOut := h.run("doctor")
+	if code != 1 {
+		t.Fatalf("exit %d\n%s%s", code, out, errOut)
+	}
+	for _, want := range []string{"connection refused", "the catalogue could not be reached"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("doctor lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "the catalogue refused") {
+		t.Errorf("an unreachable catalogue called a refusal:\n%s", out)
+	}
+	for _, l := range strings.Split(out, "\n") {
+		if len(l) > 200 {
+			t.Errorf("a line of %d columns: %q", len(l), l)
 		}
 	}
 }

@@ -87,8 +87,9 @@ type Output struct {
 	Format string
 }
 
-// Formats are the values of -o.
-var Formats = []string{"table", "json", "yaml"}
+// Formats are the values of -o: wide is the table with every column, as
+// kubectl's -o wide (a command without a wider table prints its table).
+var Formats = []string{"table", "wide", "json", "yaml"}
 
 // AddOutputFlag adds -o/--output to cmd and its subcommands.
 func AddOutputFlag(cmd *cobra.Command) *Output {
@@ -108,7 +109,11 @@ func (o *Output) Check() error {
 	return Usagef("-o %q: want one of %s", o.Format, strings.Join(Formats, ", "))
 }
 
-// Print writes v as JSON or YAML, or calls table for the table.
+// Wide reports -o wide.
+func (o *Output) Wide() bool { return o.Format == "wide" }
+
+// Print writes v as JSON or YAML, or calls table for the table (and for
+// wide: the table asks Wide).
 func (o *Output) Print(w io.Writer, v any, table func(io.Writer) error) error {
 	switch o.Format {
 	case "json":

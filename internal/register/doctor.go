@@ -2,11 +2,16 @@ package register
 
 import (
 	"context"
+	"crypto/tls"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/url"
+	"os"
+	"strings"
 	"sync"
 	"text/tabwriter"
 	"time"
@@ -32,7 +37,11 @@ type Probe struct {
 	Status   int    `json:"status"`  // 0: no answer
 	Expected string `json:"expected"`
 	Got      string `json:"got"`
-	OK       bool   `json:"ok"`
+	// Cause is, for a failed probe, why in one line: the root of a
+	// transport error (connection refused, no such host, a timeout, a
+	// certificate) or the catalogue's message.
+	Cause string `json:"cause,omitempty"`
+	OK    bool   `json:"ok"`
 	// Required is always true: every probe is a form the receiver relies
 	// on, and a failed one fails the command (kept for scripts reading it).
 	Required bool `json:"required"`
@@ -112,13 +121,19 @@ func Doctor(ctx context.Context, getenv func(string) string, o DoctorOptions, no
 			got = err.Error()
 		}
 		if len(reqs) == 0 {
-			r.Probes = append(r.Probes, Probe{Check: check, Expected: expected, Got: got, OK: ok, Required: true})
+			r.Probes = append(r.Probes, Probe{Check: check, Expected: expected, Got: got, Cause: cause(err), OK: ok, Required: true})
 			return ok
 		}
 		for i, q := range reqs {
 			p := Probe{Check: check, Request: q.request, Status: q.status, Expected: expected, OK: q.err == nil && q.status/100 == 2, Required: true}
+			if q.err != nil {
+				p.Cause = cause(q.err)
+			}
 			if i == len(reqs)-1 {
 				p.OK, p.Got = p.OK && ok, got
+				if !p.OK && p.Cause == "" {
+					p.Cause = cause(err)
+				}
 			}
 			r.Probes = append(r.Probes, p)
 		}
@@ -227,9 +242,13 @@ func (r DoctorReport) done() DoctorReport {
 
 // PrintDoctor writes the probes as a table: check, request, status,
 // expected, got.
-func PrintDoctor(w io.Writer, r DoctorReport) error {
+func PrintDoctor(w io.Writer, r DoctorReport, wide bool) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "CHECK\tOK\tSTATUS\tREQUEST\tEXPECTED\tGOT")
+	if wide {
+		fmt.Fprintln(tw, "CHECK\tOK\tSTATUS\tREQUEST\tEXPECTED\tGOT")
+	} else {
+		fmt.Fprintln(tw, "CHECK\tOK\tSTATUS\tRESULT")
+	}
 	for _, p := range r.Probes {
 		mark := "✔"
 		if !p.OK {
@@ -239,18 +258,96 @@ func PrintDoctor(w io.Writer, r DoctorReport) error {
 		if p.Status != 0 {
 			status = fmt.Sprint(p.Status)
 		}
-		req := p.Request
-		if req == "" {
-			req = "-"
+		if wide {
+			req := p.Request
+			if req == "" {
+				req = "-"
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", p.Check, mark, status, req, p.Expected, p.Got)
+			continue
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", p.Check, mark, status, req, p.Expected, p.Got)
+		// One readable line: what came back, or why it failed.
+		result := p.Got
+		if !p.OK && p.Cause != "" {
+			result = p.Cause
+		}
+		if result == "" {
+			result = "-"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", p.Check, mark, status, oneLine(result, 100))
 	}
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	if !r.OK {
-		_, err := fmt.Fprintln(w, "\nthe catalogue refused a request the receiver relies on: see docs/sources.md, \"What the catalogue documents, and what we assume\"")
-		return err
+	if r.OK {
+		return nil
 	}
-	return nil
+	var msg string
+	if c, ok := unreachable(r); ok {
+		msg = "\nthe catalogue could not be reached: " + c + " (check CDSE_TOKEN_URL, CDSE_CATALOGUE_URL and the network; nothing was sent to it)"
+	} else {
+		msg = "\nthe catalogue refused a request the receiver relies on: see docs/sources.md, \"What the catalogue documents, and what we assume\""
+	}
+	if !wide {
+		msg += "\n(-o wide: each request as sent, what was expected, what came back)"
+	}
+	_, err := fmt.Fprintln(w, msg)
+	return err
+}
+
+// unreachable reports whether no failed probe got an HTTP answer (the
+// catalogue was never reached), with the first cause.
+func unreachable(r DoctorReport) (string, bool) {
+	first := ""
+	for _, p := range r.Probes {
+		if p.OK {
+			continue
+		}
+		if p.Status != 0 {
+			return "", false
+		}
+		if first == "" {
+			first = p.Cause
+		}
+	}
+	return first, first != ""
+}
+
+// cause is err's root in one line: the innermost error of a transport
+// failure (what an operator acts on: "connection refused", "no such host"),
+// else err itself.
+func cause(err error) string {
+	if err == nil {
+		return ""
+	}
+	var dns *net.DNSError
+	var op *net.OpError
+	var cert *tls.CertificateVerificationError
+	var api *catalogclient.APIError
+	switch {
+	case errors.As(err, &api):
+		return fmt.Sprintf("%d: %s", api.Status, api.Message)
+	case errors.As(err, &dns):
+		return "no such host " + dns.Name
+	case errors.As(err, &cert):
+		return "certificate: " + cert.Err.Error()
+	case errors.Is(err, context.DeadlineExceeded) || os.IsTimeout(err):
+		return "timed out"
+	case errors.As(err, &op) && op.Err != nil:
+		inner := op.Err
+		for u := errors.Unwrap(inner); u != nil; u = errors.Unwrap(inner) {
+			inner = u
+		}
+		return inner.Error()
+	}
+	return err.Error()
+}
+
+// oneLine is s on one line, at most n characters.
+func oneLine(s string, n int) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if r := []rune(s); len(r) > n {
+		return string(r[:n-1]) + "…"
+	}
+	return s
 }
