@@ -18,6 +18,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/cdse-jetstream/receiver/internal/cdsesim"
+	"github.com/cdse-jetstream/receiver/internal/embedded"
 	"github.com/cdse-jetstream/receiver/internal/status"
 	"github.com/cdse-jetstream/receiver/internal/testkit/fixtures"
 	"github.com/cdse-jetstream/receiver/internal/testkit/natstest"
@@ -248,7 +249,12 @@ func TestQuarantineReadBoundedMemory(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	js, closeJS := natstest.JetStream(t, p.natsURL)
+	// Publishing into the quarantine takes the receiver's login: consumers cannot.
+	login, err := embedded.ReadLogin(dataDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	js, closeJS := natstest.JetStream(t, p.natsURL, nats.UserInfo(login.User, login.Password))
 	defer closeJS()
 	body := bytes.Repeat([]byte("x"), 900<<10) // not JSON: still refused by a replay
 	const n = 110

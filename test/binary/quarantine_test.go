@@ -13,6 +13,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 
+	"github.com/cdse-jetstream/receiver/internal/embedded"
 	"github.com/cdse-jetstream/receiver/internal/testkit/bins"
 	"github.com/cdse-jetstream/receiver/internal/testkit/fixtures"
 	"github.com/cdse-jetstream/receiver/internal/testkit/natstest"
@@ -147,7 +148,12 @@ func TestBinaryQuarantineReplay(t *testing.T) {
 	dataDir := t.TempDir()
 	p := startReceiver(t, dataDir)
 	env := []string{"RECEIVER_DATA_DIR=" + dataDir}
-	js, closeNC := natstest.JetStream(t, p.natsURL)
+	// Publishing into the quarantine takes the receiver's login: consumers cannot.
+	login, err := embedded.ReadLogin(dataDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	js, closeNC := natstest.JetStream(t, p.natsURL, nats.UserInfo(login.User, login.Password))
 	defer closeNC()
 	// What an older version's validator left in the quarantine: two valid
 	// notifications (one of them also delivered since, by another path)

@@ -17,6 +17,7 @@ import (
 
 	"github.com/cdse-jetstream/receiver/internal/cdsesim"
 	"github.com/cdse-jetstream/receiver/internal/config"
+	"github.com/cdse-jetstream/receiver/internal/embedded"
 	"github.com/cdse-jetstream/receiver/internal/testkit/bins"
 	"github.com/cdse-jetstream/receiver/internal/testkit/natstest"
 	"github.com/cdse-jetstream/receiver/internal/testkit/receivertest"
@@ -128,7 +129,12 @@ func TestInterestsRouteEverySourceOnce(t *testing.T) {
 		// No RECONCILE_FILTER: the interests' union.
 		c.ReconcileInterval, c.ReconcileLookback = time.Hour, time.Hour
 	})
-	js, closeNC := natstest.JetStream(t, r.NATSURL)
+	// The replay's old body is published with the receiver's login: consumers cannot.
+	login, err := embedded.ReadLogin(dataDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	js, closeNC := natstest.JetStream(t, r.NATSURL, nats.UserInfo(login.User, login.Password))
 	defer closeNC()
 	w.register(t, "create", "--endpoint", r.Webhook, "--insecure-endpoint", "--filter", "Collection/Name ne 'SENTINEL-5P'", "--events", "created,modified", "--max-running", "2")
 	pushed := add(makeBatch(now), false)

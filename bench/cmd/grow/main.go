@@ -29,6 +29,7 @@ import (
 
 	"github.com/cdse-jetstream/receiver/bench/benchkit"
 	"github.com/cdse-jetstream/receiver/bench/loadgen"
+	"github.com/cdse-jetstream/receiver/internal/embedded"
 	"github.com/cdse-jetstream/receiver/internal/testkit/natsproc"
 )
 
@@ -96,7 +97,13 @@ func run(ctx context.Context) error {
 			return err
 		}
 		start := time.Now()
-		if err := fill(ctx, r.nats, n, *window, template); err != nil {
+		// The stream takes publishes from the receiver's login only.
+		login, err := embedded.ReadLogin(dir)
+		if err != nil {
+			r.Kill()
+			return err
+		}
+		if err := fill(ctx, r.nats, nats.UserInfo(login.User, login.Password), n, *window, template); err != nil {
 			r.Kill() // not left running on a store about to be removed
 			return err
 		}
@@ -145,8 +152,8 @@ func run(ctx context.Context) error {
 // fill publishes n messages to the product stream as fast as JetStream
 // takes them; the last window carry a Nats-Msg-Id (the duplicate window
 // holds them), the older ones not (their ids would have left it).
-func fill(ctx context.Context, url string, n, window int, body []byte) error {
-	nc, err := nats.Connect(url)
+func fill(ctx context.Context, url string, login nats.Option, n, window int, body []byte) error {
+	nc, err := nats.Connect(url, login)
 	if err != nil {
 		return err
 	}
