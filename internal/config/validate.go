@@ -168,7 +168,7 @@ func (c Config) ValidateNATS() error {
 		if err != nil {
 			p.add("NATS_EMBEDDED_ADDR %q is not host:port", c.NATSEmbeddedAddr)
 		} else if ip := net.ParseIP(host); (ip == nil || !ip.IsLoopback()) && host != "localhost" && c.NATSEmbeddedUser == "" {
-			p.add("NATS_EMBEDDED_ADDR %q listens beyond loopback: set NATS_EMBEDDED_USER and NATS_EMBEDDED_PASSWORD, or anyone who reaches the port could publish into the stream", c.NATSEmbeddedAddr)
+			p.add("NATS_EMBEDDED_ADDR %q listens beyond loopback: set NATS_EMBEDDED_USER and NATS_EMBEDDED_PASSWORD, or anyone who reaches the port could read the stream", c.NATSEmbeddedAddr)
 		}
 		if (c.NATSEmbeddedUser == "") != (c.NATSEmbeddedPassword == "") {
 			p.add("NATS_EMBEDDED_USER and NATS_EMBEDDED_PASSWORD go together")
