@@ -691,7 +691,8 @@ func (p *parser) attribute() (node, error) {
 		return nil, errAt(path.pos+len(prefix), "unsupported attribute type %s: use StringAttribute, DoubleAttribute, IntegerAttribute or DateTimeOffsetAttribute", quote(typeName))
 	}
 	if lambda != "any" {
-		return nil, errAt(path.pos+len(prefix)+len(typeName)+1, "expected any(...) over the attributes, found %s", quote(lambda))
+		// After the '/' when there is one (the error is inside the filter).
+		return nil, errAt(min(path.pos+len(prefix)+len(typeName)+1, path.end), "expected any(...) over the attributes, found %s", quote(lambda))
 	}
 	p.next()
 	open, err := p.expect(tLParen, "'(' after any")
