@@ -174,7 +174,8 @@ func Start(ctx context.Context, o Options, log logrus.FieldLogger) (*Server, err
 		return nil, fmt.Errorf("embedded nats: %w", err)
 	}
 	emb.Server = srv
-	srv.SetLoggerV2(&serverLog{log: log}, false, false, false)
+	sl := &serverLog{log: log, fatal: make(chan string, 1)}
+	srv.SetLoggerV2(sl, false, false, false)
 	go srv.Start()
 	// Wait in short steps, so that a cancelled start stops waiting. The
 	// server accepts connections once JetStream has recovered its store,
@@ -183,6 +184,15 @@ func Start(ctx context.Context, o Options, log logrus.FieldLogger) (*Server, err
 	// allowed (bench/RESULTS.md, make bench-grow).
 	deadline := time.Now().Add(startLimit)
 	for !srv.ReadyForConnections(100 * time.Millisecond) {
+		select {
+		case msg := <-sl.fatal:
+			// A port in use ends the start at once: nothing else will
+			// free it, and waiting the store's time hides the cause.
+			srv.Shutdown()
+			srv.WaitForShutdown()
+			return nil, fmt.Errorf("embedded nats on %s: %s (another receiver, or a make run left running, may hold the port: stop it, or set NATS_EMBEDDED_ADDR to a free one; NATS_URL to use an existing NATS)", o.Addr, msg)
+		default:
+		}
 		if err := ctx.Err(); err != nil {
 			srv.Shutdown()
 			srv.WaitForShutdown()
@@ -196,15 +206,26 @@ func Start(ctx context.Context, o Options, log logrus.FieldLogger) (*Server, err
 	return emb, nil
 }
 
-// serverLog routes the embedded server's log through logrus.
-type serverLog struct{ log logrus.FieldLogger }
+// serverLog routes the embedded server's log through logrus; the first
+// fatal error (the server gives up, e.g. on a port in use) also goes to
+// fatal, which Start waits on.
+type serverLog struct {
+	log   logrus.FieldLogger
+	fatal chan string
+}
 
 func (l *serverLog) Noticef(format string, v ...any) { l.log.Debugf("nats-server: "+format, v...) }
 func (l *serverLog) Warnf(format string, v ...any)   { l.log.Warnf("nats-server: "+format, v...) }
-func (l *serverLog) Fatalf(format string, v ...any)  { l.log.Errorf("nats-server: "+format, v...) }
-func (l *serverLog) Errorf(format string, v ...any)  { l.log.Errorf("nats-server: "+format, v...) }
-func (l *serverLog) Debugf(format string, v ...any)  { l.log.Debugf("nats-server: "+format, v...) }
-func (l *serverLog) Tracef(format string, v ...any)  { l.log.Debugf("nats-server: "+format, v...) }
+func (l *serverLog) Fatalf(format string, v ...any) {
+	l.log.Errorf("nats-server: "+format, v...)
+	select {
+	case l.fatal <- fmt.Sprintf(format, v...):
+	default:
+	}
+}
+func (l *serverLog) Errorf(format string, v ...any) { l.log.Errorf("nats-server: "+format, v...) }
+func (l *serverLog) Debugf(format string, v ...any) { l.log.Debugf("nats-server: "+format, v...) }
+func (l *serverLog) Tracef(format string, v ...any) { l.log.Debugf("nats-server: "+format, v...) }
 
 // ConnectOptions connect the receiver's own connection to the server, in
 // process, with the credentials made up at start and replies under

@@ -2,6 +2,7 @@ package embedded
 
 import (
 	"context"
+	"net"
 	"strings"
 	"testing"
 	"time"
@@ -110,5 +111,34 @@ func TestEmbeddedConsumersCannotPublish(t *testing.T) {
 	}
 	if got := natstest.StreamCount(t, pub.JetStream(), testStream); got != 1 {
 		t.Errorf("stream holds %d messages, want 1", got)
+	}
+}
+
+// TestStartFailsAtOnceOnABusyPort: with the port taken (another receiver, a
+// make run left running), the start ends with the port and what to do,
+// rather than waiting for the store's start limit (ten minutes) without
+// serving or exiting.
+func TestStartFailsAtOnceOnABusyPort(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	log, _ := test.NewNullLogger()
+	done := make(chan error, 1)
+	go func() {
+		srv, err := Start(context.Background(), Options{Addr: ln.Addr().String(), DataDir: t.TempDir()}, log)
+		if err == nil {
+			srv.Shutdown()
+		}
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if err == nil || !strings.Contains(err.Error(), ln.Addr().String()) || !strings.Contains(err.Error(), "NATS_EMBEDDED_ADDR") {
+			t.Fatalf("start on a busy port: %v", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the start on a busy port did not end within 30 s")
 	}
 }
