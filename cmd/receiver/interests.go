@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -67,39 +68,13 @@ the first term of its filter that fails (as written), or the sensing age.`,
 			if file == "" {
 				return cli.Usagef("--file is required (or INTERESTS_FILE)")
 			}
-			set, err := interest.Load(file)
-			if err != nil {
-				return cli.Usagef("%v", err)
-			}
-			if product == "" {
-				return printInterests(cmd.OutOrStdout(), out, set)
-			}
-			var raw []byte
-			if product == "-" {
-				raw, err = io.ReadAll(io.LimitReader(cmd.InOrStdin(), 64<<20))
-			} else {
-				raw, err = os.ReadFile(product)
-			}
-			if err != nil {
-				return cli.Usagef("--product: %v", err)
-			}
-			kind, p, err := readProduct(raw, event.Kind(ev))
-			if err != nil {
-				return cli.Usagef("--product: %v", err)
-			}
-			vs := set.Evaluate(kind, p, time.Now())
-			return out.Print(cmd.OutOrStdout(), vs, func(w io.Writer) error {
-				tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-				fmt.Fprintln(tw, "INTEREST\tROUTED\tWHY NOT")
-				for _, v := range vs {
-					mark, why := "✔", "-"
-					if !v.Matches {
-						mark, why = "✘", v.Why
-					}
-					fmt.Fprintf(tw, "%s\t%s\t%s\n", v.Name, mark, why)
-				}
-				return tw.Flush()
+			show, err := interruptible(cmd.Context(), func(ctx context.Context) (func() error, error) {
+				return runCheck(ctx, cmd, out, file, product, event.Kind(ev))
 			})
+			if err != nil {
+				return err
+			}
+			return show()
 		},
 	}
 	check.Flags().StringVar(&file, "file", getenv("INTERESTS_FILE"), "the interests file (default $INTERESTS_FILE)")
@@ -107,6 +82,90 @@ the first term of its filter that fails (as written), or the sensing age.`,
 	check.Flags().StringVar(&ev, "event", string(event.Created), "the event of a product entity given alone (a notification says its own)")
 	root.AddCommand(check)
 	return root
+}
+
+// runCheck is interests check's work, which may take long (a product on a
+// standard input that does not end, a pathological filter): it returns
+// what to print once it is done, or stops when ctx ends.
+func runCheck(ctx context.Context, cmd *cobra.Command, out *cli.Output, file, product string, ev event.Kind) (func() error, error) {
+	set, err := interest.Load(file)
+	if err != nil {
+		return nil, cli.Usagef("%v", err)
+	}
+	w := cmd.OutOrStdout()
+	if product == "" {
+		return func() error { return printInterests(w, out, set) }, nil
+	}
+	var raw []byte
+	if product == "-" {
+		raw, err = io.ReadAll(io.LimitReader(cmd.InOrStdin(), 64<<20))
+	} else {
+		raw, err = os.ReadFile(product)
+	}
+	if err != nil {
+		return nil, cli.Usagef("--product: %v", err)
+	}
+	kind, p, err := readProduct(raw, ev)
+	if err != nil {
+		return nil, cli.Usagef("--product: %v", err)
+	}
+	vs, err := evaluate(ctx, set, kind, p, time.Now())
+	if err != nil {
+		return nil, err
+	}
+	return func() error {
+		return out.Print(w, vs, func(w io.Writer) error {
+			tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "INTEREST\tROUTED\tWHY NOT")
+			for _, v := range vs {
+				mark, why := "✔", "-"
+				if !v.Matches {
+					mark, why = "✘", v.Why
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%s\n", v.Name, mark, why)
+			}
+			return tw.Flush()
+		})
+	}, nil
+}
+
+// evaluate is set.Evaluate an interest at a time, stopping between two
+// when ctx ends: the work goes on in the background after interruptible
+// has returned, and should not for long.
+func evaluate(ctx context.Context, set *interest.Set, kind event.Kind, p *productfilter.Product, now time.Time) ([]interest.Verdict, error) {
+	vs := make([]interest.Verdict, 0, set.Len())
+	for i := range set.Interests {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		one := interest.Set{Interests: set.Interests[i : i+1]}
+		vs = append(vs, one.Evaluate(kind, p, now)...)
+	}
+	return vs, nil
+}
+
+// interruptible runs work and returns what it returns, or an error as soon
+// as ctx ends (main's signal.NotifyContext: SIGTERM, SIGINT), without
+// waiting for work, which cannot always stop sooner (a read of standard
+// input, one evaluation) and ends with the process. Without it, SIGTERM
+// was caught and ignored for as long as the work took.
+func interruptible[T any](ctx context.Context, work func(context.Context) (T, error)) (T, error) {
+	type result struct {
+		v   T
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		v, err := work(ctx)
+		done <- result{v, err}
+	}()
+	select {
+	case r := <-done:
+		return r.v, r.err
+	case <-ctx.Done():
+		var zero T
+		return zero, fmt.Errorf("interrupted: %w", context.Cause(ctx))
+	}
 }
 
 // readProduct reads a notification (its event and product) or a product
