@@ -1,6 +1,7 @@
-// Package auth holds the credentials checks of the receiver: the HTTP Basic
-// verifier that guards the webhook. (The OAuth2 token sources for the
-// catalogue belong here too, with the register command.)
+// Package auth is the inbound check of the receiver: the HTTP Basic
+// verifier that guards the webhook (its credentials, an htpasswd file, and
+// the limiter of failed logins). The outbound login to the catalogue is
+// internal/cdselogin.
 package auth
 
 import (

@@ -11,9 +11,9 @@ import (
 
 	"github.com/sirupsen/logrus/hooks/test"
 
-	"github.com/cdse-jetstream/receiver/internal/auth"
 	"github.com/cdse-jetstream/receiver/internal/backfill"
 	"github.com/cdse-jetstream/receiver/internal/catalogclient"
+	"github.com/cdse-jetstream/receiver/internal/cdselogin"
 	"github.com/cdse-jetstream/receiver/internal/cdsesim"
 	"github.com/cdse-jetstream/receiver/internal/ingest"
 	"github.com/cdse-jetstream/receiver/internal/testkit/natstest"
@@ -45,7 +45,7 @@ func TestBackfillExactlyOnceAcrossTiesAndResume(t *testing.T) {
 	sim := cdsesim.New(cdsesim.Options{Users: map[string]cdsesim.User{"u": {Password: "pw"}}, Now: clock.Now})
 	srv := httptest.NewServer(sim.Handler())
 	t.Cleanup(func() { srv.Close(); sim.Close() })
-	api := catalogclient.New(srv.URL+"/odata/v1", auth.NewPasswordSource(auth.PasswordConfig{TokenURL: srv.URL + cdsesim.TokenPath, Username: "u", Password: "pw"}), nil)
+	api := catalogclient.New(srv.URL+"/odata/v1", cdselogin.NewPasswordSource(cdselogin.PasswordConfig{TokenURL: srv.URL + cdsesim.TokenPath, Username: "u", Password: "pw"}), nil)
 	ps := sim.Generate(cdsesim.Sentinel2, 90) // a tie of 90 creations
 	clock.Add(time.Minute)
 	ps = append(ps, sim.Generate(cdsesim.Sentinel2, 10)...)

@@ -55,7 +55,7 @@ func (e *APIError) Unwrap() error {
 	return nil
 }
 
-// TokenSource gives the bearer token of a call (internal/auth's
+// TokenSource gives the bearer token of a call (internal/cdselogin's
 // PasswordSource); ctx bounds the login, so a hung identity provider holds
 // no caller longer than its context.
 type TokenSource interface {

@@ -14,7 +14,7 @@ import (
 
 	"golang.org/x/oauth2"
 
-	"github.com/cdse-jetstream/receiver/internal/auth"
+	"github.com/cdse-jetstream/receiver/internal/cdselogin"
 	"github.com/cdse-jetstream/receiver/internal/cdsesim"
 )
 
@@ -37,7 +37,7 @@ func setup(t *testing.T, o cdsesim.Options, wrap func(http.Handler) http.Handler
 	}
 	srv := httptest.NewServer(h)
 	t.Cleanup(func() { srv.Close(); sim.Close() })
-	ts := auth.NewPasswordSource(auth.PasswordConfig{TokenURL: srv.URL + cdsesim.TokenPath, Username: "alice", Password: "alice-pw", Now: c.Now})
+	ts := cdselogin.NewPasswordSource(cdselogin.PasswordConfig{TokenURL: srv.URL + cdsesim.TokenPath, Username: "alice", Password: "alice-pw", Now: c.Now})
 	cl := New(srv.URL+"/odata/v1", ts, nil)
 	cl.Backoff = time.Millisecond
 	return fixture{sim: sim, srv: srv, client: cl, clock: c}
@@ -316,7 +316,7 @@ func TestSkipLimit(t *testing.T) {
 // and returns the status and the decoded body.
 func (f fixture) get(t *testing.T, path string) (int, map[string]any) {
 	t.Helper()
-	tok, err := auth.NewPasswordSource(auth.PasswordConfig{TokenURL: f.srv.URL + cdsesim.TokenPath, Username: "alice", Password: "alice-pw", Now: f.clock.Now}).Token(context.Background())
+	tok, err := cdselogin.NewPasswordSource(cdselogin.PasswordConfig{TokenURL: f.srv.URL + cdsesim.TokenPath, Username: "alice", Password: "alice-pw", Now: f.clock.Now}).Token(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -16,8 +16,8 @@ import (
 
 	"github.com/cdse-jetstream/receiver/event"
 	"github.com/cdse-jetstream/receiver/internal/acme"
-	"github.com/cdse-jetstream/receiver/internal/auth"
 	"github.com/cdse-jetstream/receiver/internal/catalogclient"
+	"github.com/cdse-jetstream/receiver/internal/cdselogin"
 	"github.com/cdse-jetstream/receiver/internal/ingest"
 )
 
@@ -142,8 +142,8 @@ func Default() Config {
 		ReconcileOverlap:   10 * time.Minute,
 		ReconcileEvents:    "created,modified,deleted",
 		ReconcilePageSize:  100,
-		CDSEClientID:       auth.DefaultClientID,
-		CDSETokenURL:       auth.DefaultTokenURL,
+		CDSEClientID:       cdselogin.DefaultClientID,
+		CDSETokenURL:       cdselogin.DefaultTokenURL,
 		CDSECatalogueURL:   catalogclient.DefaultBaseURL,
 		LogLevel:           "info",
 		LogFormat:          "json",

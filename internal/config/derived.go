@@ -12,6 +12,7 @@ import (
 	"github.com/cdse-jetstream/receiver/event"
 	"github.com/cdse-jetstream/receiver/internal/auth"
 	"github.com/cdse-jetstream/receiver/internal/catalogclient"
+	"github.com/cdse-jetstream/receiver/internal/cdselogin"
 	"github.com/cdse-jetstream/receiver/internal/ingest"
 	"github.com/cdse-jetstream/receiver/internal/interest"
 	"github.com/cdse-jetstream/receiver/internal/natsconn"
@@ -55,7 +56,7 @@ func (c Config) Interests(route *ingest.Route, reg prometheus.Registerer, log lo
 // Catalogue is the catalogue's client, logged in as CDSE_USERNAME: PULL's,
 // the reconciler's and the backfill's.
 func (c Config) Catalogue() *catalogclient.Client {
-	return catalogclient.New(c.CDSECatalogueURL, auth.NewPasswordSource(c.Login()), nil)
+	return catalogclient.New(c.CDSECatalogueURL, cdselogin.NewPasswordSource(c.Login()), nil)
 }
 
 // RouteWithInterests is Route with the interests' Router in it, as
@@ -76,8 +77,8 @@ func (c Config) NATS() natsconn.Options {
 }
 
 // Login is the catalogue login of PULL, the reconciler and the backfill.
-func (c Config) Login() auth.PasswordConfig {
-	return auth.PasswordConfig{TokenURL: c.CDSETokenURL, ClientID: c.CDSEClientID,
+func (c Config) Login() cdselogin.PasswordConfig {
+	return cdselogin.PasswordConfig{TokenURL: c.CDSETokenURL, ClientID: c.CDSEClientID,
 		Username: c.CDSEUsername, Password: c.CDSEPassword, TOTP: c.CDSETOTP}
 }
 

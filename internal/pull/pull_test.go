@@ -14,8 +14,8 @@ import (
 	"github.com/sirupsen/logrus"
 	"github.com/sirupsen/logrus/hooks/test"
 
-	"github.com/cdse-jetstream/receiver/internal/auth"
 	"github.com/cdse-jetstream/receiver/internal/catalogclient"
+	"github.com/cdse-jetstream/receiver/internal/cdselogin"
 	"github.com/cdse-jetstream/receiver/internal/cdsesim"
 	"github.com/cdse-jetstream/receiver/internal/ingest"
 	"github.com/cdse-jetstream/receiver/internal/quarantine"
@@ -40,7 +40,7 @@ func setup(t *testing.T, o cdsesim.Options) *world {
 	sim := cdsesim.New(o)
 	srv := httptest.NewServer(sim.Handler())
 	t.Cleanup(func() { srv.Close(); sim.Close() })
-	ts := auth.NewPasswordSource(auth.PasswordConfig{TokenURL: srv.URL + cdsesim.TokenPath, Username: "u", Password: "pw", Now: c.Now})
+	ts := cdselogin.NewPasswordSource(cdselogin.PasswordConfig{TokenURL: srv.URL + cdsesim.TokenPath, Username: "u", Password: "pw", Now: c.Now})
 	api := catalogclient.New(srv.URL+"/odata/v1", ts, nil)
 	sub, err := api.CreateSubscription(context.Background(), catalogclient.SubscriptionRequest{SubscriptionType: "pull", SubscriptionEvent: []string{"created"}})
 	if err != nil {

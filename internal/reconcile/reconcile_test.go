@@ -16,8 +16,8 @@ import (
 	"github.com/sirupsen/logrus/hooks/test"
 
 	"github.com/cdse-jetstream/receiver/event"
-	"github.com/cdse-jetstream/receiver/internal/auth"
 	"github.com/cdse-jetstream/receiver/internal/catalogclient"
+	"github.com/cdse-jetstream/receiver/internal/cdselogin"
 	"github.com/cdse-jetstream/receiver/internal/cdsesim"
 	"github.com/cdse-jetstream/receiver/internal/ingest"
 	"github.com/cdse-jetstream/receiver/internal/notification"
@@ -38,7 +38,7 @@ func setup(t *testing.T) *world {
 	sim := cdsesim.New(cdsesim.Options{Users: map[string]cdsesim.User{"u": {Password: "pw"}}, PushBackoff: time.Millisecond, MaxRunning: 2})
 	srv := httptest.NewServer(sim.Handler())
 	t.Cleanup(func() { srv.Close(); sim.Close() })
-	ts := auth.NewPasswordSource(auth.PasswordConfig{TokenURL: srv.URL + cdsesim.TokenPath, Username: "u", Password: "pw"})
+	ts := cdselogin.NewPasswordSource(cdselogin.PasswordConfig{TokenURL: srv.URL + cdsesim.TokenPath, Username: "u", Password: "pw"})
 	return &world{sim: sim, api: catalogclient.New(srv.URL+"/odata/v1", ts, nil), env: publishtest.New(t, nil)}
 }
 
@@ -334,7 +334,7 @@ func TestReconcilePastTheSkipLimit(t *testing.T) {
 	watch := &skipWatcher{h: sim.Handler()}
 	srv := httptest.NewServer(watch)
 	t.Cleanup(func() { srv.Close(); sim.Close() })
-	ts := auth.NewPasswordSource(auth.PasswordConfig{TokenURL: srv.URL + cdsesim.TokenPath, Username: "u", Password: "pw"})
+	ts := cdselogin.NewPasswordSource(cdselogin.PasswordConfig{TokenURL: srv.URL + cdsesim.TokenPath, Username: "u", Password: "pw"})
 	w := &world{sim: sim, api: catalogclient.New(srv.URL+"/odata/v1", ts, nil), env: publishtest.New(t, nil)}
 	const n = 12000
 	for range n / 100 {
@@ -374,7 +374,7 @@ func TestReconcileTiesBeyondAPage(t *testing.T) {
 	sim := cdsesim.New(cdsesim.Options{Users: map[string]cdsesim.User{"u": {Password: "pw"}}, Now: clock.Now})
 	srv := httptest.NewServer(sim.Handler())
 	t.Cleanup(func() { srv.Close(); sim.Close() })
-	ts := auth.NewPasswordSource(auth.PasswordConfig{TokenURL: srv.URL + cdsesim.TokenPath, Username: "u", Password: "pw"})
+	ts := cdselogin.NewPasswordSource(cdselogin.PasswordConfig{TokenURL: srv.URL + cdsesim.TokenPath, Username: "u", Password: "pw"})
 	w := &world{sim: sim, api: catalogclient.New(srv.URL+"/odata/v1", ts, nil), env: publishtest.New(t, nil)}
 	ps := sim.Generate(cdsesim.Sentinel2, 150) // 150 created at one instant
 	clock.Add(time.Second)

@@ -17,8 +17,8 @@ import (
 	"time"
 
 	"github.com/cdse-jetstream/receiver/event"
-	"github.com/cdse-jetstream/receiver/internal/auth"
 	"github.com/cdse-jetstream/receiver/internal/catalogclient"
+	"github.com/cdse-jetstream/receiver/internal/cdselogin"
 )
 
 // DoctorOptions say what `register doctor` lists: the filter (the
@@ -108,7 +108,7 @@ func Doctor(ctx context.Context, getenv func(string) string, o DoctorOptions, no
 	hc := &http.Client{Transport: rec, Timeout: 60 * time.Second}
 	login := s.cfg.Login()
 	login.HTTPClient = hc
-	tokens := auth.NewPasswordSource(login)
+	tokens := cdselogin.NewPasswordSource(login)
 	api := catalogclient.New(s.cfg.CDSECatalogueURL, tokens, hc)
 	api.MaxAttempts = 1 // a probe reports what one request got
 	var r DoctorReport

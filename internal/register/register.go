@@ -17,8 +17,8 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/cdse-jetstream/receiver/internal/auth"
 	"github.com/cdse-jetstream/receiver/internal/catalogclient"
+	"github.com/cdse-jetstream/receiver/internal/cdselogin"
 	"github.com/cdse-jetstream/receiver/internal/cli"
 	"github.com/cdse-jetstream/receiver/internal/config"
 )
@@ -48,7 +48,7 @@ Exit codes: 0 ok, 1 error, 2 usage.`
 // is sent before a call: --help and completion need no credentials.
 type Session struct {
 	API    *catalogclient.Client
-	tokens *auth.PasswordSource
+	tokens *cdselogin.PasswordSource
 	cfg    config.Config
 }
 
@@ -70,7 +70,7 @@ func NewSession(getenv func(string) string) (*Session, error) {
 	if len(missing) > 0 {
 		return nil, cli.Usagef("set %s", strings.Join(missing, " and "))
 	}
-	tokens := auth.NewPasswordSource(cfg.Login())
+	tokens := cdselogin.NewPasswordSource(cfg.Login())
 	return &Session{API: catalogclient.New(cfg.CDSECatalogueURL, tokens, nil), tokens: tokens, cfg: cfg}, nil
 }
 

@@ -27,7 +27,7 @@ const module = "github.com/cdse-jetstream/receiver"
 var layers = [][]string{
 	{"event", "internal/buildinfo", "internal/jsonscan", "internal/source", "internal/retry"},
 	{"internal/notification", "internal/cli", "internal/status", "internal/preflight"},
-	{"internal/publish", "internal/natsconn", "internal/topology", "internal/auth", "internal/catalogclient", "internal/productfilter", "internal/acme"},
+	{"internal/publish", "internal/natsconn", "internal/topology", "internal/auth", "internal/cdselogin", "internal/catalogclient", "internal/productfilter", "internal/acme"},
 	{"internal/embedded", "internal/ingest", "internal/cdsesim"},
 	{"internal/quarantine", "internal/interest"},
 	{"internal/webhook", "internal/pull", "internal/reconcile"},

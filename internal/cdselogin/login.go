@@ -1,4 +1,11 @@
-package auth
+// Package cdselogin is the one login to the CDSE identity provider every
+// binary uses (receiver, register, fetcher): a token manager that opens one
+// session per process with the password grant, renews the access token
+// with the refresh grant before it expires, and logs in again only when the
+// refresh token has ended or is refused. The provider caps a user's active
+// sessions (100) and every password login opens one, so a login per
+// request or per replica restart loop would lock the account out.
+package cdselogin
 
 import (
 	"context"
