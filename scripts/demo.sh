@@ -18,8 +18,31 @@ admin=${DEMO_ADMIN_ADDR:-127.0.0.1:9090}
 nats=${DEMO_NATS_ADDR:-127.0.0.1:4222}
 data=$(mktemp -d)
 pids=()
-cleanup() { kill "${pids[@]}" 2>/dev/null || true; wait 2>/dev/null || true; rm -rf "$data"; }
+# On failure the logs are printed before the directory goes: a demo that
+# failed must say why.
+cleanup() {
+  local rc=$?
+  kill "${pids[@]}" 2>/dev/null || true; wait 2>/dev/null || true
+  if [ "$rc" != 0 ]; then
+    for f in "$data"/*.log; do [ -s "$f" ] && { echo "== $(basename "$f") (last lines):" >&2; tail -n 20 "$f" >&2; }; done
+    echo "make demo FAILED (exit $rc)" >&2
+  fi
+  rm -rf "$data"
+  exit "$rc"
+}
 trap cleanup EXIT
+
+# The demo's addresses must be free: beside a running `make run`, the
+# demo's receiver could not bind, and its checks would have talked to the
+# other receiver and passed.
+for addr in "$sim" "$rcv" "$admin" "$nats"; do
+  if (exec 3<>"/dev/tcp/${addr%:*}/${addr##*:}") 2>/dev/null; then
+    echo "something already listens on $addr (a make run or another demo left running?): stop it, or set DEMO_SIM_ADDR, DEMO_RECEIVER_ADDR, DEMO_ADMIN_ADDR, DEMO_NATS_ADDR" >&2
+    exit 1
+  fi
+done
+# alive PID NAME: fails loudly when a process the demo started has ended.
+alive() { kill -0 "$1" 2>/dev/null || { echo "$2 is not running (its log follows)" >&2; return 1; }; }
 
 wait_for() { for _ in $(seq 100); do curl -fs "$1" >/dev/null 2>&1 && return 0; sleep 0.1; done; echo "timeout waiting for $1" >&2; return 1; }
 # metric NAME: the sum of a receiver metric's series.
@@ -48,7 +71,9 @@ echo "== receiver on $rcv (embedded NATS on $nats, admin on $admin)"
 RECEIVER_ADDR=$rcv RECEIVER_ADMIN_ADDR=$admin NATS_EMBEDDED_ADDR=$nats INTERESTS_FILE="$data/interests.yaml" \
   CDSE_CATALOGUE_URL=http://$sim/odata/v1 RECEIVER_DATA_DIR="$data/receiver" LOG_LEVEL=warn \
   "$bin/receiver" --config configs/dev.yaml >"$data/receiver.log" 2>&1 & pids+=($!)
+receiver_pid=$!
 wait_for "http://$admin/readyz"
+alive "$receiver_pid" "the demo's receiver"
 echo "== one subscriber per interest (examples/subscribe --interest NAME), one line per message:"
 export NATS_URL=nats://$nats
 for i in s2-clear s1-grd; do
@@ -78,6 +103,7 @@ for i in s2-clear s1-grd; do
     sleep 0.1
   done
 done
+alive "$receiver_pid" "the demo's receiver"
 echo "== simulator: $(curl -fs "http://$sim/sim/stats")"
 echo "== receiver: $(curl -fs "http://$admin/metrics" | grep -E '^cdse_receiver_(notifications_total\{event="created"|interest_routed_total|interest_unmatched_total\{event="created")' | tr '\n' ' ')"
 echo "== the Sentinel-3 product and any Sentinel-2 one above 50 % cloud are outside the subscription (the interests' union): the catalogue never sends them"

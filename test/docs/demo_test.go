@@ -3,6 +3,8 @@ package docs
 import (
 	"context"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -65,5 +67,33 @@ func TestMakeDemo(t *testing.T) {
 	routed := regexp.MustCompile(`cdse_receiver_interest_routed_total\{interest="s2-clear"\} (\d+)`).FindStringSubmatch(string(out))
 	if routed == nil || routed[1] != fmt.Sprint(len(lines["s2-clear"])) {
 		t.Errorf("s2-clear: %d printed, the receiver's metric says %v", len(lines["s2-clear"]), routed)
+	}
+}
+
+// TestMakeDemoBesideAnotherReceiver: with one of its addresses taken (a
+// make run left running answers /readyz), the demo fails loudly, naming
+// the address, instead of talking to the other receiver and exiting 0.
+func TestMakeDemoBesideAnotherReceiver(t *testing.T) {
+	dir := t.TempDir()
+	for name, pkg := range map[string]string{"receiver": "cmd/receiver", "register": "cmd/register", "cdse-sim": "cmd/cdse-sim", "subscribe": "examples/subscribe"} {
+		if err := os.Symlink(bins.Build(t, "github.com/cdse-jetstream/receiver/"+pkg), filepath.Join(dir, name)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { fmt.Fprint(w, `{"status":"ready"}`) }))
+	defer other.Close()
+	ports := natstest.FreePorts(t, 3)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "bash", filepath.Join("..", "..", "scripts", "demo.sh"))
+	cmd.Env = append(os.Environ(), "DEMO_BIN="+dir,
+		fmt.Sprintf("DEMO_SIM_ADDR=127.0.0.1:%d", ports[0]), fmt.Sprintf("DEMO_RECEIVER_ADDR=127.0.0.1:%d", ports[1]),
+		"DEMO_ADMIN_ADDR="+other.Listener.Addr().String(), fmt.Sprintf("DEMO_NATS_ADDR=127.0.0.1:%d", ports[2]))
+	out, err := cmd.CombinedOutput()
+	if err == nil {
+		t.Fatalf("the demo passed beside another receiver:\n%s", out)
+	}
+	if !strings.Contains(string(out), "already listens on "+other.Listener.Addr().String()) || !strings.Contains(string(out), "make demo FAILED") {
+		t.Errorf("the failure does not name the address:\n%s", out)
 	}
 }
