@@ -52,17 +52,39 @@ func BenchmarkRouterMatch(b *testing.B) {
 		}
 		report(b, r.Current().Len())
 	})
+	// Published also builds every message's headers, copies' included, as
+	// Publish does, with the receiver's default headers (CloudEvents,
+	// download and STAC URLs): what a copy's headers cost.
+	colls, err := ingest.ParseStacCollections(ingest.DefaultStacCollections)
+	if err != nil {
+		b.Fatal(err)
+	}
 	for _, tt := range []struct {
 		name      string
 		interests ingest.Interests
-	}{{"Messages/without", nil}, {"Messages/with", r}} {
+		headers   bool
+	}{{"Messages/without", nil, false}, {"Messages/with", r, false}, {"Published/without", nil, true}, {"Published/with", r, true}} {
 		b.Run(tt.name, func(b *testing.B) {
 			route := &ingest.Route{Prefix: event.DefaultPrefix, Interests: tt.interests, InterestPrefix: event.DefaultInterestPrefix}
+			if tt.headers {
+				route.CloudEvents, route.CatalogueURL = true, "https://catalogue.dataspace.copernicus.eu/odata/v1"
+				route.StacURL, route.StacCollections = "https://stac.dataspace.copernicus.eu/v1", colls
+			}
 			b.ReportAllocs()
 			for b.Loop() {
 				for _, m := range ingest.Messages(ns, route, ingest.SourcePush) {
-					if m.MakeCopies != nil { // what Publish does for a message it sends
-						m.MakeCopies()
+					// What Publish does for a message it sends: its
+					// headers (when measured), then its copies.
+					if tt.headers {
+						m.MessageHeader()
+					}
+					if m.MakeCopies == nil {
+						continue
+					}
+					for _, c := range m.MakeCopies() {
+						if tt.headers {
+							c.MessageHeader()
+						}
 					}
 				}
 			}
