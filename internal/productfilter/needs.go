@@ -87,6 +87,15 @@ func (n *Needs) attribute(lit []byte) (name string, ok bool) {
 		}
 		inner = []byte(s)
 	}
+	if len(n.attrs) > 16 {
+		// Thousands of names (a 1 MiB filter holds about 8 400) would
+		// cost a linear scan per attribute of every product; a handful,
+		// the usual case, is faster scanned than searched.
+		if i, found := slices.BinarySearch(n.attrs, string(inner)); found {
+			return n.attrs[i], true
+		}
+		return "", false
+	}
 	for _, a := range n.attrs {
 		if string(inner) == a {
 			return a, true

@@ -3,8 +3,10 @@ package productfilter
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"reflect"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -347,4 +349,36 @@ func sameProduct(a, b Product) bool {
 		return false
 	}
 	return reflect.DeepEqual(a, b)
+}
+
+// TestManyAttributeNamesAreFound: a filter naming more attributes than
+// are scanned one by one (the names are then searched) still reads the
+// ones it names, and only those.
+func TestManyAttributeNamesAreFound(t *testing.T) {
+	var n notification.Notification
+	for _, f := range fixtures(t) {
+		if f.name == s2L2A {
+			n = f.n
+		}
+	}
+	var terms []string
+	for i := range 40 {
+		terms = append(terms, fmt.Sprintf("Attributes/OData.CSC.StringAttribute/any(att:att/Name eq 'unused%02d' and att/OData.CSC.StringAttribute/Value eq 'x')", i))
+	}
+	terms = append(terms, "Attributes/OData.CSC.DoubleAttribute/any(att:att/Name eq 'cloudCover' and att/OData.CSC.DoubleAttribute/Value ge 0.0)",
+		"Attributes/OData.CSC.StringAttribute/any(att:att/Name eq 'productType' and att/OData.CSC.StringAttribute/Value eq 'S2MSI2A')")
+	f, err := Parse(strings.Join(terms, " or "))
+	if err != nil {
+		t.Fatal(err)
+	}
+	needs := f.Needs()
+	p, ok := FromNotification(&n, &needs)
+	var got []string
+	for _, a := range p.Attributes {
+		got = append(got, a.Name)
+	}
+	slices.Sort(got)
+	if !ok || !slices.Equal(got, []string{"cloudCover", "productType"}) || !f.Match(&p) {
+		t.Errorf("read %v (ok %v), match %v", got, ok, f.Match(&p))
+	}
 }
