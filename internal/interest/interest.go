@@ -11,6 +11,7 @@ package interest
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"regexp"
 	"slices"
@@ -80,12 +81,26 @@ func Load(path string) (*Set, error) {
 // readFile and parseFile are Load's two halves, with its errors: the
 // Router hashes what it read before it parses.
 func readFile(path string) ([]byte, error) {
-	b, err := os.ReadFile(path)
+	f, err := os.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("interests: %w", err)
 	}
+	defer f.Close()
+	// Read at most one byte past the limit: a file pointed at by mistake
+	// (a log, /dev/zero) must not take the receiver's memory on a reload.
+	b, err := io.ReadAll(io.LimitReader(f, MaxFileSize+1))
+	if err != nil {
+		return nil, fmt.Errorf("interests: %w", err)
+	}
+	if len(b) > MaxFileSize {
+		return nil, fmt.Errorf("interests %s: larger than %d MiB", path, MaxFileSize>>20)
+	}
 	return b, nil
 }
+
+// MaxFileSize bounds the interests file: 16 filters of the filter's own
+// limit (productfilter.MaxLength, 1 MiB), far beyond any real file.
+const MaxFileSize = 16 << 20
 
 func parseFile(path string, b []byte) (*Set, error) {
 	s, err := Parse(b)

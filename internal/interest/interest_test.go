@@ -372,3 +372,12 @@ func returns[T any](t *testing.T, f func() T) T {
 	}
 	panic("unreachable")
 }
+
+// TestLoadRefusesAHugeFile: an interests file over MaxFileSize (a file
+// named by mistake, /dev/zero) is refused after reading one byte past the
+// limit, not read whole.
+func TestLoadRefusesAHugeFile(t *testing.T) {
+	if _, err := Load("/dev/zero"); err == nil || !strings.Contains(err.Error(), "larger than 16 MiB") {
+		t.Errorf("/dev/zero: %v", err)
+	}
+}
