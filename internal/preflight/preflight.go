@@ -29,17 +29,8 @@ import (
 	"syscall"
 	"text/tabwriter"
 	"time"
-)
 
-// The protocol between the receiver (internal/webhook) and the check:
-// a POST with Header: 1 and no body; without credentials it is answered
-// 401 with a Basic challenge of Realm (internal/webhook sends this
-// constant: the one place the realm is written), with the credentials 200
-// with an Answer whose Service is Service.
-const (
-	Header  = "Cdse-Preflight"
-	Realm   = "cdse-receiver"
-	Service = "cdse-jetstream-receiver"
+	"github.com/cdse-jetstream/receiver/internal/preflight/wire"
 )
 
 // DefaultTimeout bounds each check.
@@ -410,13 +401,6 @@ func (c *checker) tlsFailure(name string, err error) bool {
 	return c.fail(name, BadCertificate, "bad certificate: the TLS handshake failed: %v: is a certificate for %s served?", err, c.host)
 }
 
-// Answer is the receiver's answer to a preflight request.
-type Answer struct {
-	Preflight string `json:"preflight"`
-	Service   string `json:"service"`
-	Version   string `json:"version"`
-}
-
 // reply is what the endpoint answered to one preflight request.
 type reply struct {
 	code     int
@@ -435,7 +419,7 @@ func (r reply) challenged() bool {
 		return false
 	}
 	for _, realm := range r.realms {
-		if realm == Realm {
+		if realm == wire.Realm {
 			return true
 		}
 	}
@@ -491,7 +475,7 @@ func (c *checker) webhook(ctx context.Context) bool {
 	if c.o.Username == "" && c.o.Password == "" {
 		// Nothing to check the credentials with: the receiver's own
 		// challenge still says the URL is right.
-		c.add(name, Warn, "the receiver answers at this URL (401, realm %q); the credentials were not checked: none were given", Realm)
+		c.add(name, Warn, "the receiver answers at this URL (401, realm %q); the credentials were not checked: none were given", wire.Realm)
 		return true
 	}
 
@@ -501,8 +485,8 @@ func (c *checker) webhook(ctx context.Context) bool {
 	}
 	switch r.code {
 	case http.StatusOK:
-		var a Answer
-		if strings.HasPrefix(r.ctype, "application/json") && json.Unmarshal(r.body, &a) == nil && a.Preflight == "ok" && a.Service == Service {
+		var a wire.Answer
+		if strings.HasPrefix(r.ctype, "application/json") && json.Unmarshal(r.body, &a) == nil && a.Preflight == "ok" && a.Service == wire.Service {
 			version := ""
 			if a.Version != "" {
 				version = " (version " + a.Version + ")"
@@ -515,7 +499,7 @@ func (c *checker) webhook(ctx context.Context) bool {
 		if r.challenged() {
 			return c.fail(name, WrongCredentials, "wrong credentials: the receiver refuses the user and password (401): use the receiver's RECEIVER_USERNAME and RECEIVER_PASSWORD (or a line of its RECEIVER_HTPASSWD_FILE)")
 		}
-		return c.fail(name, NotReceiver, "not the receiver: POST %s answered 401 with %s, not the receiver's %q: another server (a proxy's own login?) asks for credentials", c.o.Endpoint, r.realm(), Realm)
+		return c.fail(name, NotReceiver, "not the receiver: POST %s answered 401 with %s, not the receiver's %q: another server (a proxy's own login?) asks for credentials", c.o.Endpoint, r.realm(), wire.Realm)
 	case http.StatusTooManyRequests:
 		return c.fail(name, WrongCredentials, "wrong credentials, probably: 429: the receiver limits failed logins per address (RECEIVER_AUTH_FAILURE_LIMIT a minute) and correct credentials always pass: check them, then retry in a minute")
 	case http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout:
@@ -532,7 +516,7 @@ func (c *checker) webhook(ctx context.Context) bool {
 // request without credentials was not the receiver's challenge, naming
 // what it answered; the credentials were not sent.
 func (c *checker) notChallenged(name string, r reply) bool {
-	got := fmt.Sprintf("POST %s without credentials answered %s (%s), not the receiver's 401 with Basic realm %q: %s", c.o.Endpoint, r.status, r.realm(), Realm, notSent)
+	got := fmt.Sprintf("POST %s without credentials answered %s (%s), not the receiver's 401 with Basic realm %q: %s", c.o.Endpoint, r.status, r.realm(), wire.Realm, notSent)
 	switch r.code {
 	case http.StatusTooManyRequests:
 		// The receiver answers 429, without a challenge, to an address
@@ -563,7 +547,7 @@ func (c *checker) post(ctx context.Context, client *http.Client, credentials boo
 	if credentials {
 		req.SetBasicAuth(c.o.Username, c.o.Password)
 	}
-	req.Header.Set(Header, "1")
+	req.Header.Set(wire.Header, "1")
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("User-Agent", "cdse-jetstream-receiver-preflight")
 	start := time.Now()

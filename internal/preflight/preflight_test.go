@@ -32,6 +32,7 @@ import (
 	"github.com/cdse-jetstream/receiver/internal/webhook"
 
 	"github.com/cdse-jetstream/receiver/internal/preflight"
+	"github.com/cdse-jetstream/receiver/internal/preflight/wire"
 	"github.com/cdse-jetstream/receiver/internal/testkit/testcert"
 )
 
@@ -497,7 +498,7 @@ func (c *capture) requests() int {
 
 // answer is the receiver's answer to a preflight request, to anyone.
 func answer() http.Handler {
-	return handler(200, map[string]string{"Content-Type": "application/json"}, `{"preflight":"ok","service":"`+preflight.Service+`"}`)
+	return handler(200, map[string]string{"Content-Type": "application/json"}, `{"preflight":"ok","service":"`+wire.Service+`"}`)
 }
 
 // imitation answers a request without credentials as the receiver does
@@ -509,7 +510,7 @@ func imitation(authed http.Handler) http.Handler {
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Header.Get("Authorization") == "" {
-			w.Header().Set("WWW-Authenticate", `Basic realm="`+preflight.Realm+`", charset="UTF-8"`)
+			w.Header().Set("WWW-Authenticate", `Basic realm="`+wire.Realm+`", charset="UTF-8"`)
 			w.WriteHeader(http.StatusUnauthorized)
 			return
 		}
@@ -537,7 +538,7 @@ func TestCredentialsOnlyToTheReceiver(t *testing.T) {
 		// the receiver's: it always asks.
 		{"200 with the receiver's answer", answer(), preflight.NotReceiver, "200 OK (no Basic realm)"},
 		{"401 with another realm", handler(401, map[string]string{"WWW-Authenticate": `Basic realm="Restricted"`}, ""), preflight.NotReceiver, `401 Unauthorized (realm "Restricted")`},
-		{"401 with the realm in another scheme", handler(401, map[string]string{"WWW-Authenticate": `Bearer realm="` + preflight.Realm + `"`}, ""), preflight.NotReceiver, `401 Unauthorized (no Basic realm)`},
+		{"401 with the realm in another scheme", handler(401, map[string]string{"WWW-Authenticate": `Bearer realm="` + wire.Realm + `"`}, ""), preflight.NotReceiver, `401 Unauthorized (no Basic realm)`},
 		{"401 without a challenge", handler(401, nil, ""), preflight.NotReceiver, `401 Unauthorized (no Basic realm)`},
 		{"404", http.NotFoundHandler(), preflight.NotReceiver, "404 Not Found (no Basic realm)"},
 		{"a redirect to another host", handler(307, map[string]string{"Location": target.URL + "/notifications"}, ""), preflight.NotReceiver, "307 Temporary Redirect (no Basic realm)"},
@@ -560,7 +561,7 @@ func TestCredentialsOnlyToTheReceiver(t *testing.T) {
 			if r.OK() || r.Problem != c.problem || last.Name != "webhook" {
 				t.Fatalf("problem %q at %s, want %q at webhook\n%s", r.Problem, last.Name, c.problem, table(r))
 			}
-			for _, want := range []string{c.detail, "without credentials answered", "not the receiver's 401 with Basic realm \"" + preflight.Realm + "\"", "the credentials were not sent"} {
+			for _, want := range []string{c.detail, "without credentials answered", "not the receiver's 401 with Basic realm \"" + wire.Realm + "\"", "the credentials were not sent"} {
 				if !strings.Contains(last.Detail, want) {
 					t.Errorf("detail %q, want %q in it", last.Detail, want)
 				}

@@ -20,7 +20,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/cdse-jetstream/receiver/internal/preflight"
+	preflight "github.com/cdse-jetstream/receiver/internal/preflight/wire"
 
 	"github.com/cdse-jetstream/receiver/internal/buildinfo"
 
