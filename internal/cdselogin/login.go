@@ -47,7 +47,8 @@ type PasswordConfig struct {
 	// logins (after the refresh token expires) need a fresh one.
 	TOTP string
 	// HTTPClient for the token requests (nil: a client with a 30 s
-	// timeout; every request also carries the caller's context).
+	// timeout). Every request also carries a context bounded by 30 s and
+	// ended when every caller waiting for it has given up.
 	HTTPClient *http.Client
 	// Now is the clock (nil: time.Now); tests inject one.
 	Now func() time.Time
