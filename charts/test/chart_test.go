@@ -144,6 +144,9 @@ func checkPod(t *testing.T, spec corev1.PodSpec) corev1.Container {
 	if psc := spec.SecurityContext; psc == nil || psc.RunAsNonRoot == nil || !*psc.RunAsNonRoot {
 		t.Errorf("pod security context %+v", psc)
 	}
+	if spec.EnableServiceLinks == nil || *spec.EnableServiceLinks {
+		t.Error("enableServiceLinks is not false: the Services' variables would be warned about as unknown")
+	}
 	if c.LivenessProbe == nil || c.LivenessProbe.HTTPGet.Path != "/healthz" || c.ReadinessProbe == nil || c.ReadinessProbe.HTTPGet.Path != "/readyz" {
 		t.Errorf("probes %+v %+v", c.LivenessProbe, c.ReadinessProbe)
 	}

@@ -75,6 +75,16 @@ func addConfigFlag(cmd *cobra.Command, getenv func(string) string) *string {
 func serve(ctx context.Context, cfg config.Config, cmd *cobra.Command) error {
 	log, flush := logging.NewBatched(cfg.LogLevel, cfg.LogFormat, cmd.OutOrStdout())
 	defer flush() // every line is written out before the process exits
+	// A misspelt variable cannot be refused, as a misspelt YAML key is:
+	// another binary of ours may read it from the same environment file.
+	// Warned about, naming what it resembles.
+	for _, u := range config.UnknownEnv(os.Environ()) {
+		l := log.WithField("variable", u.Name)
+		if u.Suggest != "" {
+			l = l.WithField("did_you_mean", u.Suggest)
+		}
+		l.Warn("environment variable under our prefixes that none of our binaries reads: ignored")
+	}
 	if soft := app.SetMemoryLimit(memlimit.FromCgroup); soft > 0 {
 		log.WithField("gomemlimit_mib", soft>>20).Info("Go memory limit set to 90 % of the container's memory limit")
 	}
