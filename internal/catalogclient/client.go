@@ -62,6 +62,14 @@ type TokenSource interface {
 	Token(ctx context.Context) (*oauth2.Token, error)
 }
 
+// invalidator is a TokenSource that can drop a token the API refused
+// (cdselogin.PasswordSource): a 401 then renews it once, as a token
+// revoked or expired early (a clock skew, a session ended on the server)
+// must not fail the call.
+type invalidator interface {
+	Invalidate(stale *oauth2.Token)
+}
+
 // Client calls the catalogue.
 type Client struct {
 	base   string
@@ -96,6 +104,7 @@ func (c *Client) do(ctx context.Context, op, method, path string, query url.Valu
 		u += "?" + query.Encode()
 	}
 	backoff := retry.Backoff{First: c.Backoff, Max: 30 * time.Second}
+	renewed := false
 	for attempt := 1; ; attempt++ {
 		tok, err := c.tokens.Token(ctx)
 		if err != nil {
@@ -122,6 +131,13 @@ func (c *Client) do(ctx context.Context, op, method, path string, query url.Valu
 		}
 		data, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
 		resp.Body.Close()
+		if inv, ok := c.tokens.(invalidator); ok && resp.StatusCode == http.StatusUnauthorized && !renewed {
+			// Once per call: a second 401 with a new token is an answer.
+			renewed = true
+			inv.Invalidate(tok)
+			attempt--
+			continue
+		}
 		if resp.StatusCode/100 == 2 {
 			if out != nil && len(data) > 0 {
 				if err := json.Unmarshal(data, out); err != nil {

@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -377,5 +378,44 @@ func TestSimulatorIsAsStrictAsTheDocumentation(t *testing.T) {
 	_, body := f.get(t, "DeletedProducts?$filter="+q("Id eq '"+ps[0].ID+"'"))
 	if v, _ := body["value"].([]any); len(v) != 1 || v[0].(map[string]any)["DeletionCause"] != "Reprocessed product" {
 		t.Errorf("deleted product: %v", body)
+	}
+}
+
+// TestUnauthorizedRenewsTheTokenOnce: a token the API refuses (revoked,
+// or expired early by a clock skew) is dropped and renewed once, and the
+// call retried with the new one; a second 401 is the answer, no loop.
+func TestUnauthorizedRenewsTheTokenOnce(t *testing.T) {
+	var mu sync.Mutex
+	var seen []string // the Authorization of each API request
+	refuse := 1       // how many API requests get 401
+	f := setup(t, cdsesim.Options{}, func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if strings.HasPrefix(r.URL.Path, "/odata/") {
+				mu.Lock()
+				seen = append(seen, r.Header.Get("Authorization"))
+				no := refuse > 0
+				refuse--
+				mu.Unlock()
+				if no {
+					w.WriteHeader(http.StatusUnauthorized)
+					return
+				}
+			}
+			next.ServeHTTP(w, r)
+		})
+	})
+	ctx := context.Background()
+	if _, err := f.client.ListSubscriptions(ctx); err != nil {
+		t.Fatalf("after one 401: %v", err)
+	}
+	if len(seen) != 2 || seen[0] == seen[1] {
+		t.Fatalf("requests %d, the retry with a new token: %v", len(seen), seen[0] != seen[1])
+	}
+	mu.Lock()
+	seen, refuse = nil, 100
+	mu.Unlock()
+	var api *APIError
+	if _, err := f.client.ListSubscriptions(ctx); !errors.As(err, &api) || api.Status != http.StatusUnauthorized || len(seen) != 2 {
+		t.Errorf("a 401 every time: %v after %d requests, want the 401 after 2", err, len(seen))
 	}
 }
