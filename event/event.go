@@ -55,6 +55,15 @@ const (
 	// HeaderInterest names the interest a copy was routed to (absent on
 	// the product subjects).
 	HeaderInterest = "Cdse-Interest"
+	// HeaderAreaUnevaluated is set on an interest's copy routed without
+	// its area evaluated: the product matches the interest's other terms,
+	// and whether it lies in the area is unknown (its footprint could not
+	// be tested: a coordinate out of range, more vertices than the
+	// receiver's caps). The value is the reason ("non_finite",
+	// "longitude_out_of_range", "too_many_vertices", ...; docs/interests.md
+	// lists them). Absent when the area was evaluated or the interest has
+	// none, and on the product subjects.
+	HeaderAreaUnevaluated = "Cdse-Area-Unevaluated"
 
 	HeaderProductType      = "Cdse-Product-Type"
 	HeaderPublicationDate  = "Cdse-Publication-Date"
@@ -97,6 +106,10 @@ type Notification struct {
 	// Interest is the named interest this copy was routed to; "" on the
 	// product subjects.
 	Interest string
+	// AreaUnevaluated is why the interest's area was not evaluated for
+	// this copy (HeaderAreaUnevaluated): it was routed failing open, and
+	// the product may lie outside the area. "" when it was evaluated.
+	AreaUnevaluated string
 
 	ProductID, ProductName, SubscriptionID string
 	// Collection and ProductType are the subject's tokens ("SENTINEL-2",
@@ -277,6 +290,7 @@ func DecodeData(data []byte, h nats.Header) (*Notification, error) {
 		n.Collection = c // also derived from the name when the attribute is absent
 	}
 	n.ID, n.Source, n.Interest = get(HeaderMsgID), get(HeaderSource), get(HeaderInterest)
+	n.AreaUnevaluated = get(HeaderAreaUnevaluated)
 	if u := get(HeaderDownloadURL); u != "" {
 		n.DownloadURL = u // the configured catalogue's, not a mirror's
 	}

@@ -141,6 +141,41 @@ func TestDecodeShortFormWithHeaders(t *testing.T) {
 	}
 }
 
+// TestDecodeAreaUnevaluated: a copy routed without its interest's area
+// evaluated says why, and only such a copy.
+func TestDecodeAreaUnevaluated(t *testing.T) {
+	data, err := os.ReadFile("../testdata/notifications/created-s2.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		name               string
+		interest, reason   string
+		wantInterest, want string
+	}{
+		{"product subject", "", "", "", ""},
+		{"copy, area evaluated", "s2-alps", "", "s2-alps", ""},
+		{"copy, area unevaluated", "s2-alps", "longitude_out_of_range", "s2-alps", "longitude_out_of_range"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			h := nats.Header{}
+			if tt.interest != "" {
+				h.Set(event.HeaderInterest, tt.interest)
+			}
+			if tt.reason != "" {
+				h.Set(event.HeaderAreaUnevaluated, tt.reason)
+			}
+			n, err := event.DecodeData(data, h)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if n.Interest != tt.wantInterest || n.AreaUnevaluated != tt.want {
+				t.Errorf("Interest %q, AreaUnevaluated %q; want %q, %q", n.Interest, n.AreaUnevaluated, tt.wantInterest, tt.want)
+			}
+		})
+	}
+}
+
 func TestDecodeRefuses(t *testing.T) {
 	for _, body := range []string{
 		``, `[]`, `"created"`, `{`, `{"SubscriptionEvent":"Created","ProductId":"x"}`, `{"SubscriptionEvent":"created"}`,
