@@ -3,15 +3,10 @@ package webhook
 import (
 	"container/list"
 	"context"
-	"errors"
 	"fmt"
 	"sync"
 	"time"
 )
-
-// errNoRoomForBody means the request's body could not get room in the body
-// budget in time: the answer is 503, retry later.
-var errNoRoomForBody = errors.New("too many request bodies are being received now")
 
 // Defaults of the body budget.
 const (

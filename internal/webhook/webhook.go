@@ -93,9 +93,6 @@ type Options struct {
 	RequestLog RequestLogger
 	// Quarantine, if set, keeps every authenticated body that is refused.
 	Quarantine Quarantine
-	// Parse validates a body (notification.Parse when nil; tests replace it
-	// to stand for an older validator).
-	Parse func(body []byte, max int) ([]notification.Notification, error)
 }
 
 // Quarantine keeps refused bodies (internal/quarantine); Put returns
@@ -122,8 +119,7 @@ type handler struct {
 	pub       Publisher
 	m         *metrics
 	log       logrus.FieldLogger
-	parse     func([]byte, int) ([]notification.Notification, error)
-	tooLarge  *Error
+	tooLarge  error // the refusal of a body over MaxBody, made once
 	budget    *bodyBudget
 	seenTypes sync.Map // content kinds already logged
 }
@@ -191,16 +187,12 @@ func New(o Options, pub Publisher, v Verifier, reg prometheus.Registerer, log lo
 	if o.BodyWait <= 0 {
 		o.BodyWait = defaultBodyWait
 	}
-	h := &handler{o: o, pub: pub, m: m, log: log, parse: o.Parse, budget: newBodyBudget(o.BodyBudget),
-		tooLarge: newError(http.StatusRequestEntityTooLarge, "body_too_large", "request body larger than "+strconv.FormatInt(o.MaxBody, 10)+" bytes")}
+	h := &handler{o: o, pub: pub, m: m, log: log, budget: newBodyBudget(o.BodyBudget), tooLarge: &bodyTooLarge{limit: o.MaxBody}}
 	if err := reg.Register(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "cdse_receiver_http_body_bytes_in_use",
 		Help: "Bytes of webhook request bodies held in memory now, reserved as they arrive (at most the body budget, " + strconv.FormatInt(o.BodyBudget, 10) + " bytes; beyond, requests wait, then get 503).",
 	}, func() float64 { return float64(h.budget.inUse()) })); err != nil {
 		return nil, fmt.Errorf("register webhook metrics: %w", err)
-	}
-	if h.parse == nil {
-		h.parse = notification.Parse
 	}
 	// The path with and without a trailing slash: an operator who registered
 	// the other spelling must not lose every notification to a 404.
@@ -249,10 +241,12 @@ func (h *handler) receive(c echo.Context) error {
 	lease := &bodyLease{budget: h.budget, ctx: req.Context(), wait: h.o.BodyWait}
 	defer lease.done()
 	bp := bodies.Get().(*[]byte)
-	var body []byte
+	var raw, body []byte
 	err := lease.grow(int64(cap(*bp)))
 	if err == nil {
-		body, err = h.readBody(req, (*bp)[:0], lease)
+		if raw, err = h.readBody(req, (*bp)[:0], lease); err == nil {
+			body, err = h.decode(req, raw, lease)
+		}
 	}
 	recycle := true
 	defer func() {
@@ -264,35 +258,23 @@ func (h *handler) receive(c echo.Context) error {
 		}
 	}()
 	if err != nil {
-		var e *Error
-		switch {
-		case errors.Is(err, errNoRoomForBody):
-			h.m.notKept.WithLabelValues("busy").Inc()
-			// Answer now and hang up: net/http would otherwise read what
-			// is left of a small body (up to 256 KiB) before answering, at
-			// the sender's pace, to keep the connection.
-			c.Response().Header().Set(echo.HeaderConnection, "close")
-		case errors.As(err, &e) && e.keep != nil:
-			h.m.rejected.Inc()
+		if reason, ok := encodingReason(err); ok {
+			// Arrived whole, refused for its encoding: kept as it came.
 			recycle = false
-			return h.quarantine(c, e, e.reason, e.keep, req.Header.Get(echo.HeaderContentEncoding))
-		case errors.As(err, &e) && e.Status == http.StatusRequestEntityTooLarge:
-			h.m.notKept.WithLabelValues("too_large").Inc()
-		default:
-			h.m.notKept.WithLabelValues("incomplete").Inc()
+			return h.refuse(c, err, reason, raw, req.Header.Get(echo.HeaderContentEncoding))
 		}
+		h.m.notKept.WithLabelValues(notKeptReason(err)).Inc()
 		return err
 	}
 	if len(body) == 0 && req.Header.Get(preflight.Header) == "1" {
 		return h.preflight(c)
 	}
-	ns, err := h.parse(body, h.o.MaxNotifications)
+	ns, err := notification.Parse(body, h.o.MaxNotifications)
 	if err != nil {
-		h.m.rejected.Inc()
 		// The store may refer to the bytes until its PubAck; the refused
 		// path is rare, so the buffer is simply not reused.
 		recycle = false
-		return h.quarantine(c, err, quarantine.ReasonOf(err), body, "")
+		return h.refuse(c, err, quarantine.ReasonOf(err), body, "")
 	}
 	// The log line gets copies, not the notifications: their Raw points
 	// into the pooled buffer, which is reused once the request is answered.
@@ -307,44 +289,81 @@ func (h *handler) receive(c echo.Context) error {
 		}
 		return err
 	}
-	var resp Response
-	for i, r := range results {
-		outcome := "accepted"
-		if r.Duplicate {
-			outcome = "duplicate"
-			resp.Duplicates++
-		} else {
-			resp.Accepted++
-		}
-		h.m.notifications.WithLabelValues(string(ns[i].Event), outcome).Inc()
-	}
+	h.countStored(ns, results)
+	o := ingest.Count(results)
+	resp := Response{Accepted: o.Accepted, Duplicates: o.Duplicates}
 	c.Set(ctxResponse, resp)
 	return c.JSONBlob(http.StatusOK, resp.appendJSON(make([]byte, 0, 48)))
 }
 
-// quarantine keeps a refused body and answers the refusal truthfully: the
-// error with "quarantined": true once the body is stored, 503 (retry) when
-// it could not be, never a 4xx for something we did not keep. bodyEnc is
-// the encoding of body ("" once decoded).
-func (h *handler) quarantine(c echo.Context, cause error, reason string, body []byte, bodyEnc string) error {
-	e := toError(cause)
-	if h.o.Quarantine == nil {
-		return e
+// countStored counts the stored notifications by event and outcome, from
+// ingest.Count of each run of one event (a body is one notification, or an
+// array usually of one event).
+func (h *handler) countStored(ns []notification.Notification, results []publish.Result) {
+	for i := 0; i < len(results); {
+		j := i + 1
+		for j < len(results) && ns[j].Event == ns[i].Event {
+			j++
+		}
+		o := ingest.Count(results[i:j])
+		ev := string(ns[i].Event)
+		if o.Accepted > 0 {
+			h.m.notifications.WithLabelValues(ev, "accepted").Add(float64(o.Accepted))
+		}
+		if o.Duplicates > 0 {
+			h.m.notifications.WithLabelValues(ev, "duplicate").Add(float64(o.Duplicates))
+		}
+		i = j
 	}
+}
+
+// encodingReason says whether a body that could not be read or decoded is
+// kept in the quarantine, and its reason there: one that arrived whole, in
+// an encoding we do not know or broken, is; one too large, incomplete or
+// without room is not (there is nothing whole to keep).
+func encodingReason(err error) (string, bool) {
+	switch {
+	case errors.Is(err, errUnknownEncoding):
+		return quarantine.ReasonUnsupportedEncoding, true
+	case errors.Is(err, errUndecodable):
+		return quarantine.ReasonUndecodable, true
+	}
+	return "", false
+}
+
+// notKeptReason is the metric's word for a body that could not be kept.
+func notKeptReason(err error) string {
+	switch {
+	case errors.Is(err, errNoRoomForBody):
+		return "busy"
+	case errors.Is(err, errBodyTooLarge):
+		return "too_large"
+	}
+	return "incomplete"
+}
+
+// refuse counts a body refused for what it is and keeps it in the
+// quarantine, if there is one. The answer is the refusal, saying the body
+// was kept; when it could not be, notKept (503, retry): never a 4xx for
+// something we did not keep. bodyEnc is the encoding of body ("" once
+// decoded).
+func (h *handler) refuse(c echo.Context, refusal error, reason string, body []byte, bodyEnc string) error {
+	h.m.rejected.Inc()
+	if h.o.Quarantine == nil {
+		return refusal
+	}
+	// The entry notes what the sender is told.
+	told := toError(refusal)
 	req := c.Request()
 	err := h.o.Quarantine.Put(req.Context(), quarantine.Entry{
-		Source: ingest.SourcePush, Reason: reason, Error: e.Message, Field: e.Field,
+		Source: ingest.SourcePush, Reason: reason, Error: told.Message, Field: told.Field,
 		ContentType: req.Header.Get(echo.HeaderContentType), ContentEncoding: req.Header.Get(echo.HeaderContentEncoding),
 		BodyEncoding: bodyEnc, Body: body,
 	})
 	if err != nil {
-		return &Error{Status: http.StatusServiceUnavailable, Code: "unavailable",
-			Message:    "the body was refused (" + e.Message + ") and could not be kept for inspection now; retry later",
-			RetryAfter: retryAfterSeconds, cause: err}
+		return &notKept{refusal: refusal, cause: err}
 	}
-	out := *e
-	out.Quarantined = true
-	return &out
+	return &kept{refusal: refusal}
 }
 
 // appendJSON is what encoding/json writes for r (a request's answer is
@@ -444,19 +463,14 @@ var bodies = sync.Pool{New: func() any { b := make([]byte, 0, 16<<10); return &b
 // catalogue's notifications are about 7 KB).
 const maxPooled = 64 << 10
 
-// readBody reads the body into buf within MaxBody, then decompresses gzip
-// with the same limit on the decompressed size, so a small bomb cannot
-// expand in memory. The buffers grow as bytes arrive, each step reserved
-// on lease first: Content-Length is a promise, not bytes, and a buffer of
-// its size allocated up front let slow senders hold memory they never
-// filled. A body that arrived whole but cannot be decoded (an encoding we
-// do not know, broken gzip) comes back in an *Error whose keep holds the
-// bytes as received, for the quarantine.
+// readBody reads the body into buf within MaxBody. The buffer grows as
+// bytes arrive, each step reserved on lease first: Content-Length is a
+// promise, not bytes, and a buffer of its size allocated up front let slow
+// senders hold memory they never filled.
 func (h *handler) readBody(req *http.Request, buf []byte, lease *bodyLease) ([]byte, error) {
 	limit := h.o.MaxBody
-	tooLarge := h.tooLarge
 	if req.ContentLength > limit {
-		return nil, tooLarge
+		return nil, h.tooLarge
 	}
 	// The most the body can be, plus one byte to see its end.
 	most := limit + 1
@@ -465,20 +479,28 @@ func (h *handler) readBody(req *http.Request, buf []byte, lease *bodyLease) ([]b
 	}
 	raw, err := readAll(io.LimitReader(http.MaxBytesReader(nil, req.Body, limit+1), limit+1), buf, most, lease)
 	if err != nil {
-		return nil, bodyReadError(err, tooLarge, "could not read the request body")
+		return nil, h.bodyReadError(err)
 	}
 	if int64(len(raw)) > limit {
-		return nil, tooLarge
+		return nil, h.tooLarge
 	}
+	return raw, nil
+}
+
+// decode undoes the body's Content-Encoding, gzip with the same limit on
+// the decompressed size as on the body, so a small bomb cannot expand in
+// memory; its buffer too grows on lease. An encoding we do not know
+// (errUnknownEncoding) or broken gzip (errUndecodable) is refused; the
+// caller keeps raw as it came.
+func (h *handler) decode(req *http.Request, raw []byte, lease *bodyLease) ([]byte, error) {
+	limit := h.o.MaxBody
 	switch enc := strings.ToLower(strings.TrimSpace(req.Header.Get(echo.HeaderContentEncoding))); enc {
 	case "", "identity":
 		return raw, nil
 	case "gzip", "x-gzip":
-		undecodable := &Error{Status: http.StatusBadRequest, Code: "bad_body", Message: "body is not valid gzip", keep: raw, reason: quarantine.ReasonUndecodable}
 		zr, err := gzip.NewReader(bytes.NewReader(raw))
 		if err != nil {
-			undecodable.cause = err
-			return nil, undecodable
+			return nil, fmt.Errorf("%w: %w", errUndecodable, err)
 		}
 		defer zr.Close()
 		start := min(int64(len(raw))*4+512, limit+1)
@@ -490,31 +512,31 @@ func (h *handler) readBody(req *http.Request, buf []byte, lease *bodyLease) ([]b
 			return nil, err
 		}
 		if err != nil {
-			undecodable.cause = err
-			return nil, undecodable
+			return nil, fmt.Errorf("%w: %w", errUndecodable, err)
 		}
 		if int64(len(body)) > limit {
-			return nil, tooLarge
+			return nil, h.tooLarge
 		}
 		return body, nil
 	default:
-		return nil, &Error{Status: http.StatusUnsupportedMediaType, Code: "unsupported_content_encoding",
-			Message: "Content-Encoding must be gzip or none", keep: raw, reason: quarantine.ReasonUnsupportedEncoding}
+		return nil, fmt.Errorf("%w %q", errUnknownEncoding, logSafe(enc))
 	}
 }
 
-func bodyReadError(err error, tooLarge *Error, msg string) error {
+// bodyReadError says why a body did not arrive: too large, not in time, or
+// broken off (the budget's errNoRoomForBody as it is).
+func (h *handler) bodyReadError(err error) error {
 	var mbe *http.MaxBytesError
 	var ne net.Error
 	switch {
 	case errors.Is(err, errNoRoomForBody):
 		return err
 	case errors.As(err, &mbe):
-		return tooLarge
+		return h.tooLarge
 	case errors.As(err, &ne) && ne.Timeout():
-		return &Error{Status: http.StatusRequestTimeout, Code: "request_timeout", Message: "the request body did not arrive in time", cause: err}
+		return fmt.Errorf("%w: %w", errBodyTimeout, err)
 	}
-	return &Error{Status: http.StatusBadRequest, Code: "bad_body", Message: msg, cause: err}
+	return fmt.Errorf("%w: %w", errBodyUnreadable, err)
 }
 
 // readAll is io.ReadAll into b, which grows only when full (that is, as
@@ -563,13 +585,11 @@ func basicAuth(v Verifier, lim FailureLimiter, realm string, m *metrics, log log
 	limited := func(c echo.Context, retry time.Duration) error {
 		m.authFailures.WithLabelValues("limited").Inc()
 		log.WithField("remote", c.RealIP()).Warn("too many failed logins from this address")
-		return &Error{Status: http.StatusTooManyRequests, Code: "too_many_auth_failures",
-			Message: "too many failed logins from this address; retry later", RetryAfter: max(int(retry.Seconds()+0.999), 1)}
+		return &retryIn{err: errTooManyAuthFailures, after: retry}
 	}
 	unchecked := func(err error) error {
 		m.authFailures.WithLabelValues("unchecked").Inc()
-		return &Error{Status: http.StatusServiceUnavailable, Code: "unavailable",
-			Message: "the credentials could not be checked now; retry later", RetryAfter: retryAfterSeconds, cause: err}
+		return fmt.Errorf("%w: %w", errAuthUnchecked, err)
 	}
 	// verify runs the costly check; over the limit, in addr's turn.
 	verify := func(c echo.Context, user, pass string, over bool) (bool, error) {
@@ -611,7 +631,7 @@ func basicAuth(v Verifier, lim FailureLimiter, realm string, m *metrics, log log
 				}
 			}
 			c.Response().Header().Set(echo.HeaderWWWAuthenticate, challenge)
-			return newError(http.StatusUnauthorized, "unauthorized", "valid Basic credentials required")
+			return errUnauthorized
 		}
 	}
 }
@@ -739,7 +759,7 @@ func requestLog(log RequestLogger, m *metrics) echo.MiddlewareFunc {
 					line.Outcome = "duplicate"
 				}
 			}
-			if e, ok := c.Get(ctxError).(*Error); ok {
+			if e, ok := c.Get(ctxError).(*errorBody); ok {
 				line.Outcome, line.Reason = e.Code, e.Message
 			}
 			log.LogRequest(line)
