@@ -23,6 +23,7 @@ import (
 	"github.com/cdse-jetstream/receiver/internal/quarantine"
 	"github.com/cdse-jetstream/receiver/internal/reconcile"
 	"github.com/cdse-jetstream/receiver/internal/source"
+	"github.com/cdse-jetstream/receiver/internal/tlsreload"
 	"github.com/cdse-jetstream/receiver/internal/topology"
 	"github.com/cdse-jetstream/receiver/internal/webhook"
 )
@@ -189,7 +190,7 @@ func (a *App) buildPush(d Deps) (source.Source, error) {
 		return nil, err
 	}
 	if cfg.TLSCertFile != "" {
-		certs, err := webhook.NewCertReloader(cfg.TLSCertFile, cfg.TLSKeyFile, func(err error) {
+		certs, err := tlsreload.New(cfg.TLSCertFile, cfg.TLSKeyFile, func(err error) {
 			a.log.WithError(err).Error("TLS certificate not reloaded; the previous one is still served")
 		})
 		if err != nil {

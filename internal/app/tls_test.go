@@ -5,14 +5,12 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"net/http"
-	"os"
 	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/cdse-jetstream/receiver/internal/testkit/fixtures"
 	"github.com/cdse-jetstream/receiver/internal/testkit/testcert"
-	"github.com/cdse-jetstream/receiver/internal/webhook"
 )
 
 // writeCert writes a self-signed certificate for 127.0.0.1 (valid for an
@@ -83,32 +81,5 @@ func TestTLSConfigValidation(t *testing.T) {
 	c.TLSCertFile = "/x/tls.crt"
 	if err := c.Validate(); err == nil {
 		t.Error("a certificate without a key accepted")
-	}
-}
-
-func TestCertReloaderKeepsTheOldPairOnError(t *testing.T) {
-	dir := t.TempDir()
-	certFile, keyFile := filepath.Join(dir, "tls.crt"), filepath.Join(dir, "tls.key")
-	writeCert(t, certFile, keyFile, 7)
-	var reported []error
-	r, err := webhook.NewCertReloader(certFile, keyFile, func(err error) { reported = append(reported, err) })
-	if err != nil {
-		t.Fatal(err)
-	}
-	// A rotation that writes a broken certificate.
-	time.Sleep(1100 * time.Millisecond)
-	if err := os.WriteFile(certFile, []byte("not a certificate"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	cert, err := r.GetCertificate(nil)
-	if err != nil || cert == nil {
-		t.Fatalf("no certificate served: %v", err)
-	}
-	leaf, _ := x509.ParseCertificate(cert.Certificate[0])
-	if leaf.SerialNumber.Int64() != 7 {
-		t.Errorf("serving serial %d, want the old 7", leaf.SerialNumber.Int64())
-	}
-	if len(reported) != 1 {
-		t.Errorf("%d reload errors reported, want 1", len(reported))
 	}
 }

@@ -1,4 +1,6 @@
-package webhook
+// Package tlsreload serves a TLS certificate from files and re-reads them
+// when they change: the webhook's HTTPS without a restart on rotation.
+package tlsreload
 
 import (
 	"crypto/tls"
@@ -8,11 +10,11 @@ import (
 	"time"
 )
 
-// CertReloader serves a certificate and key from files and re-reads them
+// Reloader serves a certificate and key from files and re-reads them
 // when they change, so that a rotation (cert-manager renewing a Secret)
 // takes effect without a restart. A pair that fails to load leaves the
 // previous one in force.
-type CertReloader struct {
+type Reloader struct {
 	certFile, keyFile string
 	now               func() time.Time
 
@@ -25,13 +27,13 @@ type CertReloader struct {
 	checked time.Time
 }
 
-// NewCertReloader loads the pair once; it fails if that does not work.
-// Later failures to reload go to onError (nil: ignored).
-func NewCertReloader(certFile, keyFile string, onError func(error)) (*CertReloader, error) {
+// New loads the pair once; it fails if that does not work. Later failures
+// to reload go to onError (nil: ignored).
+func New(certFile, keyFile string, onError func(error)) (*Reloader, error) {
 	if onError == nil {
 		onError = func(error) {}
 	}
-	r := &CertReloader{certFile: certFile, keyFile: keyFile, now: time.Now, onError: onError}
+	r := &Reloader{certFile: certFile, keyFile: keyFile, now: time.Now, onError: onError}
 	if err := r.reload(); err != nil {
 		return nil, err
 	}
@@ -39,7 +41,7 @@ func NewCertReloader(certFile, keyFile string, onError func(error)) (*CertReload
 }
 
 // stamp is the newer modification time of the two files.
-func (r *CertReloader) stamp() (time.Time, error) {
+func (r *Reloader) stamp() (time.Time, error) {
 	var newest time.Time
 	for _, f := range []string{r.certFile, r.keyFile} {
 		st, err := os.Stat(f)
@@ -53,7 +55,7 @@ func (r *CertReloader) stamp() (time.Time, error) {
 	return newest, nil
 }
 
-func (r *CertReloader) reload() error {
+func (r *Reloader) reload() error {
 	stamp, err := r.stamp()
 	if err != nil {
 		return fmt.Errorf("tls: %w", err)
@@ -68,7 +70,7 @@ func (r *CertReloader) reload() error {
 
 // GetCertificate is tls.Config.GetCertificate. It looks at the files at
 // most once a second.
-func (r *CertReloader) GetCertificate(*tls.ClientHelloInfo) (*tls.Certificate, error) {
+func (r *Reloader) GetCertificate(*tls.ClientHelloInfo) (*tls.Certificate, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if now := r.now(); now.Sub(r.checked) >= time.Second {
@@ -85,7 +87,7 @@ func (r *CertReloader) GetCertificate(*tls.ClientHelloInfo) (*tls.Certificate, e
 }
 
 // NotAfter is when the certificate in force expires.
-func (r *CertReloader) NotAfter() time.Time {
+func (r *Reloader) NotAfter() time.Time {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.cert == nil || r.cert.Leaf == nil {
@@ -96,6 +98,6 @@ func (r *CertReloader) NotAfter() time.Time {
 
 // TLSConfig is the server configuration: TLS 1.2 and newer, the reloader's
 // certificate.
-func (r *CertReloader) TLSConfig() *tls.Config {
+func (r *Reloader) TLSConfig() *tls.Config {
 	return &tls.Config{MinVersion: tls.VersionTLS12, GetCertificate: r.GetCertificate}
 }
