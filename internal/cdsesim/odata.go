@@ -69,6 +69,12 @@ func (sub *subscription) entity() map[string]any {
 }
 
 func (s *Sim) handleOData(w http.ResponseWriter, r *http.Request) {
+	if rest, ok := strings.CutPrefix(r.URL.Path, "/odata/v1/Products"); ok && (r.Method == http.MethodGet || r.Method == http.MethodHead) {
+		if id, sub, ok := parseKey(rest); ok && sub == "$value" {
+			s.handleValue(w, r, id) // checks the token itself, after a redirect
+			return
+		}
+	}
 	user := s.authenticate(r)
 	if user == "" {
 		w.WriteHeader(http.StatusUnauthorized)

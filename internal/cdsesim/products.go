@@ -20,9 +20,16 @@ type Product struct {
 	Footprint                                                               [][2]float64
 	Attributes                                                              []Attribute
 	S3Path                                                                  string
+	// ChecksumForm: both checksums (the default), [] or [{}].
+	ChecksumForm ChecksumForm
+	// Offline: "Online": false; its $value is refused (it would have to be
+	// ordered).
+	Offline bool
 	// Set once deleted.
 	DeletionDate  time.Time
 	DeletionCause string
+
+	sums *sums // the checksums, once computed (shared by clones)
 }
 
 // Attribute is one product attribute.
@@ -61,7 +68,10 @@ func NewProduct(m Mission, now time.Time, r *rand.Rand) *Product {
 		ModificationDate: now.UTC().Truncate(time.Microsecond),
 		ContentStart:     start,
 		ContentEnd:       end,
-		ContentLength:    int64(100_000_000 + r.IntN(1_000_000_000)),
+		// Small by default: the simulator serves these bytes and hashes
+		// them for the listing (Options.ContentLength for real sizes).
+		ContentLength: int64(defaultMinSize + r.IntN(defaultMaxSize-defaultMinSize)),
+		sums:          &sums{},
 	}
 	lon, lat := -180+r.Float64()*350, -80+r.Float64()*150
 	p.Footprint = [][2]float64{{lon, lat}, {lon + 1, lat}, {lon + 1, lat + 1}, {lon, lat + 1}, {lon, lat}}
@@ -104,6 +114,13 @@ func NewProduct(m Mission, now time.Time, r *rand.Rand) *Product {
 	return p
 }
 
+// The range of a generated product's ContentLength unless
+// Options.ContentLength says otherwise.
+const (
+	defaultMinSize = 64 << 10
+	defaultMaxSize = 256 << 10
+)
+
 const odataTime = "2006-01-02T15:04:05.000000Z"
 
 func fmtTime(t time.Time) string { return t.UTC().Format(odataTime) }
@@ -121,7 +138,7 @@ func (p *Product) Entity() map[string]any {
 	for i, a := range p.Attributes {
 		attrs[i] = map[string]any{"@odata.type": "#OData.CSC." + a.ValueType + "Attribute", "Name": a.Name, "Value": a.Value, "ValueType": a.ValueType}
 	}
-	checksum := []map[string]any{{"Value": strings.ReplaceAll(p.ID, "-", ""), "Algorithm": "MD5", "ChecksumDate": fmtTime(p.PublicationDate)}}
+	checksum := p.checksumEntity()
 	e := map[string]any{
 		"@odata.mediaContentType": "application/octet-stream",
 		"Id":                      p.ID,
@@ -145,7 +162,7 @@ func (p *Product) Entity() map[string]any {
 	e["PublicationDate"] = fmtTime(p.PublicationDate)
 	e["ModificationDate"] = fmtTime(p.ModificationDate)
 	e["EvictionDate"] = ""
-	e["Online"] = true
+	e["Online"] = !p.Offline
 	e["S3Path"] = p.S3Path
 	e["Assets"] = []any{}
 	e["Locations"] = []map[string]any{{"FormatType": "Extracted", "DownloadLink": "https://catalogue.dataspace.copernicus.eu/odata/v1/Products(" + p.ID + ")/$value", "ContentLength": p.ContentLength, "Checksum": checksum, "S3Path": p.S3Path}}
@@ -177,7 +194,7 @@ func (p *Product) filterView(geometry bool) productfilter.Product {
 		Attributes: make([]productfilter.Attribute, 0, len(p.Attributes)),
 	}
 	if p.DeletionDate.IsZero() {
-		v.Online, v.HasOnline = true, true
+		v.Online, v.HasOnline = !p.Offline, true
 		v.DeletionCause = ""
 	} else {
 		v.PublicationDate, v.ModificationDate = time.Time{}, time.Time{}

@@ -69,7 +69,42 @@ type Options struct {
 	// happens and before any delivery, with a copy of the product: the
 	// ground truth of a test that checks what reached the stream.
 	Journal func(event string, p Product)
+
+	// Downloads (GET|HEAD .../Products(<Id>)/$value, download.go).
+	//
+	// DownloadURL is the OData root of the download host (as
+	// "https://download.dataspace.copernicus.eu/odata/v1"): a $value
+	// request that reaches the simulator on any other host is redirected
+	// there with RedirectStatus (default 307), as the live catalogue host
+	// does; serve Handler() on both. "" serves $value on every host.
+	DownloadURL    string
+	RedirectStatus int
+	// DownloadRate is each download's rate in bytes/s: 0 is the live
+	// general account's 20 MB/s per connection, Unthrottled none.
+	DownloadRate int64
+	// NoRange ignores Range (200 and the whole product), as a download
+	// service without range support would; by default a single range is
+	// served (206) and If-Range honoured.
+	NoRange bool
+	// MaxDownloads is the concurrent downloads per user: 0 is the live
+	// general account's 4 (the 5th gets 429), negative no cap.
+	MaxDownloads int
+	// ContentLength is the size of each generated product (nil: 64 to
+	// 256 KiB). Sizes of gigabytes are fine: nothing holds a product in
+	// memory, but its checksums cost a read of it on first listing.
+	ContentLength func(Mission) int64
+	// Faults the download service shows from the start (AddFault adds more).
+	Faults []Fault
 }
+
+// Unthrottled as a DownloadRate: downloads at full speed.
+const Unthrottled = -1
+
+// The live general account's download quotas.
+const (
+	defaultDownloadRate = 20_000_000
+	defaultMaxDownloads = 4
+)
 
 // Stats of the simulator, for tests and the demo.
 type Stats struct {
@@ -80,6 +115,13 @@ type Stats struct {
 	PushPending  int64 `json:"pushPending"`  // being delivered or retried now
 	QueueDropped int64 `json:"queueDropped"` // removed from full PULL queues
 	Logins       int64 `json:"logins"`       // password grants that succeeded
+
+	Downloads         int64 `json:"downloads"`         // $value bodies begun (200 or 206)
+	DownloadsComplete int64 `json:"downloadsComplete"` // of them, sent whole
+	DownloadBytes     int64 `json:"downloadBytes"`     // body bytes sent
+	DownloadRefused   int64 `json:"downloadRefused"`   // 429 for the concurrent-download cap
+	DownloadFaults    int64 `json:"downloadFaults"`    // faults injected
+	DownloadPeak      int   `json:"downloadPeak"`      // highest concurrency of any user (DownloadStats: per user)
 }
 
 // TokenPath is where the simulator's identity provider issues tokens, as
@@ -99,6 +141,7 @@ type Sim struct {
 
 	duplicate atomic.Bool
 	stats     struct{ pushed, lost, attempts, dropped, pending, queueDropped, logins atomic.Int64 }
+	dl        downloads
 	push      sync.WaitGroup
 	ctx       context.Context
 	cancel    context.CancelFunc
@@ -145,11 +188,16 @@ func New(o Options) *Sim {
 	if o.Client == nil {
 		o.Client = &http.Client{Timeout: o.PushTimeout}
 	}
+	if o.RedirectStatus == 0 {
+		o.RedirectStatus = http.StatusTemporaryRedirect
+	}
 	ctx, cancel := context.WithCancel(context.Background())
-	return &Sim{
+	s := &Sim{
 		o: o, tokens: map[string]tokenEntry{}, subs: map[string]*subscription{}, products: map[string]*Product{},
 		rng: rand.New(rand.NewPCG(cmp.Or(o.Seed, uint64(time.Now().UnixNano())), 1)), ctx: ctx, cancel: cancel,
 	}
+	s.dl.init(o)
+	return s
 }
 
 // Close stops the PUSH sender and waits for it.
@@ -164,7 +212,9 @@ func (s *Sim) SetDuplicateSends(on bool) { s.duplicate.Store(on) }
 // Stats returns the counters.
 func (s *Sim) Stats() Stats {
 	return Stats{Pushed: s.stats.pushed.Load(), PushLost: s.stats.lost.Load(), PushAttempts: s.stats.attempts.Load(), PushDropped: s.stats.dropped.Load(), PushPending: s.stats.pending.Load(),
-		QueueDropped: s.stats.queueDropped.Load(), Logins: s.stats.logins.Load()}
+		QueueDropped: s.stats.queueDropped.Load(), Logins: s.stats.logins.Load(),
+		Downloads: s.dl.begun.Load(), DownloadsComplete: s.dl.complete.Load(), DownloadBytes: s.dl.bytes.Load(),
+		DownloadRefused: s.dl.refused.Load(), DownloadFaults: s.dl.faulted.Load(), DownloadPeak: s.DownloadStats().Peak}
 }
 
 // WaitPushes blocks until every PUSH delivery started so far has ended
@@ -184,6 +234,9 @@ func (s *Sim) Handler() http.Handler {
 
 // CreateProduct adds p to the catalogue and notifies the subscriptions.
 func (s *Sim) CreateProduct(p *Product) {
+	if p.sums == nil {
+		p.sums = &sums{} // hash it once, not at every listing
+	}
 	s.mu.Lock()
 	s.products[p.ID] = p
 	s.order = append(s.order, p.ID)
@@ -192,12 +245,23 @@ func (s *Sim) CreateProduct(p *Product) {
 }
 
 // Generate creates n products of mission m published now.
-func (s *Sim) Generate(m Mission, n int) []*Product {
+func (s *Sim) Generate(m Mission, n int) []*Product { return s.GenerateWith(m, n, nil) }
+
+// GenerateWith creates n products of mission m published now, each
+// changed by adjust (when not nil) before it is announced: a size, an
+// offline product, a product without checksums.
+func (s *Sim) GenerateWith(m Mission, n int, adjust func(*Product)) []*Product {
 	out := make([]*Product, n)
 	for i := range out {
 		s.mu.Lock()
 		p := NewProduct(m, s.o.Now(), s.rng)
 		s.mu.Unlock()
+		if n := s.contentLength(m); n >= 0 {
+			p.ContentLength = n
+		}
+		if adjust != nil {
+			adjust(p)
+		}
 		s.CreateProduct(p)
 		out[i] = p
 	}
@@ -246,15 +310,27 @@ type notificationJSON struct {
 // only (paused subscriptions get nothing, not even queued).
 func (s *Sim) emit(event string, p *Product) {
 	now := s.o.Now()
-	entity := p.Entity()
 	if s.o.Journal != nil {
 		s.o.Journal(event, *p.clone())
+	}
+	// The entity (and so the checksums: a read of the whole product) only
+	// when a subscription may want it, and outside the lock, which every
+	// download takes at each chunk.
+	var entity map[string]any
+	s.mu.Lock()
+	anySub := len(s.subs) > 0
+	s.mu.Unlock()
+	if anySub {
+		entity = p.Entity()
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, sub := range s.sortedSubs() {
 		if sub.Status != "running" || !slices.Contains(sub.SubscriptionEvent, event) || !p.matches(sub.filter) {
 			continue
+		}
+		if entity == nil {
+			entity = p.Entity() // a subscription made meanwhile
 		}
 		n := notificationJSON{
 			Context: "$metadata#Notification/$entity", SubscriptionEvent: event, ProductID: p.ID, ProductName: p.Name,

@@ -92,11 +92,12 @@ func TestFilterViewAgreesWithEntity(t *testing.T) {
 			products = append(products, d)
 		}
 	}
+	products[2].Offline = true // "Online": false agrees too
 	filters := []string{
 		"Collection/Name eq 'SENTINEL-2'",
 		"Collection/Name ne 'SENTINEL-5P'",
 		"Online eq true",
-		"ContentLength gt 600000000",
+		"ContentLength gt 160000", // sizes are 64 to 256 KiB
 		"DeletionCause eq 'Corrupted product'",
 		"ContentDate/Start ge 2026-11-22T08:00:00Z",
 		"PublicationDate eq 2026-11-22T10:00:00Z",
