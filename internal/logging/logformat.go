@@ -9,8 +9,6 @@ import (
 	"unicode/utf8"
 
 	"github.com/sirupsen/logrus"
-
-	"github.com/cdse-jetstream/receiver/internal/webhook"
 )
 
 // jsonFormatter writes the same JSON lines as logrus.JSONFormatter (keys
@@ -60,7 +58,7 @@ type requestLineWriter struct {
 
 var lineBufs = sync.Pool{New: func() any { b := make([]byte, 0, 512); return &b }}
 
-func (w requestLineWriter) LogRequest(r webhook.RequestLine) {
+func (w requestLineWriter) LogRequest(r RequestLine) {
 	level := r.Level()
 	if !w.log.IsLevelEnabled(level) {
 		return

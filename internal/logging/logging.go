@@ -10,8 +10,6 @@ import (
 	"time"
 
 	"github.com/sirupsen/logrus"
-
-	"github.com/cdse-jetstream/receiver/internal/webhook"
 )
 
 // FlushAfter bounds how long a line waits in the batching writer.
@@ -45,7 +43,7 @@ func NewBatched(level, format string, w io.Writer) (log *logrus.Logger, flush fu
 // direct writer when l is New's JSON logger on the batching writer (which
 // is safe for writes that bypass logrus's lock, and copies what it is
 // given), nil otherwise (the webhook then logs through l).
-func RequestLogger(l logrus.FieldLogger) webhook.RequestLogger {
+func RequestLogger(l logrus.FieldLogger) RequestLog {
 	lg, ok := l.(*logrus.Logger)
 	if !ok {
 		return nil

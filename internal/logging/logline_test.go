@@ -9,15 +9,13 @@ import (
 	"time"
 
 	"github.com/sirupsen/logrus"
-
-	"github.com/cdse-jetstream/receiver/internal/webhook"
 )
 
 // TestRequestLineWriterMatchesLogrus holds the direct writer of request
 // lines to the logrus entry it replaces: the same JSON line, byte for byte
 // but for the time, at every level.
 func TestRequestLineWriterMatchesLogrus(t *testing.T) {
-	lines := []webhook.RequestLine{
+	lines := []RequestLine{
 		{Method: "POST", Status: 200, LatencyMS: 1.234, Remote: "10.0.0.1", Event: "created", ProductID: "0f6b4c1e-8d2a-4f3b-9c5e-7a1d2b3c4e5f", Notifications: 1, HasResult: true, Accepted: 1, Outcome: "ok"},
 		{Method: "POST", Status: 200, LatencyMS: 0.05, Remote: "::1", Event: "modified", ProductID: "p", Notifications: 3, HasResult: true, Duplicates: 3, Outcome: "duplicate"},
 		{Method: "POST", Status: 400, LatencyMS: 12, Remote: "192.0.2.7", Outcome: "invalid_notification", Reason: `field "value": <not> an object & "quoted" \ é ` + "\u2028\x01\xff"},
@@ -31,7 +29,7 @@ func TestRequestLineWriterMatchesLogrus(t *testing.T) {
 		la, lb := New(level.String(), "json", lwA), New(level.String(), "json", lwB)
 		w := requestLineWriter{log: lb, out: lwB}
 		for _, l := range lines {
-			webhook.FieldLogger{Log: la}.LogRequest(l)
+			RequestEntries{Log: la}.LogRequest(l)
 			w.LogRequest(l)
 		}
 		lwA.Flush()
@@ -71,14 +69,14 @@ func withoutTime(t *testing.T, out string) string {
 
 // BenchmarkRequestLine: the line per request through logrus and directly.
 func BenchmarkRequestLine(b *testing.B) {
-	line := webhook.RequestLine{Method: "POST", Status: 200, LatencyMS: 3.217, Remote: "10.1.2.3", Event: "created",
+	line := RequestLine{Method: "POST", Status: 200, LatencyMS: 3.217, Remote: "10.1.2.3", Event: "created",
 		ProductID: "0f6b4c1e-8d2a-4f3b-9c5e-7a1d2b3c4e5f", Notifications: 1, HasResult: true, Accepted: 1, Outcome: "ok"}
 	lw := newLogWriter(io.Discard, time.Hour, 64<<10)
 	l := New("info", "json", lw)
 	b.Run("logrus", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
-			webhook.FieldLogger{Log: l}.LogRequest(line)
+			RequestEntries{Log: l}.LogRequest(line)
 		}
 	})
 	b.Run("direct", func(b *testing.B) {

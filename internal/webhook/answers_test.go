@@ -22,6 +22,7 @@ import (
 
 	"github.com/cdse-jetstream/receiver/internal/buildinfo"
 	"github.com/cdse-jetstream/receiver/internal/ingest"
+	"github.com/cdse-jetstream/receiver/internal/logging"
 	"github.com/cdse-jetstream/receiver/internal/publish"
 	"github.com/cdse-jetstream/receiver/internal/quarantine"
 	"github.com/cdse-jetstream/receiver/internal/testkit/fixtures"
@@ -85,10 +86,10 @@ func (fakeLimiter) Admit(context.Context, string) (func(), error) {
 // lineTaker keeps the request log's lines.
 type lineTaker struct {
 	mu    sync.Mutex
-	lines []RequestLine
+	lines []logging.RequestLine
 }
 
-func (l *lineTaker) LogRequest(r RequestLine) {
+func (l *lineTaker) LogRequest(r logging.RequestLine) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.lines = append(l.lines, r)

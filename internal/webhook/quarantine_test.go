@@ -20,6 +20,7 @@ import (
 
 	"github.com/cdse-jetstream/receiver/internal/auth"
 	"github.com/cdse-jetstream/receiver/internal/ingest"
+	"github.com/cdse-jetstream/receiver/internal/logging"
 	"github.com/cdse-jetstream/receiver/internal/publish"
 	"github.com/cdse-jetstream/receiver/internal/quarantine"
 	"github.com/cdse-jetstream/receiver/internal/testkit/fixtures"
@@ -221,10 +222,10 @@ func TestUndecodableBodyKeptAsItCame(t *testing.T) {
 // lineRecorder keeps the request lines.
 type lineRecorder struct {
 	mu    sync.Mutex
-	lines []RequestLine
+	lines []logging.RequestLine
 }
 
-func (r *lineRecorder) LogRequest(l RequestLine) {
+func (r *lineRecorder) LogRequest(l logging.RequestLine) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.lines = append(r.lines, l)

@@ -30,6 +30,7 @@ import (
 	"github.com/sirupsen/logrus"
 
 	"github.com/cdse-jetstream/receiver/internal/ingest"
+	"github.com/cdse-jetstream/receiver/internal/logging"
 	"github.com/cdse-jetstream/receiver/internal/notification"
 	"github.com/cdse-jetstream/receiver/internal/publish"
 	"github.com/cdse-jetstream/receiver/internal/quarantine"
@@ -90,7 +91,7 @@ type Options struct {
 	Limiter FailureLimiter
 	// RequestLog, if set, writes the line per request instead of the
 	// logger given to New.
-	RequestLog RequestLogger
+	RequestLog logging.RequestLog
 	// Quarantine, if set, keeps every authenticated body that is refused.
 	Quarantine Quarantine
 }
@@ -156,7 +157,7 @@ func New(o Options, pub Publisher, v Verifier, reg prometheus.Registerer, log lo
 		}
 		e.IPExtractor = echo.ExtractIPFromXFFHeader(trust...)
 	}
-	var rl RequestLogger = FieldLogger{log}
+	var rl logging.RequestLog = logging.RequestEntries{Log: log}
 	if o.RequestLog != nil {
 		rl = o.RequestLog
 	}
@@ -663,74 +664,9 @@ func noStore(next echo.HandlerFunc) echo.HandlerFunc {
 	}
 }
 
-// RequestLine is what the log line of one request says.
-type RequestLine struct {
-	Method    string
-	Status    int
-	LatencyMS float64
-	Remote    string
-	// Event, ProductID and Notifications describe the body, once decoded
-	// (Notifications is 0 before that).
-	Event         string
-	ProductID     string
-	Notifications int
-	// Accepted and Duplicates count the outcome of a 200 (HasResult).
-	HasResult            bool
-	Accepted, Duplicates int
-	// Outcome is "ok", "duplicate" or the error code; Reason the refusal's
-	// message.
-	Outcome, Reason string
-}
-
-// RequestLogger writes the line per request. The default writes a logrus
-// entry with the line's fields; the receiver supplies a faster writer of
-// the same JSON line.
-type RequestLogger interface {
-	LogRequest(RequestLine)
-}
-
-// FieldLogger is the default RequestLogger: a logrus entry with the line's
-// fields and the message "request".
-type FieldLogger struct{ Log logrus.FieldLogger }
-
-// LogRequest implements RequestLogger.
-func (l FieldLogger) LogRequest(r RequestLine) {
-	l.Log.WithFields(r.Fields()).Log(r.Level(), "request")
-}
-
-// Level is warning for answers that say the receiver failed, info for all
-// others.
-func (r RequestLine) Level() logrus.Level {
-	if r.Status >= 500 {
-		return logrus.WarnLevel
-	}
-	return logrus.InfoLevel
-}
-
-// Fields are the line's logrus fields.
-func (r RequestLine) Fields() logrus.Fields {
-	f := logrus.Fields{
-		"method":     r.Method,
-		"status":     r.Status,
-		"latency_ms": r.LatencyMS,
-		"remote":     r.Remote,
-		"outcome":    r.Outcome,
-	}
-	if r.Notifications > 0 {
-		f["event"], f["product_id"], f["notifications"] = r.Event, r.ProductID, r.Notifications
-	}
-	if r.HasResult {
-		f["accepted"], f["duplicates"] = r.Accepted, r.Duplicates
-	}
-	if r.Reason != "" {
-		f["reason"] = r.Reason
-	}
-	return f
-}
-
 // requestLog writes one line per request and counts it by status. It runs
 // outermost, so it sees the status the error handler chose.
-func requestLog(log RequestLogger, m *metrics) echo.MiddlewareFunc {
+func requestLog(log logging.RequestLog, m *metrics) echo.MiddlewareFunc {
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(c echo.Context) error {
 			start := time.Now()
@@ -743,7 +679,7 @@ func requestLog(log RequestLogger, m *metrics) echo.MiddlewareFunc {
 			m.requests.WithLabelValues(strconv.Itoa(status)).Inc()
 			m.duration.Observe(elapsed.Seconds())
 
-			line := RequestLine{
+			line := logging.RequestLine{
 				Method:    c.Request().Method,
 				Status:    status,
 				LatencyMS: float64(elapsed.Microseconds()) / 1000,
