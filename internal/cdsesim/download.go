@@ -1,6 +1,7 @@
 package cdsesim
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -163,7 +164,7 @@ func (d *downloads) init(o Options) {
 	}
 	d.lengthFn = o.ContentLength
 	d.users = map[string]*UserDownloads{}
-	d.rng = rand.New(rand.NewPCG(o.Seed, 31))
+	d.rng = rand.New(rand.NewPCG(cmp.Or(o.Seed, uint64(time.Now().UnixNano())), 31)) // as the rest: 0 is the clock
 	for _, f := range o.Faults {
 		if err := f.validate(); err != nil {
 			panic("cdsesim: Options.Faults: " + err.Error())

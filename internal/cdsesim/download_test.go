@@ -327,9 +327,37 @@ func TestDownloadFaults(t *testing.T) {
 	if st := e.sim.Stats(); st.DownloadFaults < 7 {
 		t.Errorf("DownloadFaults = %d, want at least 7", st.DownloadFaults)
 	}
-	// Rate and an unknown kind.
 	if err := e.sim.AddFault(Fault{Kind: "boom"}); err == nil {
 		t.Error("an unknown fault kind was accepted")
+	}
+}
+
+// TestDownloadFaultRate: a fault with a rate hits about that share of the
+// requests, the same ones for the same seed.
+func TestDownloadFaultRate(t *testing.T) {
+	hits := func() []bool {
+		e := newDLEnv(t, Options{DownloadRate: Unthrottled, Seed: 7, Faults: []Fault{{Kind: FaultStatus, Status: 502, Rate: 0.5}}})
+		p := e.sim.Generate(Sentinel2, 1)[0]
+		var out []bool
+		for range 40 {
+			resp := e.get(t, http.MethodGet, e.valueURL(p.ID), e.token, "Range", "bytes=0-0")
+			resp.Body.Close()
+			out = append(out, resp.StatusCode == 502)
+		}
+		return out
+	}
+	first, again := hits(), hits()
+	n := 0
+	for i, h := range first {
+		if h {
+			n++
+		}
+		if h != again[i] {
+			t.Fatalf("request %d: hit %v, then %v with the same seed", i, h, again[i])
+		}
+	}
+	if n < 8 || n > 32 {
+		t.Errorf("%d of 40 requests hit by a fault of rate 0.5", n)
 	}
 }
 
