@@ -259,6 +259,17 @@ func (s *Sim) DownloadStats() DownloadStats {
 	return st
 }
 
+// peak is the highest of the users' peaks.
+func (d *downloads) peak() int {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	p := 0
+	for _, c := range d.users {
+		p = max(p, c.Peak)
+	}
+	return p
+}
+
 // DownloadLog returns the $value requests answered so far, oldest first
 // (the last 10 000).
 func (s *Sim) DownloadLog() []DownloadRecord {

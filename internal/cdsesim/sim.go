@@ -214,7 +214,7 @@ func (s *Sim) Stats() Stats {
 	return Stats{Pushed: s.stats.pushed.Load(), PushLost: s.stats.lost.Load(), PushAttempts: s.stats.attempts.Load(), PushDropped: s.stats.dropped.Load(), PushPending: s.stats.pending.Load(),
 		QueueDropped: s.stats.queueDropped.Load(), Logins: s.stats.logins.Load(),
 		Downloads: s.dl.begun.Load(), DownloadsComplete: s.dl.complete.Load(), DownloadBytes: s.dl.bytes.Load(),
-		DownloadRefused: s.dl.refused.Load(), DownloadFaults: s.dl.faulted.Load(), DownloadPeak: s.DownloadStats().Peak}
+		DownloadRefused: s.dl.refused.Load(), DownloadFaults: s.dl.faulted.Load(), DownloadPeak: s.dl.peak()}
 }
 
 // WaitPushes blocks until every PUSH delivery started so far has ended
