@@ -16,25 +16,18 @@ import (
 
 	"github.com/cdse-jetstream/receiver/event"
 	"github.com/cdse-jetstream/receiver/internal/notification"
+	"github.com/cdse-jetstream/receiver/internal/stac"
 	"github.com/cdse-jetstream/receiver/internal/testkit/fixtures"
 )
 
 var update = flag.Bool("update", false, "rewrite testdata/messages.golden.json from what Messages builds now")
-
-// routeAll routes every notification to the same interests, one of them
-// with its area unevaluated, so every copy header shows up.
-type routeAll []Routed
-
-func (r routeAll) Match(_ *notification.Notification, routes []Routed) []Routed {
-	return append(routes, r...)
-}
 
 // TestMessagesGolden holds every message Messages builds, for every fixture
 // and a few routes, product message and interest copies alike, to the
 // subjects, ids and header bytes recorded in testdata/messages.golden.json:
 // what consumers get must not change when the way it is built does.
 func TestMessagesGolden(t *testing.T) {
-	colls, err := ParseStacCollections(DefaultStacCollections)
+	colls, err := stac.ParseCollections(stac.DefaultCollections)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -42,6 +35,7 @@ func TestMessagesGolden(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// One of them with its area unevaluated, so that every copy header shows.
 	interests := routeAll{{Name: "s2-alps"}, {Name: "iberia", AreaUnevaluated: "a coordinate out of range"}}
 	routes := []struct {
 		name, source string

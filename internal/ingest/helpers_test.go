@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/cdse-jetstream/receiver/internal/notification"
+	"github.com/cdse-jetstream/receiver/internal/stac"
 	"github.com/cdse-jetstream/receiver/internal/testkit/fixtures"
 )
 
@@ -22,11 +23,18 @@ func parse(t testing.TB, name string) *notification.Notification {
 	return &ns[0]
 }
 
+// routeAll routes every notification to the same interests.
+type routeAll []Routed
+
+func (r routeAll) Match(_ *notification.Notification, routes []Routed) []Routed {
+	return append(routes, r...)
+}
+
 // BenchmarkHeaders is the cost of one stored message's headers, every
 // optional header on.
 func BenchmarkHeaders(b *testing.B) {
 	n := parse(b, "created-s2.json")
-	colls, err := ParseStacCollections(DefaultStacCollections)
+	colls, err := stac.ParseCollections(stac.DefaultCollections)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -4,12 +4,16 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/sirupsen/logrus"
 
 	"github.com/cdse-jetstream/receiver/event"
 	"github.com/cdse-jetstream/receiver/internal/ingest"
 	"github.com/cdse-jetstream/receiver/internal/notification"
+	"github.com/cdse-jetstream/receiver/internal/publish"
+	"github.com/cdse-jetstream/receiver/internal/stac"
 	"github.com/cdse-jetstream/receiver/internal/testkit/fixtures"
 )
 
@@ -55,7 +59,7 @@ func BenchmarkRouterMatch(b *testing.B) {
 	// Published also builds every message's headers, copies' included, as
 	// Publish does, with the receiver's default headers (CloudEvents,
 	// download and STAC URLs): what a copy's headers cost.
-	colls, err := ingest.ParseStacCollections(ingest.DefaultStacCollections)
+	colls, err := stac.ParseCollections(stac.DefaultCollections)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -70,21 +74,23 @@ func BenchmarkRouterMatch(b *testing.B) {
 				route.CloudEvents, route.CatalogueURL = true, "https://catalogue.dataspace.copernicus.eu/odata/v1"
 				route.StacURL, route.StacCollections = "https://stac.dataspace.copernicus.eu/v1", colls
 			}
+			send := func(m *publish.Message) {
+				if tt.headers {
+					nats.Header(m.MessageHeader()).Set(jetstream.ExpectedStreamHeader, event.DefaultStream)
+				}
+			}
 			b.ReportAllocs()
 			for b.Loop() {
 				for _, m := range ingest.Messages(ns, route, ingest.SourcePush) {
 					// What Publish does for a message it sends: its
-					// headers (when measured), then its copies.
-					if tt.headers {
-						m.MessageHeader()
-					}
+					// headers (when measured, with what nats.go sets),
+					// then its copies.
+					send(&m)
 					if m.MakeCopies == nil {
 						continue
 					}
 					for _, c := range m.MakeCopies() {
-						if tt.headers {
-							c.MessageHeader()
-						}
+						send(&c)
 					}
 				}
 			}

@@ -307,12 +307,12 @@ func TestRouterFailsOpenOnAnUnusableFootprint(t *testing.T) {
 			var got []ingest.Routed
 			for _, c := range copies {
 				name, _ := ingest.CopyInterest(c.MsgID)
-				h := c.Headers()
+				h := c.MessageHeader()
 				if h[event.HeaderInterest][0] != name {
 					t.Errorf("%s: Cdse-Interest %v", name, h[event.HeaderInterest])
 				}
 				to := ingest.Routed{Name: name}
-				if v := h[ingest.HeaderAreaUnevaluated]; v != nil {
+				if v := h[event.HeaderAreaUnevaluated]; v != nil {
 					to.AreaUnevaluated = v[0]
 				}
 				got = append(got, to)

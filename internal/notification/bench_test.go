@@ -47,10 +47,4 @@ func BenchmarkRouting(b *testing.B) {
 			_ = n.Subject("cdse.product")
 		}
 	})
-	b.Run("Headers", func(b *testing.B) {
-		b.ReportAllocs()
-		for b.Loop() {
-			_ = n.Headers("push")
-		}
-	})
 }

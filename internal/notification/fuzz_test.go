@@ -65,11 +65,13 @@ func checkNotification(t *testing.T, n Notification) {
 		t.Fatalf("Raw is not valid JSON: %q", n.Raw)
 	}
 	checkSubject(t, n.Subject("cdse.product"))
-	for k, vs := range n.Headers("push") {
-		for _, v := range vs {
-			if strings.ContainsAny(v, "\r\n\x00") || v == "" {
-				t.Fatalf("header %s has an unsafe value %q", k, v)
-			}
+	// What becomes a message header as it is (internal/ingest builds the
+	// headers; its FuzzHeaders checks them whole).
+	for k, v := range map[string]string{"ProductName": n.ProductName, "SubscriptionID": n.SubscriptionID,
+		"Collection": n.Collection, "ProductType": n.ProductType, "PublicationDate": n.PublicationDate,
+		"ContentLength": n.ContentLength, "S3Path": n.S3Path, "Online": n.Online} {
+		if strings.ContainsAny(v, "\r\n\x00") {
+			t.Fatalf("%s, a header value, is unsafe: %q", k, v)
 		}
 	}
 }

@@ -1,6 +1,7 @@
 // Package notification decodes and validates the catalogue's subscription
 // notifications and derives from each one what the receiver routes on: its
-// deduplication key, its NATS subject and its NATS headers.
+// deduplication key and its NATS subject. The values it validates become
+// the message headers in internal/ingest, which alone builds them.
 //
 // It is shared by every source of notifications (the PUSH webhook, the PULL
 // queue, the reconciler), so that all of them accept, refuse and deduplicate
@@ -588,51 +589,6 @@ func (n *Notification) EventTime() time.Time {
 // template: "<prefix>.<event>.<collection>.<productType>".
 func (n *Notification) Subject(prefix string) string {
 	return event.DefaultTemplate.Subject(prefix, n)
-}
-
-// Headers returns the NATS headers of the message (empty values omitted).
-// source says where the notification came from: "push", "pull", "reconcile".
-// Every value was checked free of control characters during decoding.
-func (n *Notification) Headers(source string) map[string][]string {
-	h := make(map[string][]string, 16)
-	n.AppendHeaders(h, make([]string, 0, 16), n.DedupeKey(), source)
-	return h
-}
-
-// AppendHeaders adds the headers to h, their values appended to vals (one
-// slice for all values instead of one each: on the request path every
-// allocation counts), and returns vals for more. id is n.DedupeKey(), which
-// the caller has already built for the message.
-func (n *Notification) AppendHeaders(h map[string][]string, vals []string, id, source string) []string {
-	set := func(k, v string) {
-		if v == "" {
-			return
-		}
-		if len(vals) == cap(vals) {
-			vals = make([]string, 0, 8)
-		}
-		vals = append(vals, v)
-		h[k] = vals[len(vals)-1 : len(vals) : len(vals)]
-	}
-	set(event.HeaderMsgID, id)
-	set(event.HeaderEvent, string(n.Event))
-	set(event.HeaderProductID, n.ProductID)
-	set(event.HeaderCollection, n.Collection)
-	set(event.HeaderProductName, n.ProductName)
-	set(event.HeaderSubscriptionID, n.SubscriptionID)
-	set(event.HeaderSource, source)
-	if !ConsumerHeaders {
-		return vals
-	}
-	set(event.HeaderProductType, n.ProductType)
-	set(event.HeaderPublicationDate, n.PublicationDate)
-	if !n.ModificationDate.IsZero() {
-		set(event.HeaderModificationDate, n.ModificationDate.UTC().Format(time.RFC3339Nano))
-	}
-	set(event.HeaderContentLength, n.ContentLength)
-	set(event.HeaderS3Path, n.S3Path)
-	set(event.HeaderOnline, n.Online)
-	return vals
 }
 
 // collectionOf derives the collection token: the platformShortName attribute

@@ -214,38 +214,6 @@ func TestCollection(t *testing.T) {
 	}
 }
 
-func TestHeaders(t *testing.T) {
-	ns, err := Parse(fixtures.Notification(t, "created-s2.json"), 1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	h := ns[0].Headers("push")
-	want := map[string]string{
-		event.HeaderMsgID:          "created:0f6b4c1e-8d2a-4f3b-9c5e-7a1d2b3c4e5f",
-		event.HeaderEvent:          "created",
-		event.HeaderProductID:      "0f6b4c1e-8d2a-4f3b-9c5e-7a1d2b3c4e5f",
-		event.HeaderProductName:    "S2B_MSIL2A_20261121T103319_N0511_R108_T32TQM_20261121T132945.SAFE",
-		event.HeaderSubscriptionID: "7d3f9c2e-5b1a-4c8d-9e6f-0a1b2c3d4e5f",
-		event.HeaderCollection:     "SENTINEL-2",
-		event.HeaderSource:         "push",
-		// From the product entity.
-		event.HeaderProductType:      "S2MSI2A",
-		event.HeaderPublicationDate:  "2026-11-21T13:55:12.123456Z",
-		event.HeaderModificationDate: "2026-11-21T13:55:12.123456Z",
-		event.HeaderContentLength:    "1132462080",
-		event.HeaderS3Path:           "/eodata/Sentinel-2/MSI/L2A/2026/11/21/S2B_MSIL2A_20261121T103319_N0511_R108_T32TQM_20261121T132945.SAFE",
-		event.HeaderOnline:           "true",
-	}
-	for k, v := range want {
-		if got := h[k]; len(got) != 1 || got[0] != v {
-			t.Errorf("header %s = %q, want %q", k, got, v)
-		}
-	}
-	if len(h) != len(want) {
-		t.Errorf("got %d headers, want %d", len(h), len(want))
-	}
-}
-
 // TestEndsRun holds the eight-bytes-at-a-time test to the byte-at-a-time
 // one for every byte value in every position, and for pairs of bytes.
 func TestEndsRun(t *testing.T) {
