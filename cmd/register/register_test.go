@@ -172,7 +172,7 @@ func TestCommands(t *testing.T) {
 		{[]string{"get"}, 2, "accepts 1 arg(s), received 0\nSee 'register get --help'."},
 		{[]string{"frobnicate"}, 2, "unknown command \"frobnicate\" for \"register\""},
 		{[]string{}, 0, "Available Commands:"},
-		{[]string{"list", "-o", "xml"}, 2, `-o "xml": want one of table, json, yaml`},
+		{[]string{"list", "-o", "xml"}, 2, `-o "xml": want one of table, wide, json, yaml`},
 		{[]string{"list", "extra"}, 2, `unknown command "extra" for "register list"`},
 		{[]string{"list", "--bogus"}, 2, "unknown flag: --bogus\nSee 'register list --help'."},
 		{[]string{"create", "--max-running", "two"}, 2, "invalid argument \"two\""},
