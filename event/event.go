@@ -17,6 +17,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -36,6 +37,22 @@ const (
 
 // Kinds lists every event, in a stable order.
 var Kinds = []Kind{Created, Modified, Deleted}
+
+// ParseKinds reads a comma-separated list of events ("created,deleted"),
+// each once, in the order given.
+func ParseKinds(s string) ([]Kind, error) {
+	var out []Kind
+	for _, f := range strings.Split(s, ",") {
+		k := Kind(strings.TrimSpace(f))
+		if !slices.Contains(Kinds, k) {
+			return nil, fmt.Errorf("unknown event %q: want created, modified, deleted", k)
+		}
+		if !slices.Contains(out, k) {
+			out = append(out, k)
+		}
+	}
+	return out, nil
+}
 
 // Header names on every stored message (a header is left out when its
 // value is unknown).

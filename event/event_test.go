@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -240,5 +241,25 @@ func TestInterestFilterSubject(t *testing.T) {
 	}
 	if _, err := (event.Filter{Interest: "a.b"}).Subject(); err == nil {
 		t.Error("an interest name with a dot accepted")
+	}
+}
+
+func TestParseKinds(t *testing.T) {
+	for _, c := range []struct {
+		in   string
+		want []event.Kind
+		err  bool
+	}{
+		{"created", []event.Kind{event.Created}, false},
+		{" deleted , created,deleted", []event.Kind{event.Deleted, event.Created}, false},
+		{"created,modified,deleted", event.Kinds, false},
+		{"Created", nil, true},
+		{"created,,deleted", nil, true},
+		{"", nil, true},
+	} {
+		got, err := event.ParseKinds(c.in)
+		if (err != nil) != c.err || !slices.Equal(got, c.want) {
+			t.Errorf("ParseKinds(%q) = %v, %v", c.in, got, err)
+		}
 	}
 }

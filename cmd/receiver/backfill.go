@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/cdse-jetstream/receiver/event"
 	"github.com/cdse-jetstream/receiver/internal/backfill"
 	"github.com/cdse-jetstream/receiver/internal/catalogclient"
 	"github.com/cdse-jetstream/receiver/internal/cli"
@@ -20,6 +21,7 @@ import (
 	"github.com/cdse-jetstream/receiver/internal/logging"
 	"github.com/cdse-jetstream/receiver/internal/publish"
 	"github.com/cdse-jetstream/receiver/internal/quarantine"
+	"github.com/cdse-jetstream/receiver/internal/wiring"
 )
 
 // backfillHelp is the backfill command's long help.
@@ -35,16 +37,17 @@ settings.
 
 // backfillOptions are the backfill command's flags.
 type backfillOptions struct {
-	config, filter, since, until, events string
-	out                                  *cli.Output // -o, checked before the run
-	dryRun                               bool
-	pageSize                             int
-	rate                                 float64
+	config                       *string // the root's --config
+	filter, since, until, events string
+	out                          *cli.Output // -o, checked before the run
+	dryRun                       bool
+	pageSize                     int
+	rate                         float64
 }
 
 // newBackfill is `receiver backfill`.
-func newBackfill(getenv func(string) string) *cobra.Command {
-	var o backfillOptions
+func newBackfill(getenv func(string) string, configFile *string) *cobra.Command {
+	o := backfillOptions{config: configFile}
 	b := &cobra.Command{
 		Use:   "backfill --filter FILTER --since TIME",
 		Short: "Publish a past range of the catalogue, exactly once",
@@ -56,7 +59,6 @@ func newBackfill(getenv func(string) string) *cobra.Command {
 			return backfillRun(cmd.Context(), o, getenv, cmd.OutOrStdout(), cmd.ErrOrStderr())
 		},
 	}
-	b.Flags().StringVar(&o.config, "config", getenv("RECEIVER_CONFIG"), "YAML settings file (as for the receiver); the environment is read too")
 	o.flags(b.Flags())
 	o.out = cli.AddOutputFlag(b)
 	b.PersistentPreRunE = func(*cobra.Command, []string) error { return o.out.Check() }
@@ -88,7 +90,7 @@ func backfillRun(ctx context.Context, o backfillOptions, getenv func(string) str
 			problems = append(problems, "--until must be after --since")
 		}
 	}
-	evs, err := catalogclient.ParseEvents(o.events)
+	evs, err := event.ParseKinds(o.events)
 	if err != nil {
 		problems = append(problems, "--events: "+err.Error())
 	}
@@ -98,14 +100,14 @@ func backfillRun(ctx context.Context, o backfillOptions, getenv func(string) str
 	if len(problems) > 0 {
 		return cli.Usagef("%s", strings.Join(problems, "; "))
 	}
-	cfg, err := commandConfig(o.config, getenv, config.Config.ValidateNATS, config.Config.ValidateStreams,
+	cfg, err := commandConfig(*o.config, getenv, config.Config.ValidateNATS, config.Config.ValidateStreams,
 		config.Config.ValidateRoute, config.Config.ValidateCatalogueLogin, config.Config.ValidateLogging)
 	if err != nil {
 		return err
 	}
 	log := logging.New(cfg.LogLevel, cfg.LogFormat, stderr)
 	// What the backfill stores reaches the interests too.
-	route, interests, err := cfg.RouteWithInterests(prometheus.NewRegistry(), log)
+	route, interests, err := wiring.RouteWithInterests(cfg, prometheus.NewRegistry(), log)
 	if err != nil {
 		return cli.Usagef("%v", err)
 	}
@@ -123,7 +125,7 @@ func backfillRun(ctx context.Context, o backfillOptions, getenv func(string) str
 		o.pageSize = cfg.ReconcilePageSize
 	}
 
-	nc, topo, err := connect(cfg, "cdse-receiver-backfill")
+	nc, topo, err := wiring.Connect(cfg, "cdse-receiver-backfill")
 	if err != nil {
 		return err
 	}
@@ -145,7 +147,7 @@ func backfillRun(ctx context.Context, o backfillOptions, getenv func(string) str
 	if err != nil {
 		return err
 	}
-	api := cfg.Catalogue()
+	api := wiring.Catalogue(cfg)
 	bf := backfill.New(backfill.Options{Filter: o.filter, Since: from, Until: to, Events: evs, Route: route, DryRun: o.dryRun},
 		catalogclient.NewLister(api, o.pageSize, o.rate), pub, qu, topo, log)
 

@@ -4,14 +4,8 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
-
 	"github.com/cdse-jetstream/receiver/internal/cli"
 	"github.com/cdse-jetstream/receiver/internal/config"
-	"github.com/cdse-jetstream/receiver/internal/embedded"
-	"github.com/cdse-jetstream/receiver/internal/natsconn"
-	"github.com/cdse-jetstream/receiver/internal/topology"
 )
 
 // commandConfig reads the receiver's settings for a one-shot command (the
@@ -27,30 +21,6 @@ func commandConfig(file string, getenv func(string) string, validate ...func(con
 		return cfg, cli.Usagef("invalid configuration:\n%v", err)
 	}
 	return cfg, nil
-}
-
-// connect connects a one-shot command with the receiver's NATS settings:
-// NATS_URL and its credentials, or, with the embedded server, the running
-// receiver's server through the login it left in the data directory. The
-// streams and buckets are reached through their owner.
-func connect(cfg config.Config, name string) (*nats.Conn, *topology.Topology, error) {
-	o := cfg.NATS()
-	if cfg.NATSURL == "" {
-		var err error
-		if o, err = embedded.ReadLogin(cfg.DataDir); err != nil {
-			return nil, nil, err
-		}
-	}
-	nc, err := natsconn.ConnectOnce(o, name)
-	if err != nil {
-		return nil, nil, err
-	}
-	js, err := jetstream.New(nc)
-	if err != nil {
-		nc.Close()
-		return nil, nil, fmt.Errorf("jetstream: %w", err)
-	}
-	return nc, topology.New(js, cfg.Topology()), nil
 }
 
 // ctxDone reports a cancelled run as such rather than as the error of

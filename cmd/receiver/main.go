@@ -30,11 +30,15 @@ func main() {
 // newRoot is the command tree; getenv reads the environment (tests give
 // their own).
 func newRoot(getenv func(string) string) *cobra.Command {
-	root := newServe(getenv, "receiver")
+	var configFile string
+	root := newServe(getenv, "receiver", &configFile)
 	root.Short = "CDSE catalogue notifications into NATS JetStream"
-	serve := newServe(getenv, "serve")
+	// One --config for the server and every command that reads the
+	// settings, as kubectl's --kubeconfig.
+	root.PersistentFlags().StringVar(&configFile, "config", getenv("RECEIVER_CONFIG"), "YAML file of settings, keys as the environment names (RECEIVER_CONFIG)")
+	serve := newServe(getenv, "serve", &configFile)
 	serve.Short = "Run the receiver (what `receiver` alone does)"
-	root.AddCommand(serve, newQuarantine(getenv), newBackfill(getenv), newInterests(getenv), newHtpasswd())
+	root.AddCommand(serve, newQuarantine(getenv, &configFile), newBackfill(getenv, &configFile), newInterests(getenv), newHtpasswd())
 	cli.AddVersion(root)
 	return root
 }

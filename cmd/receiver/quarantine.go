@@ -10,6 +10,7 @@ import (
 	"github.com/cdse-jetstream/receiver/internal/config"
 	"github.com/cdse-jetstream/receiver/internal/quarantine"
 	"github.com/cdse-jetstream/receiver/internal/topology"
+	"github.com/cdse-jetstream/receiver/internal/wiring"
 )
 
 // quarantineHelp is the quarantine command's long help.
@@ -36,14 +37,14 @@ of a gigabyte costs the command a few megabytes.
 // the settings, and a connection opened from them.
 type quarantineCmd struct {
 	getenv     func(string) string
-	configFile string
+	configFile *string // the root's --config
 	out        *cli.Output
 }
 
 // newQuarantine is `receiver quarantine list|show|replay|drop`, a file per
 // verb.
-func newQuarantine(getenv func(string) string) *cobra.Command {
-	qc := &quarantineCmd{getenv: getenv}
+func newQuarantine(getenv func(string) string, configFile *string) *cobra.Command {
+	qc := &quarantineCmd{getenv: getenv, configFile: configFile}
 	q := &cobra.Command{
 		Use:   "quarantine",
 		Short: "List, show, replay and drop the refused bodies kept on the quarantine stream",
@@ -53,7 +54,6 @@ func newQuarantine(getenv func(string) string) *cobra.Command {
 			return cli.Usagef("want one of list, show SEQ, replay [SEQ...], drop SEQ...")
 		},
 	}
-	q.PersistentFlags().StringVar(&qc.configFile, "config", getenv("RECEIVER_CONFIG"), "YAML settings file (as for the receiver); the environment is read too")
 	qc.out = cli.AddOutputFlag(q)
 	q.PersistentPreRunE = func(*cobra.Command, []string) error { return qc.out.Check() }
 	q.AddCommand(newQuarantineList(qc), newQuarantineShow(qc), newQuarantineReplay(qc), newQuarantineDrop(qc))
@@ -66,11 +66,11 @@ func (qc *quarantineCmd) open(withRoute bool) (config.Config, *topology.Topology
 	if withRoute {
 		checks = append(checks, config.Config.ValidateRoute)
 	}
-	cfg, err := commandConfig(qc.configFile, qc.getenv, checks...)
+	cfg, err := commandConfig(*qc.configFile, qc.getenv, checks...)
 	if err != nil {
 		return cfg, nil, nil, err
 	}
-	nc, topo, err := connect(cfg, "cdse-receiver-quarantine")
+	nc, topo, err := wiring.Connect(cfg, "cdse-receiver-quarantine")
 	if err != nil {
 		return cfg, nil, nil, err
 	}

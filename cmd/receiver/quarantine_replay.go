@@ -16,6 +16,7 @@ import (
 	"github.com/cdse-jetstream/receiver/internal/publish"
 	"github.com/cdse-jetstream/receiver/internal/quarantine"
 	"github.com/cdse-jetstream/receiver/internal/topology"
+	"github.com/cdse-jetstream/receiver/internal/wiring"
 )
 
 // newQuarantineReplay is `receiver quarantine replay [SEQ...]`.
@@ -40,7 +41,7 @@ func newQuarantineReplay(qc *quarantineCmd) *cobra.Command {
 
 func replayRun(ctx context.Context, cfg config.Config, topo *topology.Topology, r *quarantine.Reader, only []uint64, dryRun bool, out *cli.Output, stdout io.Writer) error {
 	// A replayed product reaches the interests too.
-	route, _, err := cfg.RouteWithInterests(prometheus.NewRegistry(), logging.New(cfg.LogLevel, cfg.LogFormat, io.Discard))
+	route, _, err := wiring.RouteWithInterests(cfg, prometheus.NewRegistry(), logging.New(cfg.LogLevel, cfg.LogFormat, io.Discard))
 	if err != nil {
 		return cli.Usagef("%v", err)
 	}

@@ -44,14 +44,13 @@ func secretsList() string {
 
 // newServe is the server's command, named use ("receiver" at the root,
 // "serve" below it): the settings' flags and --config.
-func newServe(getenv func(string) string, use string) *cobra.Command {
+func newServe(getenv func(string) string, use string, configFile *string) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:  use,
 		Long: serveHelp,
 		Args: cobra.NoArgs,
 	}
 	config.BindFlags(cmd.Flags())
-	configFile := addConfigFlag(cmd, getenv)
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
 		cfg, err := config.Load(config.Sources{File: *configFile, Getenv: getenv, Flags: cmd.Flags()})
 		if err == nil {
@@ -63,11 +62,6 @@ func newServe(getenv func(string) string, use string) *cobra.Command {
 		return serve(cmd.Context(), cfg, cmd)
 	}
 	return cmd
-}
-
-// addConfigFlag adds --config (default $RECEIVER_CONFIG) to cmd.
-func addConfigFlag(cmd *cobra.Command, getenv func(string) string) *string {
-	return cmd.Flags().String("config", getenv("RECEIVER_CONFIG"), "YAML file of settings, keys as the environment names (RECEIVER_CONFIG)")
 }
 
 // serve runs the receiver until ctx ends (SIGTERM, SIGINT) or a listener

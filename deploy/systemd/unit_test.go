@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cdse-jetstream/receiver/internal/acme"
+	"github.com/cdse-jetstream/receiver/internal/acmerules"
 	"github.com/cdse-jetstream/receiver/internal/config"
 	"github.com/cdse-jetstream/receiver/internal/interest"
 )
@@ -313,7 +313,7 @@ func TestEnvironmentFile(t *testing.T) {
 			t.Errorf("%s is not set", name)
 		}
 	}
-	if err := acme.ValidateDomains(strings.Split(vars["RECEIVER_ACME_DOMAINS"], ",")); err != nil {
+	if err := acmerules.ValidateDomains(strings.Split(vars["RECEIVER_ACME_DOMAINS"], ",")); err != nil {
 		t.Errorf("RECEIVER_ACME_DOMAINS: %v", err)
 	}
 	if host, _, err := net.SplitHostPort(vars["RECEIVER_ADMIN_ADDR"]); err != nil || !net.ParseIP(host).IsLoopback() {

@@ -30,10 +30,9 @@ import (
 	"github.com/sirupsen/logrus"
 	xacme "golang.org/x/crypto/acme"
 	"golang.org/x/crypto/acme/autocert"
-)
 
-// LetsEncrypt is the default directory: Let's Encrypt's production CA.
-const LetsEncrypt = xacme.LetsEncryptURL
+	"github.com/cdse-jetstream/receiver/internal/acmerules"
+)
 
 // requestTimeout bounds each request to the ACME server.
 const requestTimeout = 30 * time.Second
@@ -41,7 +40,7 @@ const requestTimeout = 30 * time.Second
 // Options configure a Manager.
 type Options struct {
 	// Domains are the host names to serve certificates for (at least one;
-	// ValidateDomains). A handshake for another name is refused; one
+	// acmerules.ValidateDomains). A handshake for another name is refused; one
 	// without a name (SNI) gets the first domain's certificate.
 	Domains []string
 	// Email is the contact the CA warns about problems (optional).
@@ -87,7 +86,7 @@ type Manager struct {
 // New checks the options and prepares the cache directory; it makes no
 // request (Obtain does).
 func New(o Options, log logrus.FieldLogger) (*Manager, error) {
-	if err := ValidateDomains(o.Domains); err != nil {
+	if err := acmerules.ValidateDomains(o.Domains); err != nil {
 		return nil, fmt.Errorf("acme domains: %w", err)
 	}
 	if o.CacheDir == "" {
@@ -97,7 +96,7 @@ func New(o Options, log logrus.FieldLogger) (*Manager, error) {
 		return nil, errors.New("acme: RenewBefore must not be negative")
 	}
 	if o.Directory == "" {
-		o.Directory = LetsEncrypt
+		o.Directory = acmerules.LetsEncrypt
 	}
 	if !strings.HasPrefix(o.Directory, "https://") {
 		return nil, fmt.Errorf("acme: the directory %q is not an https URL", o.Directory)

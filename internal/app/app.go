@@ -43,10 +43,12 @@ import (
 	"github.com/cdse-jetstream/receiver/internal/natsconn"
 	"github.com/cdse-jetstream/receiver/internal/publish"
 	"github.com/cdse-jetstream/receiver/internal/quarantine"
+	"github.com/cdse-jetstream/receiver/internal/redact"
 	"github.com/cdse-jetstream/receiver/internal/retry"
 	"github.com/cdse-jetstream/receiver/internal/source"
 	"github.com/cdse-jetstream/receiver/internal/status"
 	"github.com/cdse-jetstream/receiver/internal/topology"
+	"github.com/cdse-jetstream/receiver/internal/wiring"
 )
 
 // App is a running receiver.
@@ -122,13 +124,13 @@ func New(cfg config.Config, log logrus.FieldLogger, reg *prometheus.Registry, ex
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("invalid configuration: %w", err)
 	}
-	route, interests, err := cfg.RouteWithInterests(reg, log)
+	route, interests, err := wiring.RouteWithInterests(cfg, reg, log)
 	if err != nil {
 		return nil, err
 	}
 	var verifier *auth.Basic
 	if cfg.Webhook {
-		v, err := auth.NewBasic(cfg.Credentials(), cfg.HTPasswdFile)
+		v, err := auth.NewBasic(wiring.Credentials(cfg), cfg.HTPasswdFile)
 		if err != nil {
 			return nil, err
 		}
@@ -155,7 +157,7 @@ func New(cfg config.Config, log logrus.FieldLogger, reg *prometheus.Registry, ex
 	}
 	a.lastStored, a.delay = newClocks(names), newDelay(names)
 	// One catalogue client, one login, for every source that reads it.
-	a.catalogue = sync.OnceValue(cfg.Catalogue)
+	a.catalogue = sync.OnceValue(func() *catalogclient.Client { return wiring.Catalogue(cfg) })
 	// What the alerts watch: readiness (as /readyz answers it, one stream
 	// lookup per scrape) and the NATS connection.
 	if err := errors.Join(
@@ -220,7 +222,7 @@ func (a *App) Start(ctx context.Context) error {
 			return err
 		}
 	}
-	conn := cfg.NATS()
+	conn := wiring.NATS(cfg)
 	if a.embedded != nil {
 		conn = a.embedded.ConnectOptions()
 	}
@@ -241,7 +243,7 @@ func (a *App) Start(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	a.topo = topology.New(a.pub.JetStream(), cfg.Topology())
+	a.topo = topology.New(a.pub.JetStream(), wiring.Topology(cfg))
 	a.keeper = topology.NewKeeper(a.topo, a.pub, a.log)
 	if a.quarantine, err = quarantine.New(a.topo, cfg.PublishTimeout, a.reg, a.log); err != nil {
 		return err
@@ -573,7 +575,7 @@ func (a *App) NATSURL() string {
 	if a.embedded != nil {
 		return a.embedded.ClientURL()
 	}
-	return natsconn.RedactURL(a.cfg.NATSURL)
+	return redact.URLs(a.cfg.NATSURL)
 }
 
 // Shutdown stops in order: readiness goes false (and, with

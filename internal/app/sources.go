@@ -12,6 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/sirupsen/logrus"
 
+	"github.com/cdse-jetstream/receiver/event"
 	"github.com/cdse-jetstream/receiver/internal/auth"
 	"github.com/cdse-jetstream/receiver/internal/catalogclient"
 	"github.com/cdse-jetstream/receiver/internal/config"
@@ -107,7 +108,7 @@ func buildReconcile(d Deps) (source.Source, error) {
 	if cfg.ReconcileInterval <= 0 {
 		return nil, nil
 	}
-	events, _ := catalogclient.ParseEvents(cfg.ReconcileEvents) // checked by Validate
+	events, _ := event.ParseKinds(cfg.ReconcileEvents) // checked by Validate
 	o := reconcile.Options{Filter: cfg.ReconcileFilter}
 	if o.Filter == "" && d.Interests != nil {
 		// The union of the interests, as they are at each pass: what

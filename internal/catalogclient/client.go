@@ -21,11 +21,13 @@ import (
 
 	"golang.org/x/oauth2"
 
+	"github.com/cdse-jetstream/receiver/internal/cdse"
 	"github.com/cdse-jetstream/receiver/internal/retry"
 )
 
-// DefaultBaseURL is the real catalogue.
-const DefaultBaseURL = "https://catalogue.dataspace.copernicus.eu/odata/v1"
+// DefaultBaseURL is the real catalogue (internal/cdse, the one home of the
+// documented addresses).
+const DefaultBaseURL = cdse.CatalogueURL
 
 // Sentinel errors callers act on.
 var (

@@ -41,25 +41,6 @@ func KindOf(ev event.Kind) Kind {
 	return Kind{event.Created, "Products", "PublicationDate"}
 }
 
-// ParseEvents reads a comma-separated list of events ("created,deleted").
-func ParseEvents(s string) ([]event.Kind, error) {
-	var out []event.Kind
-	seen := map[event.Kind]bool{}
-	for _, f := range strings.Split(s, ",") {
-		ev := event.Kind(strings.TrimSpace(f))
-		switch ev {
-		case event.Created, event.Modified, event.Deleted:
-		default:
-			return nil, fmt.Errorf("unknown event %q: want created, modified, deleted", ev)
-		}
-		if !seen[ev] {
-			seen[ev] = true
-			out = append(out, ev)
-		}
-	}
-	return out, nil
-}
-
 // Cursor is a place in a listing of one kind: past every product whose
 // date is before Date, and past the products at Date whose ids are in IDs
 // (the catalogue orders a tie by Id, so these are the first of the tie); or,

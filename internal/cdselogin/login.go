@@ -19,13 +19,14 @@ import (
 	"sync"
 	"time"
 
+	"github.com/cdse-jetstream/receiver/internal/cdse"
 	"golang.org/x/oauth2"
 )
 
 // Defaults of the real identity provider.
 const (
-	DefaultTokenURL = "https://identity.dataspace.copernicus.eu/auth/realms/CDSE/protocol/openid-connect/token"
-	DefaultClientID = "cdse-public"
+	DefaultTokenURL = cdse.TokenURL
+	DefaultClientID = cdse.ClientID
 )
 
 // Sentinel errors of the token endpoint, in words an operator acts on.

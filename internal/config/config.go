@@ -15,10 +15,9 @@ import (
 	"time"
 
 	"github.com/cdse-jetstream/receiver/event"
-	"github.com/cdse-jetstream/receiver/internal/acme"
-	"github.com/cdse-jetstream/receiver/internal/catalogclient"
-	"github.com/cdse-jetstream/receiver/internal/cdselogin"
-	"github.com/cdse-jetstream/receiver/internal/ingest"
+	"github.com/cdse-jetstream/receiver/internal/acmerules"
+	"github.com/cdse-jetstream/receiver/internal/cdse"
+	"github.com/cdse-jetstream/receiver/internal/stac"
 )
 
 // Config is every setting of the receiver. Tags: koanf is the name
@@ -113,7 +112,7 @@ func Default() Config {
 		Path:               "/notifications",
 		AdminAddr:          ":9090",
 		DataDir:            "./data",
-		ACMEDirectory:      acme.LetsEncrypt,
+		ACMEDirectory:      acmerules.LetsEncrypt,
 		MaxBody:            1 << 20,
 		MaxNotifications:   100,
 		DedupeWindow:       24 * time.Hour,
@@ -128,7 +127,7 @@ func Default() Config {
 		SubjectTemplate:    event.DefaultTemplateText,
 		CloudEvents:        true,
 		StacURL:            "https://stac.dataspace.copernicus.eu/v1",
-		StacCollections:    ingest.DefaultStacCollections,
+		StacCollections:    stac.DefaultCollections,
 		Stream:             event.DefaultStream,
 		StreamReplicas:     1,
 		InterestPrefix:     event.DefaultInterestPrefix,
@@ -142,9 +141,9 @@ func Default() Config {
 		ReconcileOverlap:   10 * time.Minute,
 		ReconcileEvents:    "created,modified,deleted",
 		ReconcilePageSize:  100,
-		CDSEClientID:       cdselogin.DefaultClientID,
-		CDSETokenURL:       cdselogin.DefaultTokenURL,
-		CDSECatalogueURL:   catalogclient.DefaultBaseURL,
+		CDSEClientID:       cdse.ClientID,
+		CDSETokenURL:       cdse.TokenURL,
+		CDSECatalogueURL:   cdse.CatalogueURL,
 		LogLevel:           "info",
 		LogFormat:          "json",
 	}

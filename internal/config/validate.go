@@ -12,11 +12,10 @@ import (
 	"github.com/sirupsen/logrus"
 
 	"github.com/cdse-jetstream/receiver/event"
-	"github.com/cdse-jetstream/receiver/internal/acme"
-	"github.com/cdse-jetstream/receiver/internal/catalogclient"
-	"github.com/cdse-jetstream/receiver/internal/ingest"
+	"github.com/cdse-jetstream/receiver/internal/acmerules"
 	"github.com/cdse-jetstream/receiver/internal/interest"
-	"github.com/cdse-jetstream/receiver/internal/natsconn"
+	"github.com/cdse-jetstream/receiver/internal/redact"
+	"github.com/cdse-jetstream/receiver/internal/stac"
 )
 
 // Validate checks everything the server uses and reports every problem at
@@ -113,7 +112,7 @@ func (c Config) ValidateWebhook() error {
 		if c.TLSCertFile != "" || c.TLSKeyFile != "" {
 			p.add("RECEIVER_ACME_DOMAINS and RECEIVER_TLS_CERT_FILE/RECEIVER_TLS_KEY_FILE are two ways to get the webhook's certificate: set one")
 		}
-		if err := acme.ValidateDomains(c.ACMEDomainList()); err != nil {
+		if err := acmerules.ValidateDomains(c.ACMEDomainList()); err != nil {
 			p.add("RECEIVER_ACME_DOMAINS: %v", err)
 		}
 		if !strings.HasPrefix(c.ACMEDirectory, "https://") {
@@ -182,7 +181,7 @@ func (c Config) ValidateNATS() error {
 	} else {
 		for _, u := range strings.Split(c.NATSURL, ",") {
 			if pu, err := url.Parse(strings.TrimSpace(u)); err != nil || pu.Host == "" {
-				p.add("NATS_URL: %q is not a URL like nats://host:4222", natsconn.RedactURL(u))
+				p.add("NATS_URL: %q is not a URL like nats://host:4222", redact.URLs(u))
 			}
 		}
 	}
@@ -261,8 +260,12 @@ func (c Config) ValidateRoute() error {
 	return p.err()
 }
 
-// routeProblems are ValidateRoute's without the interests file: what
-// Route needs.
+// ValidateShape is ValidateRoute without the interests file: what the
+// route needs (internal/wiring builds it, and the interests' router reads
+// the file itself).
+func (c Config) ValidateShape() error { return c.routeProblems().err() }
+
+// routeProblems are ValidateRoute's without the interests file.
 func (c Config) routeProblems() problems {
 	var p problems
 	if !validPrefix(c.SubjectPrefix) {
@@ -270,7 +273,7 @@ func (c Config) routeProblems() problems {
 	} else if _, err := event.ParseTemplate(c.SubjectTemplate, c.SubjectPrefix); err != nil {
 		p.add("NATS_SUBJECT_TEMPLATE %q: %v", c.SubjectTemplate, strings.ReplaceAll(err.Error(), "\n", "; "))
 	}
-	if _, err := ingest.ParseStacCollections(c.StacCollections); err != nil {
+	if _, err := stac.ParseCollections(c.StacCollections); err != nil {
 		p.add("STAC_COLLECTIONS: %v", strings.ReplaceAll(err.Error(), "\n", "; "))
 	}
 	if c.StacURL != None && !httpURL(c.StacURL) {
@@ -323,7 +326,7 @@ func (c Config) ValidateSources() error {
 		if strings.TrimSpace(c.ReconcileFilter) == "" && c.InterestsFile == "" {
 			p.add("RECONCILE_FILTER (or INTERESTS_FILE, whose union it then is) is required with RECONCILE_INTERVAL (an empty filter would list the whole catalogue)")
 		}
-		if _, err := catalogclient.ParseEvents(c.ReconcileEvents); err != nil {
+		if _, err := event.ParseKinds(c.ReconcileEvents); err != nil {
 			p.add("RECONCILE_EVENTS: %v", err)
 		}
 		if c.ReconcileInterval < time.Minute {

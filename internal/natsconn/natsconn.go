@@ -6,11 +6,11 @@ package natsconn
 
 import (
 	"fmt"
-	"net/url"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/cdse-jetstream/receiver/internal/redact"
 	"github.com/nats-io/nats.go"
 	"github.com/sirupsen/logrus"
 )
@@ -151,18 +151,7 @@ func ConnectOnce(o Options, name string) (*nats.Conn, error) {
 	nc, err := nats.Connect(o.URL, append([]nats.Option{nats.Name(name), nats.Timeout(5 * time.Second),
 		nats.MaxReconnects(10), nats.ReconnectBufSize(-1)}, o.auth()...)...)
 	if err != nil {
-		return nil, fmt.Errorf("connect to nats at %s: %w", RedactURL(o.URL), err)
+		return nil, fmt.Errorf("connect to nats at %s: %w", redact.URLs(o.URL), err)
 	}
 	return nc, nil
-}
-
-// RedactURL hides a password written into a NATS URL list.
-func RedactURL(s string) string {
-	parts := strings.Split(s, ",")
-	for i, p := range parts {
-		if u, err := url.Parse(strings.TrimSpace(p)); err == nil && u.User != nil {
-			parts[i] = u.Redacted()
-		}
-	}
-	return strings.Join(parts, ",")
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/cdse-jetstream/receiver/event"
 	"github.com/cdse-jetstream/receiver/internal/catalogclient"
 	"github.com/cdse-jetstream/receiver/internal/cdselogin"
+	"github.com/cdse-jetstream/receiver/internal/wiring"
 )
 
 // DoctorOptions say what `register doctor` lists: the filter (the
@@ -106,7 +107,7 @@ func Doctor(ctx context.Context, getenv func(string) string, o DoctorOptions, no
 	}
 	rec := &recorder{next: http.DefaultTransport}
 	hc := &http.Client{Transport: rec, Timeout: 60 * time.Second}
-	login := s.cfg.Login()
+	login := wiring.Login(s.cfg)
 	login.HTTPClient = hc
 	tokens := cdselogin.NewPasswordSource(login)
 	api := catalogclient.New(s.cfg.CDSECatalogueURL, tokens, hc)

@@ -21,6 +21,7 @@ import (
 	"github.com/cdse-jetstream/receiver/internal/cdselogin"
 	"github.com/cdse-jetstream/receiver/internal/cli"
 	"github.com/cdse-jetstream/receiver/internal/config"
+	"github.com/cdse-jetstream/receiver/internal/wiring"
 )
 
 // The catalogue's limits. The live documentation (the Subscriptions page):
@@ -70,7 +71,7 @@ func NewSession(getenv func(string) string) (*Session, error) {
 	if len(missing) > 0 {
 		return nil, cli.Usagef("set %s", strings.Join(missing, " and "))
 	}
-	tokens := cdselogin.NewPasswordSource(cfg.Login())
+	tokens := cdselogin.NewPasswordSource(wiring.Login(cfg))
 	return &Session{API: catalogclient.New(cfg.CDSECatalogueURL, tokens, nil), tokens: tokens, cfg: cfg}, nil
 }
 

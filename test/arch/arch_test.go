@@ -25,14 +25,15 @@ const module = "github.com/cdse-jetstream/receiver"
 // third-party modules). A package not listed here fails the test: a new
 // package is placed deliberately.
 var layers = [][]string{
-	{"event", "internal/buildinfo", "internal/jsonscan", "internal/source", "internal/retry", "internal/preflight/wire", "internal/tlsreload", "internal/logging"},
-	{"internal/notification", "internal/cli", "internal/status", "internal/preflight"},
+	{"event", "internal/buildinfo", "internal/jsonscan", "internal/source", "internal/retry", "internal/preflight/wire", "internal/tlsreload", "internal/logging",
+		"internal/cdse", "internal/acmerules", "internal/redact"},
+	{"internal/notification", "internal/cli", "internal/status", "internal/preflight", "internal/stac"},
 	{"internal/publish", "internal/natsconn", "internal/topology", "internal/auth", "internal/cdselogin", "internal/catalogclient", "internal/productfilter", "internal/acme"},
 	{"internal/embedded", "internal/ingest", "internal/cdsesim"},
 	{"internal/quarantine", "internal/interest"},
-	{"internal/webhook", "internal/pull", "internal/reconcile"},
+	{"internal/webhook", "internal/pull", "internal/reconcile", "internal/config"},
 	{"internal/backfill"},
-	{"internal/config"},
+	{"internal/wiring"},
 	{"internal/register"},
 	{"internal/app"},
 	{"cmd/receiver", "cmd/register", "cmd/cdse-sim", "examples/subscribe"},

@@ -1,4 +1,8 @@
-package acme
+// Package acmerules holds the rules of the ACME settings, which the
+// configuration checks and the ACME manager (internal/acme) applies: the
+// default directory and what a domain may be. A leaf, so that the
+// configuration validates them without importing the manager.
+package acmerules
 
 import (
 	"errors"
@@ -6,6 +10,11 @@ import (
 	"net"
 	"strings"
 )
+
+// LetsEncrypt is the default directory: Let's Encrypt's production CA (the
+// value of golang.org/x/crypto/acme's LetsEncryptURL, which the manager's
+// test holds it to).
+const LetsEncrypt = "https://acme-v02.api.letsencrypt.org/directory"
 
 // ValidateDomains checks that every domain is a DNS host name the receiver
 // can get a certificate for by TLS-ALPN-01 or HTTP-01: at least two labels
