@@ -14,7 +14,7 @@ import (
 
 	"github.com/cdse-jetstream/receiver/event"
 	"github.com/cdse-jetstream/receiver/internal/cli"
-	"github.com/cdse-jetstream/receiver/internal/interest"
+	"github.com/cdse-jetstream/receiver/internal/interestfile"
 	"github.com/cdse-jetstream/receiver/internal/notification"
 	"github.com/cdse-jetstream/receiver/internal/productfilter"
 )
@@ -88,7 +88,7 @@ the first term of its filter that fails (as written), or the sensing age.`,
 // standard input that does not end, a pathological filter): it returns
 // what to print once it is done, or stops when ctx ends.
 func runCheck(ctx context.Context, cmd *cobra.Command, out *cli.Output, file, product string, ev event.Kind) (func() error, error) {
-	set, err := interest.Load(file)
+	set, err := interestfile.Load(file)
 	if err != nil {
 		return nil, cli.Usagef("%v", err)
 	}
@@ -132,13 +132,13 @@ func runCheck(ctx context.Context, cmd *cobra.Command, out *cli.Output, file, pr
 // evaluate is set.Evaluate an interest at a time, stopping between two
 // when ctx ends: the work goes on in the background after interruptible
 // has returned, and should not for long.
-func evaluate(ctx context.Context, set *interest.Set, kind event.Kind, p *productfilter.Product, now time.Time) ([]interest.Verdict, error) {
-	vs := make([]interest.Verdict, 0, set.Len())
+func evaluate(ctx context.Context, set *interestfile.Set, kind event.Kind, p *productfilter.Product, now time.Time) ([]interestfile.Verdict, error) {
+	vs := make([]interestfile.Verdict, 0, set.Len())
 	for i := range set.Interests {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		one := interest.Set{Interests: set.Interests[i : i+1]}
+		one := interestfile.Set{Interests: set.Interests[i : i+1]}
 		vs = append(vs, one.Evaluate(kind, p, now)...)
 	}
 	return vs, nil
@@ -199,7 +199,7 @@ func readProduct(raw []byte, ev event.Kind) (event.Kind, *productfilter.Product,
 
 // printInterests lists a valid file's interests and what register apply
 // would register.
-func printInterests(w io.Writer, out *cli.Output, set *interest.Set) error {
+func printInterests(w io.Writer, out *cli.Output, set *interestfile.Set) error {
 	type row struct {
 		Name          string   `json:"name"`
 		Events        []string `json:"events"`

@@ -15,7 +15,7 @@ import (
 
 	"github.com/cdse-jetstream/receiver/internal/acmerules"
 	"github.com/cdse-jetstream/receiver/internal/config"
-	"github.com/cdse-jetstream/receiver/internal/interest"
+	"github.com/cdse-jetstream/receiver/internal/interestfile"
 )
 
 const (
@@ -359,7 +359,7 @@ func TestTheReceiverLoadsTheExample(t *testing.T) {
 	}
 	// The interests shipped beside the unit are ones the receiver takes
 	// (Validate read them too).
-	if set, err := interest.Load(interestsFile); err != nil || set.Len() != 3 {
+	if set, err := interestfile.Load(interestsFile); err != nil || set.Len() != 3 {
 		t.Errorf("%s: %v", interestsFile, err)
 	}
 	if !strings.Contains(strings.Join(u["Service"]["ExecReload"], ""), "-HUP") {

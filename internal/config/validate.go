@@ -13,7 +13,7 @@ import (
 
 	"github.com/cdse-jetstream/receiver/event"
 	"github.com/cdse-jetstream/receiver/internal/acmerules"
-	"github.com/cdse-jetstream/receiver/internal/interest"
+	"github.com/cdse-jetstream/receiver/internal/interestfile"
 	"github.com/cdse-jetstream/receiver/internal/redact"
 	"github.com/cdse-jetstream/receiver/internal/stac"
 )
@@ -253,7 +253,7 @@ func (c Config) ValidateStreams() error {
 func (c Config) ValidateRoute() error {
 	p := c.routeProblems()
 	if c.InterestsFile != "" {
-		if _, err := interest.Load(c.InterestsFile); err != nil {
+		if _, err := interestfile.Load(c.InterestsFile); err != nil {
 			p.add("INTERESTS_FILE: %v", err)
 		}
 	}

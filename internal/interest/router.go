@@ -1,3 +1,7 @@
+// Package interest is the receiver's side of the interests
+// (internal/interestfile): the file in force, reloaded when it changes (a broken
+// file refused, the last good one kept), evaluated for every product event
+// stored, with its metrics.
 package interest
 
 import (
@@ -13,6 +17,7 @@ import (
 
 	"github.com/cdse-jetstream/receiver/event"
 	"github.com/cdse-jetstream/receiver/internal/ingest"
+	"github.com/cdse-jetstream/receiver/internal/interestfile"
 	"github.com/cdse-jetstream/receiver/internal/notification"
 	"github.com/cdse-jetstream/receiver/internal/productfilter"
 	"github.com/cdse-jetstream/receiver/internal/publish"
@@ -26,7 +31,7 @@ type Router struct {
 	log  logrus.FieldLogger
 	now  func() time.Time
 
-	set atomic.Pointer[Set]
+	set atomic.Pointer[interestfile.Set]
 	mu  sync.Mutex // reloads
 	// sum is the content of the file last read: a change is a change of
 	// content, not of time, because a mounted ConfigMap changes by a
@@ -76,11 +81,11 @@ func NewRouter(path string, reg prometheus.Registerer, log logrus.FieldLogger) (
 	for _, why := range productfilter.UnevaluatedReasons {
 		r.unevaluated.WithLabelValues(string(why))
 	}
-	b, err := readFile(path)
+	b, err := interestfile.ReadFile(path)
 	if err != nil {
 		return nil, err
 	}
-	s, err := parseFile(path, b)
+	s, err := interestfile.ParseFile(path, b)
 	if err != nil {
 		return nil, err
 	}
@@ -88,7 +93,7 @@ func NewRouter(path string, reg prometheus.Registerer, log logrus.FieldLogger) (
 	return r, nil
 }
 
-func (r *Router) install(s *Set, sum [32]byte) {
+func (r *Router) install(s *interestfile.Set, sum [32]byte) {
 	r.set.Store(s)
 	r.sum = sum
 	r.loaded.Set(float64(s.Len()))
@@ -98,7 +103,7 @@ func (r *Router) install(s *Set, sum [32]byte) {
 }
 
 // Current is the set in force.
-func (r *Router) Current() *Set { return r.set.Load() }
+func (r *Router) Current() *interestfile.Set { return r.set.Load() }
 
 // Reload re-reads the file and takes it when its content changed (force:
 // whatever it is, for SIGHUP). A broken file is refused: the last good
@@ -106,7 +111,7 @@ func (r *Router) Current() *Set { return r.set.Load() }
 func (r *Router) Reload(force bool) (bool, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	b, err := readFile(r.path)
+	b, err := interestfile.ReadFile(r.path)
 	if err != nil {
 		r.reloads.WithLabelValues("failed").Inc()
 		return false, err
@@ -115,7 +120,7 @@ func (r *Router) Reload(force bool) (bool, error) {
 	if !force && sum == r.sum {
 		return false, nil
 	}
-	s, err := parseFile(r.path, b)
+	s, err := interestfile.ParseFile(r.path, b)
 	if err != nil {
 		r.reloads.WithLabelValues("failed").Inc()
 		r.sum = sum // told once per change, not every check
@@ -126,22 +131,37 @@ func (r *Router) Reload(force bool) (bool, error) {
 	return true, nil
 }
 
+// route appends the interests a product event is routed to, each with why
+// its area was not evaluated when it is routed failing open (no strings
+// built: the request path).
+func route(s *interestfile.Set, ev event.Kind, p *productfilter.Product, now time.Time, routes []ingest.Routed) []ingest.Routed {
+	if p == nil {
+		return routes
+	}
+	for i := range s.Interests {
+		if ok, why := s.Interests[i].Takes(ev, p, now); ok {
+			routes = append(routes, ingest.Routed{Name: s.Interests[i].Name, AreaUnevaluated: string(why)})
+		}
+	}
+	return routes
+}
+
 // Match returns the interests n is routed to, appended to routes. It
 // reads the notification's product (none for the short form: no
 // interest). Copies routed without their area evaluated are counted and
 // logged here, when the event is evaluated for publishing.
 func (r *Router) Match(n *notification.Notification, routes []ingest.Routed) []ingest.Routed {
 	s := r.set.Load()
-	if !s.wants(n.Event) { // nothing to read the product for
+	if !s.Wants(n.Event) { // nothing to read the product for
 		r.tell(n)
 		return routes
 	}
 	var p *productfilter.Product
-	if prod, ok := productfilter.FromNotification(n, &s.needs); ok {
+	if prod, ok := productfilter.FromNotification(n, s.Needs()); ok {
 		p = &prod
 	}
 	before := len(routes)
-	routes = s.Route(n.Event, p, r.now(), routes)
+	routes = route(s, n.Event, p, r.now(), routes)
 	if len(routes) == before {
 		r.tell(n)
 	}

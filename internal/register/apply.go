@@ -10,7 +10,7 @@ import (
 	"github.com/cdse-jetstream/receiver/event"
 	"github.com/cdse-jetstream/receiver/internal/catalogclient"
 	"github.com/cdse-jetstream/receiver/internal/cli"
-	"github.com/cdse-jetstream/receiver/internal/interest"
+	"github.com/cdse-jetstream/receiver/internal/interestfile"
 )
 
 // ApplyOptions are the flags of apply.
@@ -46,10 +46,10 @@ type ApplyResult struct {
 }
 
 // Plan is the subscription a file of interests compiles to.
-func Plan(path string) (catalogclient.SubscriptionRequest, interest.Compiled, error) {
-	set, err := interest.Load(path)
+func Plan(path string) (catalogclient.SubscriptionRequest, interestfile.Compiled, error) {
+	set, err := interestfile.Load(path)
 	if err != nil {
-		return catalogclient.SubscriptionRequest{}, interest.Compiled{}, cli.Usagef("%v", err)
+		return catalogclient.SubscriptionRequest{}, interestfile.Compiled{}, cli.Usagef("%v", err)
 	}
 	c := set.Compile()
 	events := c.Events

@@ -29,9 +29,9 @@ var layers = [][]string{
 		"internal/cdse", "internal/acmerules", "internal/redact"},
 	{"internal/notification", "internal/cli", "internal/status", "internal/preflight", "internal/stac"},
 	{"internal/publish", "internal/natsconn", "internal/topology", "internal/auth", "internal/cdselogin", "internal/catalogclient", "internal/productfilter", "internal/acme"},
-	{"internal/embedded", "internal/ingest", "internal/cdsesim"},
-	{"internal/quarantine", "internal/interest"},
-	{"internal/webhook", "internal/pull", "internal/reconcile", "internal/config"},
+	{"internal/embedded", "internal/ingest", "internal/cdsesim", "internal/interestfile"},
+	{"internal/quarantine", "internal/interest", "internal/config"},
+	{"internal/webhook", "internal/pull", "internal/reconcile"},
 	{"internal/backfill"},
 	{"internal/wiring"},
 	{"internal/register"},
@@ -124,6 +124,28 @@ func TestImportsFollowTheFlow(t *testing.T) {
 			}
 		}
 	}
+}
+
+// runtime are the packages that make the running system: the
+// configuration (internal/config) is data and depends on none of them; it
+// checks its values with the leaf packages of layer 0 (internal/wiring
+// builds the system from it).
+var runtime = []string{"internal/acme", "internal/app", "internal/catalogclient", "internal/embedded", "internal/ingest", "internal/interest",
+	"internal/natsconn", "internal/publish", "internal/pull", "internal/quarantine", "internal/reconcile", "internal/topology", "internal/webhook"}
+
+func TestConfigurationIsData(t *testing.T) {
+	for _, p := range packages(t) {
+		if p.ImportPath != "internal/config" {
+			continue
+		}
+		for _, d := range p.Deps {
+			if r := strings.TrimPrefix(d, module+"/"); slices.Contains(runtime, r) {
+				t.Errorf("internal/config depends on %s, a runtime package: move what it needs to a leaf package, or the building to internal/wiring", r)
+			}
+		}
+		return
+	}
+	t.Fatal("no internal/config package")
 }
 
 func TestNoProductionPackageDependsOnTests(t *testing.T) {

@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/cdse-jetstream/receiver/internal/config"
-	"github.com/cdse-jetstream/receiver/internal/interest"
+	"github.com/cdse-jetstream/receiver/internal/interestfile"
 	"github.com/cdse-jetstream/receiver/internal/notification"
 	"github.com/cdse-jetstream/receiver/internal/productfilter"
 	"github.com/cdse-jetstream/receiver/internal/testkit/fixtures"
@@ -41,7 +41,7 @@ func TestInterestsExamples(t *testing.T) {
 		{"docs/interests.md", "## The file"},
 	} {
 		t.Run(src.doc, func(t *testing.T) {
-			set, err := interest.Parse([]byte(firstYAML(t, src.doc, src.marker)))
+			set, err := interestfile.Parse([]byte(firstYAML(t, src.doc, src.marker)))
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -1,12 +1,13 @@
-// Package interest is the receiver's named interests: a team's subset of
-// what the one catalogue subscription sends ("Sentinel-2 L2A over the Alps
-// under 30 % cloud"), written in the catalogue's own $filter language. The
-// receiver evaluates every interest against every product event it stores
-// and routes a copy of each matching one to the interest's own subjects;
-// `register apply` compiles them into the one subscription the catalogue
-// allows. The filters are evaluated by internal/productfilter, the same
-// evaluator the catalogue simulator uses.
-package interest
+// Package interestfile is the receiver's named interests as a file holds
+// them: a team's subset of what the one catalogue subscription sends
+// ("Sentinel-2 L2A over the Alps under 30 % cloud"), written in the
+// catalogue's own $filter language; parsed, checked, compiled into the one
+// subscription (`register apply`) and evaluated against a product. It is
+// data and rules only (a leaf the configuration checks INTERESTS_FILE with);
+// the receiver's routing of copies, with its reloads and metrics, is
+// internal/interest. The filters are evaluated by internal/productfilter,
+// the same evaluator the catalogue simulator uses.
+package interestfile
 
 import (
 	"errors"
@@ -22,7 +23,6 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/cdse-jetstream/receiver/event"
-	"github.com/cdse-jetstream/receiver/internal/ingest"
 	"github.com/cdse-jetstream/receiver/internal/productfilter"
 )
 
@@ -71,16 +71,16 @@ type file struct {
 
 // Load reads and checks the interests file at path.
 func Load(path string) (*Set, error) {
-	b, err := readFile(path)
+	b, err := ReadFile(path)
 	if err != nil {
 		return nil, err
 	}
-	return parseFile(path, b)
+	return ParseFile(path, b)
 }
 
-// readFile and parseFile are Load's two halves, with its errors: the
-// Router hashes what it read before it parses.
-func readFile(path string) ([]byte, error) {
+// ReadFile and ParseFile are Load's two halves, with its errors: the
+// router (internal/interest) hashes what it read before it parses.
+func ReadFile(path string) ([]byte, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("interests: %w", err)
@@ -102,7 +102,7 @@ func readFile(path string) ([]byte, error) {
 // limit (productfilter.MaxLength, 1 MiB), far beyond any real file.
 const MaxFileSize = 16 << 20
 
-func parseFile(path string, b []byte) (*Set, error) {
+func ParseFile(path string, b []byte) (*Set, error) {
 	s, err := Parse(b)
 	if err != nil {
 		return nil, fmt.Errorf("interests %s: %w", path, err)
@@ -290,8 +290,12 @@ func (in *Interest) tooOld(p *productfilter.Product, now time.Time) bool {
 	return in.MaxSensingAge > 0 && (p.ContentStart.IsZero() || now.Sub(p.ContentStart) > in.MaxSensingAge)
 }
 
-// wants says whether an interest takes ev.
-func (s *Set) wants(ev event.Kind) bool {
+// Needs is what the set's filters read of a product (productfilter reads
+// only that).
+func (s *Set) Needs() *productfilter.Needs { return &s.needs }
+
+// Wants says whether an interest takes ev.
+func (s *Set) Wants(ev event.Kind) bool {
 	for _, in := range s.Interests {
 		if in.wants(ev) {
 			return true
@@ -301,37 +305,22 @@ func (s *Set) wants(ev event.Kind) bool {
 }
 
 // Match returns the names of the interests a product event is routed to,
-// without the reasons (Route with the names only).
+// without the reasons (the router's routing, with the names only).
 func (s *Set) Match(ev event.Kind, p *productfilter.Product, now time.Time, names []string) []string {
 	if p == nil {
 		return names
 	}
 	for i := range s.Interests {
-		if ok, _ := s.Interests[i].takes(ev, p, now); ok {
+		if ok, _ := s.Interests[i].Takes(ev, p, now); ok {
 			names = append(names, s.Interests[i].Name)
 		}
 	}
 	return names
 }
 
-// Route returns the interests a product event is routed to, each with why
-// its area was not evaluated when it is routed failing open (the
-// receiver's path: no strings built).
-func (s *Set) Route(ev event.Kind, p *productfilter.Product, now time.Time, routes []ingest.Routed) []ingest.Routed {
-	if p == nil {
-		return routes
-	}
-	for i := range s.Interests {
-		if ok, why := s.Interests[i].takes(ev, p, now); ok {
-			routes = append(routes, ingest.Routed{Name: s.Interests[i].Name, AreaUnevaluated: string(why)})
-		}
-	}
-	return routes
-}
-
-// takes says whether in takes the event ev on p at now, and when it takes
+// Takes says whether in takes the event ev on p at now, and when it takes
 // it failing open, why its area was not evaluated.
-func (in *Interest) takes(ev event.Kind, p *productfilter.Product, now time.Time) (bool, productfilter.Unevaluated) {
+func (in *Interest) Takes(ev event.Kind, p *productfilter.Product, now time.Time) (bool, productfilter.Unevaluated) {
 	if !in.wants(ev) {
 		return false, ""
 	}
