@@ -95,10 +95,11 @@ chaos: ## separate processes under seeded faults: 3-node NATS cluster, 2 receive
 	CHAOS_DURATION=$(or $(CHAOS_DURATION),3m) CHAOS_RUNS=$(or $(CHAOS_RUNS),3) $(GO) test ./test/chaos -run '^TestChaos$$' -count=1 -v -timeout 120m
 
 .PHONY: fuzz
-fuzz: ## fuzz the notification decoder, then the interests' filter parser and product reader (footprints with huge and non-finite numbers, coordinates, the entity's offsets), each target for FUZZTIME (default 2m)
+fuzz: ## fuzz the notification decoder, the interests' filter parser and product reader, and the headers built (footprints with huge and non-finite numbers, coordinates, the entity's offsets), each target for FUZZTIME (default 2m)
 	$(GO) test ./internal/notification -run '^$$' -fuzz FuzzParse -fuzztime $(or $(FUZZTIME),2m) -fuzzminimizetime 1s
 	for f in FuzzParseFilter FuzzFootprint FuzzReadFootprintWKT FuzzShortDecimal FuzzFromNotification; do \
 		$(GO) test ./internal/productfilter -run '^$$' -fuzz "^$$f\$$" -fuzztime $(or $(FUZZTIME),2m) -fuzzminimizetime 1s || exit 1; done
+	$(GO) test ./internal/ingest -run '^$$' -fuzz FuzzHeaders -fuzztime $(or $(FUZZTIME),2m) -fuzzminimizetime 1s
 
 .PHONY: lint
 lint: ## go vet, gofmt, staticcheck and govulncheck (fetched through the Go module proxy)
