@@ -3,6 +3,8 @@ package config
 import (
 	"slices"
 	"strings"
+
+	"github.com/cdse-jetstream/receiver/internal/fetchconfig"
 )
 
 // ourPrefixes are the environment prefixes our binaries read: a variable
@@ -21,10 +23,14 @@ var otherNames = []string{
 	"INTEREST_PREFIX",    // examples/node: the interests' subject prefix
 }
 
+// fetcherNames are the fetcher's variables (FETCH_*, and the NATS_* and
+// CDSE_* it shares with the receiver), from its settings' one list.
+var fetcherNames = fetchconfig.Names()
+
 // KnownEnv reports whether name is a variable one of our binaries or
 // examples reads.
 func KnownEnv(name string) bool {
-	if slices.Contains(otherNames, name) {
+	if slices.Contains(otherNames, name) || slices.Contains(fetcherNames, name) {
 		return true
 	}
 	for _, s := range settings {
@@ -89,7 +95,7 @@ func closest(name string) string {
 			consider(s.Name + "_FILE")
 		}
 	}
-	for _, n := range otherNames {
+	for _, n := range append(slices.Clone(otherNames), fetcherNames...) {
 		consider(n)
 	}
 	return best

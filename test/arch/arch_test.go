@@ -27,7 +27,7 @@ const module = "github.com/cdse-jetstream/receiver"
 var layers = [][]string{
 	{"event", "internal/buildinfo", "internal/jsonscan", "internal/source", "internal/retry", "internal/preflight/wire", "internal/tlsreload", "internal/logging",
 		"internal/cdse", "internal/acmerules", "internal/redact"},
-	{"internal/notification", "internal/cli", "internal/status", "internal/preflight", "internal/stac"},
+	{"internal/notification", "internal/cli", "internal/status", "internal/preflight", "internal/stac", "internal/fetchconfig"},
 	{"internal/publish", "internal/natsconn", "internal/topology", "internal/auth", "internal/cdselogin", "internal/catalogclient", "internal/productfilter", "internal/acme"},
 	{"internal/embedded", "internal/ingest", "internal/cdsesim", "internal/interestfile"},
 	{"internal/quarantine", "internal/interest", "internal/config"},
@@ -35,8 +35,8 @@ var layers = [][]string{
 	{"internal/backfill"},
 	{"internal/wiring"},
 	{"internal/register"},
-	{"internal/app"},
-	{"cmd/receiver", "cmd/register", "cmd/cdse-sim", "examples/subscribe"},
+	{"internal/app", "internal/fetcher"},
+	{"cmd/receiver", "cmd/register", "cmd/cdse-sim", "examples/subscribe", "cmd/fetcher"},
 }
 
 // large are the packages allowed past ~1 000 lines of code, and why each is

@@ -1,0 +1,279 @@
+// Package fetchconfig is the fetcher's configuration: every setting, its
+// default, where it is read from and what is wrong with it, in the style of
+// internal/config (the struct's tags are the one list; --help, the docs
+// table and the receiver's list of known variables are made from it).
+//
+// It is data: it imports no runtime package, so that internal/config can
+// import its list of names (Names) to know the fetcher's variables
+// without warning about them.
+package fetchconfig
+
+import (
+	"fmt"
+	"net/url"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/cdse-jetstream/receiver/event"
+	"github.com/cdse-jetstream/receiver/internal/cdse"
+)
+
+// Config is every setting of the fetcher. Tags as internal/config's: koanf
+// is the name (environment variable and YAML key), flag the command-line
+// flag (none for secrets), help the one line of --help and the docs, secret
+// marks a value masked everywhere and also read from <NAME>_FILE.
+type Config struct {
+	Consumer        string        `koanf:"FETCH_CONSUMER" flag:"consumer" help:"durable consumer on the product stream; replicas with the same name share the work"`
+	Subjects        string        `koanf:"FETCH_SUBJECTS" flag:"subjects" help:"product subjects to fetch, comma-separated (empty: created and modified under NATS_SUBJECT_PREFIX, and deleted with FETCH_ON_DELETE=delete)"`
+	Start           string        `koanf:"FETCH_START" flag:"start" help:"where a new consumer starts: new (only what arrives from now), all (the whole stream) or an RFC 3339 time"`
+	Target          string        `koanf:"FETCH_TARGET" flag:"target" help:"where products are stored: file:///dir or s3://bucket/prefix (required; S3 from the AWS_* environment)"`
+	Concurrency     int           `koanf:"FETCH_CONCURRENCY" flag:"concurrency" help:"downloads at once across every replica of the consumer (its MaxAckPending)"`
+	MaxAttempts     int           `koanf:"FETCH_MAX_ATTEMPTS" flag:"max-attempts" help:"deliveries of one product event before it is given up (on the failed subject)"`
+	IdleTimeout     time.Duration `koanf:"FETCH_IDLE_TIMEOUT" flag:"idle-timeout" help:"a download that receives nothing this long is cut and resumed"`
+	RequireChecksum bool          `koanf:"FETCH_REQUIRE_CHECKSUM" flag:"require-checksum" help:"refuse a product the catalogue gives no checksum for (false: store it, marked Cdse-Unverified)"`
+	OnDelete        string        `koanf:"FETCH_ON_DELETE" flag:"on-delete" help:"what a deleted event does to the stored product: keep or delete"`
+	TrustedHosts    string        `koanf:"FETCH_TRUSTED_HOSTS" flag:"trusted-hosts" help:"domains the login token may be sent to on redirects, comma-separated"`
+	KeyTemplate     string        `koanf:"FETCH_KEY_TEMPLATE" flag:"key-template" help:"object key of a product, of {collection} {productType} {yyyy} {mm} {dd} {name} {id}; must end in {name}.zip"`
+	AdminAddr       string        `koanf:"FETCH_ADMIN_ADDR" flag:"admin-addr" help:"listen address of /healthz, /readyz, /metrics; keep it private"`
+	FetchedPrefix   string        `koanf:"FETCH_FETCHED_PREFIX" flag:"fetched-prefix" help:"subject prefix of the fetched events: <prefix>.<event>.<collection>.<productType>"`
+	FailedPrefix    string        `koanf:"FETCH_FAILED_PREFIX" flag:"failed-prefix" help:"subject prefix of the given-up events: <prefix>.<collection>.<productType>"`
+	Stream          string        `koanf:"FETCH_STREAM" flag:"fetch-stream" help:"stream of the fetched and failed events (the fetcher declares it)"`
+	DedupeWindow    time.Duration `koanf:"FETCH_DEDUPE_WINDOW" flag:"dedupe-window" help:"that stream's duplicate window: how long a fetched event is recognised as already stored"`
+	ShutdownTimeout time.Duration `koanf:"FETCH_SHUTDOWN_TIMEOUT" flag:"shutdown-timeout" help:"after SIGTERM, running downloads get this long before they are cut (the partial object is kept to resume)"`
+	DownloadURL     string        `koanf:"CDSE_DOWNLOAD_URL" flag:"cdse-download-url" help:"download service base: <url>/Products(<id>)/$value"`
+
+	NATSURL       string `koanf:"NATS_URL" flag:"nats-url" help:"NATS server or cluster URL(s), comma-separated"`
+	NATSCreds     string `koanf:"NATS_CREDS" flag:"nats-creds" help:"NATS credentials file (JWT and nkey)"`
+	NATSUser      string `koanf:"NATS_USER" flag:"nats-user" help:"NATS user"`
+	NATSPassword  string `koanf:"NATS_PASSWORD" secret:"true" help:"NATS password"`
+	NATSToken     string `koanf:"NATS_TOKEN" secret:"true" help:"NATS token"`
+	NATSCA        string `koanf:"NATS_CA" flag:"nats-ca" help:"CA file to verify the NATS servers' TLS"`
+	ProductStream string `koanf:"NATS_STREAM" flag:"stream" help:"the receiver's product stream, consumed"`
+	SubjectPrefix string `koanf:"NATS_SUBJECT_PREFIX" flag:"subject-prefix" help:"subject prefix of the product stream"`
+
+	CDSEUsername     string `koanf:"CDSE_USERNAME" flag:"cdse-username" help:"catalogue account of the downloads (required)"`
+	CDSEPassword     string `koanf:"CDSE_PASSWORD" secret:"true" help:"catalogue password"`
+	CDSETOTP         string `koanf:"CDSE_TOTP" secret:"true" help:"two-factor code, if the account has two-factor authentication"`
+	CDSEClientID     string `koanf:"CDSE_CLIENT_ID" flag:"cdse-client-id" help:"OAuth2 client of the catalogue login"`
+	CDSETokenURL     string `koanf:"CDSE_TOKEN_URL" flag:"cdse-token-url" help:"identity provider's token URL"`
+	CDSECatalogueURL string `koanf:"CDSE_CATALOGUE_URL" flag:"cdse-catalogue-url" help:"catalogue's OData base URL (fetcher get reads the product there)"`
+
+	LogLevel  string `koanf:"LOG_LEVEL" flag:"log-level" help:"debug, info, warn or error"`
+	LogFormat string `koanf:"LOG_FORMAT" flag:"log-format" help:"json or text"`
+}
+
+// ConfigEnv names the YAML file of settings when --config is not given.
+const ConfigEnv = "FETCH_CONFIG"
+
+// DefaultKeyTemplate is FETCH_KEY_TEMPLATE's default.
+const DefaultKeyTemplate = "{collection}/{productType}/{yyyy}/{mm}/{dd}/{name}.zip"
+
+// Default holds every default, in one place. The prefixes are
+// topology.PlannedPrefixes' (the embedded server already denies consumers
+// publishing to them); written here as text so that this package stays data.
+func Default() Config {
+	return Config{
+		Consumer:         "fetcher",
+		Start:            "new",
+		Concurrency:      4,
+		MaxAttempts:      10,
+		IdleTimeout:      60 * time.Second,
+		OnDelete:         "keep",
+		TrustedHosts:     "dataspace.copernicus.eu",
+		KeyTemplate:      DefaultKeyTemplate,
+		AdminAddr:        ":9091",
+		FetchedPrefix:    "cdse.fetched",
+		FailedPrefix:     "cdse.fetchfailed",
+		Stream:           "CDSE_FETCHED",
+		DedupeWindow:     24 * time.Hour,
+		ShutdownTimeout:  30 * time.Second,
+		DownloadURL:      cdse.DownloadURL,
+		NATSURL:          "nats://127.0.0.1:4222",
+		ProductStream:    event.DefaultStream,
+		SubjectPrefix:    event.DefaultPrefix,
+		CDSEClientID:     cdse.ClientID,
+		CDSETokenURL:     cdse.TokenURL,
+		CDSECatalogueURL: cdse.CatalogueURL,
+		LogLevel:         "info",
+		LogFormat:        "json",
+	}
+}
+
+// Names are every variable the fetcher reads: its settings, the secrets'
+// <NAME>_FILE and FETCH_CONFIG. internal/config knows them through this
+// list, so that one environment file serves the receiver and the fetcher.
+func Names() []string {
+	out := []string{ConfigEnv}
+	for _, s := range settings {
+		out = append(out, s.Name)
+		if s.Secret {
+			out = append(out, s.Name+"_FILE")
+		}
+	}
+	return out
+}
+
+// SubjectList is FETCH_SUBJECTS as a list, or its default: created and
+// modified under NATS_SUBJECT_PREFIX, and deleted when deletes are acted on.
+func (c Config) SubjectList() []string {
+	if l := split(c.Subjects); len(l) > 0 {
+		return l
+	}
+	out := []string{c.SubjectPrefix + ".created.>", c.SubjectPrefix + ".modified.>"}
+	if c.OnDelete == "delete" {
+		out = append(out, c.SubjectPrefix+".deleted.>")
+	}
+	return out
+}
+
+// TrustedHostList is FETCH_TRUSTED_HOSTS as a list.
+func (c Config) TrustedHostList() []string { return split(c.TrustedHosts) }
+
+// StartTime is FETCH_START's time; zero for new and all.
+func (c Config) StartTime() (time.Time, error) {
+	switch c.Start {
+	case "new", "all":
+		return time.Time{}, nil
+	}
+	return time.Parse(time.RFC3339, c.Start)
+}
+
+func split(s string) []string {
+	var out []string
+	for _, f := range strings.Split(s, ",") {
+		if f = strings.TrimSpace(f); f != "" {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// Validate reports every problem of c at once, each naming its setting.
+func (c Config) Validate() error {
+	var errs []string
+	bad := func(format string, a ...any) { errs = append(errs, fmt.Sprintf(format, a...)) }
+	if c.Target == "" {
+		bad("FETCH_TARGET is required: file:///dir or s3://bucket/prefix")
+	} else if u, err := url.Parse(c.Target); err != nil || (u.Scheme != "file" && u.Scheme != "s3") {
+		bad("FETCH_TARGET %q: want file:///dir or s3://bucket/prefix", c.Target)
+	} else if u.Scheme == "s3" && u.Host == "" {
+		bad("FETCH_TARGET %q: no bucket", c.Target)
+	} else if u.Scheme == "file" && u.Path == "" {
+		bad("FETCH_TARGET %q: no directory", c.Target)
+	}
+	if c.Consumer == "" || strings.ContainsAny(c.Consumer, ". *>\t") {
+		bad("FETCH_CONSUMER %q: want a name without dots, spaces or wildcards", c.Consumer)
+	}
+	for _, s := range c.SubjectList() {
+		if strings.ContainsAny(s, " \t") || strings.HasPrefix(s, ".") || strings.HasSuffix(s, ".") {
+			bad("FETCH_SUBJECTS: %q is not a subject", s)
+		}
+	}
+	if c.Start != "new" && c.Start != "all" {
+		if _, err := time.Parse(time.RFC3339, c.Start); err != nil {
+			bad("FETCH_START %q: want new, all or an RFC 3339 time (2025-01-31T00:00:00Z)", c.Start)
+		}
+	}
+	if c.Concurrency < 1 || c.Concurrency > 10000 {
+		bad("FETCH_CONCURRENCY %d: want 1 to 10000", c.Concurrency)
+	}
+	if c.MaxAttempts < 1 {
+		bad("FETCH_MAX_ATTEMPTS %d: want at least 1", c.MaxAttempts)
+	}
+	if c.IdleTimeout < time.Second {
+		bad("FETCH_IDLE_TIMEOUT %s: want at least 1s", c.IdleTimeout)
+	}
+	if c.OnDelete != "keep" && c.OnDelete != "delete" {
+		bad("FETCH_ON_DELETE %q: want keep or delete", c.OnDelete)
+	}
+	if len(c.TrustedHostList()) == 0 {
+		bad("FETCH_TRUSTED_HOSTS is empty: the login could not follow the download service's redirects")
+	}
+	if err := CheckKeyTemplate(c.KeyTemplate); err != nil {
+		bad("FETCH_KEY_TEMPLATE %q: %v", c.KeyTemplate, err)
+	}
+	for _, p := range []struct{ name, v string }{{"FETCH_FETCHED_PREFIX", c.FetchedPrefix}, {"FETCH_FAILED_PREFIX", c.FailedPrefix}, {"NATS_SUBJECT_PREFIX", c.SubjectPrefix}} {
+		if p.v == "" || strings.ContainsAny(p.v, " \t*>") || strings.HasPrefix(p.v, ".") || strings.HasSuffix(p.v, ".") {
+			bad("%s %q: want dot-separated tokens without wildcards", p.name, p.v)
+		}
+	}
+	if overlaps(c.FetchedPrefix, c.FailedPrefix) {
+		bad("FETCH_FETCHED_PREFIX %q and FETCH_FAILED_PREFIX %q overlap", c.FetchedPrefix, c.FailedPrefix)
+	}
+	for _, p := range []string{c.FetchedPrefix, c.FailedPrefix} {
+		if overlaps(p, c.SubjectPrefix) {
+			bad("%q overlaps NATS_SUBJECT_PREFIX %q: the fetcher's events would land on the product stream", p, c.SubjectPrefix)
+		}
+	}
+	if c.Stream == "" || c.Stream == c.ProductStream {
+		bad("FETCH_STREAM %q: want a stream of its own, not NATS_STREAM", c.Stream)
+	}
+	if c.ProductStream == "" {
+		bad("NATS_STREAM is empty")
+	}
+	if c.DedupeWindow < time.Second {
+		bad("FETCH_DEDUPE_WINDOW %s: want at least 1s", c.DedupeWindow)
+	}
+	if c.ShutdownTimeout <= 0 {
+		bad("FETCH_SHUTDOWN_TIMEOUT %s: want more than 0", c.ShutdownTimeout)
+	}
+	for _, u := range []struct{ name, v string }{{"CDSE_DOWNLOAD_URL", c.DownloadURL}, {"CDSE_TOKEN_URL", c.CDSETokenURL}, {"CDSE_CATALOGUE_URL", c.CDSECatalogueURL}} {
+		if p, err := url.Parse(u.v); err != nil || (p.Scheme != "https" && p.Scheme != "http") || p.Host == "" {
+			bad("%s: want an http(s) URL", u.name) // the value may hold a password: not shown
+		}
+	}
+	if c.NATSURL == "" {
+		bad("NATS_URL is required")
+	}
+	if c.CDSEUsername == "" || c.CDSEPassword == "" {
+		bad("CDSE_USERNAME and CDSE_PASSWORD are required: downloads need a login")
+	}
+	if !slices.Contains([]string{"debug", "info", "warn", "warning", "error"}, c.LogLevel) {
+		bad("LOG_LEVEL %q: want debug, info, warn or error", c.LogLevel)
+	}
+	if c.LogFormat != "json" && c.LogFormat != "text" {
+		bad("LOG_FORMAT %q: want json or text", c.LogFormat)
+	}
+	if len(errs) == 0 {
+		return nil
+	}
+	return fmt.Errorf("%s", strings.Join(errs, "\n"))
+}
+
+func overlaps(a, b string) bool {
+	return a == b || strings.HasPrefix(a, b+".") || strings.HasPrefix(b, a+".")
+}
+
+// KeyFields are the names FETCH_KEY_TEMPLATE may use.
+var KeyFields = []string{"collection", "productType", "yyyy", "mm", "dd", "name", "id"}
+
+// CheckKeyTemplate reports a template with an unknown or unclosed field,
+// or one that does not end in {name}.zip (the object's name is the
+// product's: what a user downloading it by hand would get).
+func CheckKeyTemplate(t string) error {
+	if !strings.HasSuffix(t, "{name}.zip") {
+		return fmt.Errorf("must end in {name}.zip")
+	}
+	if strings.HasPrefix(t, "/") {
+		return fmt.Errorf("must not start with /")
+	}
+	rest := t
+	for {
+		i := strings.IndexByte(rest, '{')
+		if i < 0 {
+			if strings.Contains(rest, "}") {
+				return fmt.Errorf("a } without {")
+			}
+			return nil
+		}
+		j := strings.IndexByte(rest[i:], '}')
+		if j < 0 {
+			return fmt.Errorf("a { without }")
+		}
+		if f := rest[i+1 : i+j]; !slices.Contains(KeyFields, f) {
+			return fmt.Errorf("unknown field {%s}: want one of %s", f, strings.Join(KeyFields, ", "))
+		}
+		rest = rest[i+j+1:]
+	}
+}
