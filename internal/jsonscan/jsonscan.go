@@ -1,7 +1,10 @@
 // Package jsonscan walks JSON that is known to be valid (the receiver
 // validates every body first) by offsets, without decoding what it skips:
-// the notification decoder and the interests' product reader both need the
-// exact member names and only a few values out of a 7 KB product entity.
+// a caller that needs the exact member names and only a few values of a
+// large document (the notification decoder, the interests' product reader:
+// a 7 KB product entity) reads them without decoding the rest. It knows no
+// document: the member names a caller wants as constants (so that walking
+// allocates nothing) are the caller's Names.
 package jsonscan
 
 import (
@@ -22,12 +25,19 @@ var ErrNotObject = errors.New("not a JSON object")
 // names. It relies on the body being valid JSON (checked first by the
 // notification decoder) and only tracks strings and nesting.
 
+// Names returns the member name spelt by b (without quotes or escapes) as
+// a string that does not copy b, when it is one the caller knows; a
+// switch on string(b) does that (the compiler does not copy b to compare
+// it). A name it does not know is allocated.
+type Names func(b []byte) (string, bool)
+
 // WalkObject walks the object that starts at b[i] (after whitespace): for
 // each member it calls f with the name and the offset of the value; f
 // returns the offset just past the value, having scanned it itself (so that
 // a value is not scanned twice), or -1 to have it skipped. WalkObject returns
-// the offset just past the object. b must be valid JSON.
-func WalkObject(b []byte, i int, f func(name string, value int) int) (int, error) {
+// the offset just past the object. b must be valid JSON. names (nil for
+// none) interns the member names the caller knows.
+func WalkObject(b []byte, i int, names Names, f func(name string, value int) int) (int, error) {
 	i = SkipSpace(b, i)
 	if i >= len(b) || b[i] != '{' {
 		return 0, ErrNotObject
@@ -41,7 +51,7 @@ func WalkObject(b []byte, i int, f func(name string, value int) int) (int, error
 			return 0, fmt.Errorf("unexpected byte %q at offset %d", b[i], i)
 		}
 		end := StringEnd(b, i)
-		name, err := Unquote(b[i:end])
+		name, err := Unquote(b[i:end], names)
 		if err != nil {
 			return 0, err
 		}
@@ -191,13 +201,14 @@ func String(v []byte) (s string, ok bool) {
 	if len(v) == 0 || v[0] != '"' {
 		return "", false
 	}
-	s, err := Unquote(v)
+	s, err := Unquote(v, nil)
 	return s, err == nil
 }
 
 // Unquote decodes a JSON string literal, taking the fast path when it holds
-// no escapes (the usual case for member names).
-func Unquote(lit []byte) (string, error) {
+// no escapes (the usual case for member names); names (nil for none)
+// interns those the caller knows.
+func Unquote(lit []byte, names Names) (string, error) {
 	if len(lit) < 2 {
 		return "", errors.New("bad string")
 	}
@@ -209,97 +220,11 @@ func Unquote(lit []byte) (string, error) {
 		}
 		return s, nil
 	}
-	if s, ok := knownName(inner); ok {
-		return s, nil
+	if names != nil {
+		if s, ok := names(inner); ok {
+			return s, nil
+		}
 	}
 	return string(inner), nil
 }
 
-// knownName returns the member names of notifications and product entities
-// as constants, so that walking them allocates nothing (a switch on
-// string(b) does not copy b).
-func knownName(b []byte) (string, bool) {
-	switch string(b) {
-	case "@odata.context":
-		return "@odata.context", true
-	case "SubscriptionEvent":
-		return "SubscriptionEvent", true
-	case "ProductId":
-		return "ProductId", true
-	case "ProductName":
-		return "ProductName", true
-	case "SubscriptionId":
-		return "SubscriptionId", true
-	case "NotificationDate":
-		return "NotificationDate", true
-	case "AckId":
-		return "AckId", true
-	case "value":
-		return "value", true
-	case "Value":
-		return "Value", true
-	case "Name":
-		return "Name", true
-	case "ModificationDate":
-		return "ModificationDate", true
-	case "Attributes":
-		return "Attributes", true
-	case "@odata.type":
-		return "@odata.type", true
-	case "ValueType":
-		return "ValueType", true
-	case "Id":
-		return "Id", true
-	case "@odata.mediaContentType":
-		return "@odata.mediaContentType", true
-	case "ContentType":
-		return "ContentType", true
-	case "ContentLength":
-		return "ContentLength", true
-	case "OriginDate":
-		return "OriginDate", true
-	case "PublicationDate":
-		return "PublicationDate", true
-	case "EvictionDate":
-		return "EvictionDate", true
-	case "Online":
-		return "Online", true
-	case "S3Path":
-		return "S3Path", true
-	case "Checksum":
-		return "Checksum", true
-	case "Algorithm":
-		return "Algorithm", true
-	case "ChecksumDate":
-		return "ChecksumDate", true
-	case "ContentDate":
-		return "ContentDate", true
-	case "Start":
-		return "Start", true
-	case "End":
-		return "End", true
-	case "Footprint":
-		return "Footprint", true
-	case "GeoFootprint":
-		return "GeoFootprint", true
-	case "type":
-		return "type", true
-	case "coordinates":
-		return "coordinates", true
-	case "Assets":
-		return "Assets", true
-	case "Type":
-		return "Type", true
-	case "DownloadLink":
-		return "DownloadLink", true
-	case "Locations":
-		return "Locations", true
-	case "FormatType":
-		return "FormatType", true
-	case "DeletionDate":
-		return "DeletionDate", true
-	case "DeletionCause":
-		return "DeletionCause", true
-	}
-	return "", false
-}

@@ -203,7 +203,7 @@ func Decode(raw []byte) (Notification, error) {
 // duplicateError says which member name repeats (the name literal starts
 // at b[at]); idx is the array element, or -1.
 func duplicateError(b []byte, at, idx int) error {
-	name, err := jsonscan.Unquote(b[at:jsonscan.StringEnd(b, at)])
+	name, err := jsonscan.Unquote(b[at:jsonscan.StringEnd(b, at)], KnownName)
 	if err != nil {
 		name = "?"
 	}
@@ -221,7 +221,7 @@ func decode(raw []byte, idx int) (Notification, error) {
 	// again to read it.
 	members := make([]member, 0, 12)
 	var productErr *fieldError
-	_, err := jsonscan.WalkObject(raw, 0, func(name string, i int) int {
+	_, err := jsonscan.WalkObject(raw, 0, KnownName, func(name string, i int) int {
 		end := -1
 		if (name == "value" || name == "Value") && raw[i] == '{' && productErr == nil {
 			end, productErr = n.readProduct(raw, i)
@@ -350,7 +350,7 @@ func (n *Notification) readProduct(raw []byte, i int) (int, *fieldError) {
 			ferr = &fieldError{field, reason}
 		}
 	}
-	end, err := jsonscan.WalkObject(raw, i, func(name string, v int) int {
+	end, err := jsonscan.WalkObject(raw, i, KnownName, func(name string, v int) int {
 		if name == "Attributes" {
 			if raw[v] != '[' {
 				e := jsonscan.ValueEnd(raw, v)
@@ -459,7 +459,7 @@ func (n *Notification) readProduct(raw []byte, i int) (int, *fieldError) {
 // but the name (and only when it has escapes), so the usual twenty-odd
 // attributes cost no allocation.
 func attribute(raw []byte, i, base int) (end int, at AttributeSpans, name string, value []byte) {
-	end, err := jsonscan.WalkObject(raw, i, func(member string, v int) int {
+	end, err := jsonscan.WalkObject(raw, i, KnownName, func(member string, v int) int {
 		var sp *Span
 		switch member {
 		case "Name":

@@ -242,7 +242,7 @@ func asciiEqualFold(a, b []byte) bool {
 // foldKey is the name decoded and case-folded: two names with the same key
 // are the same member to a case-insensitive reader (encoding/json's).
 func foldKey(b []byte, n name) string {
-	s, err := jsonscan.Unquote(b[n.start:n.end])
+	s, err := jsonscan.Unquote(b[n.start:n.end], KnownName)
 	if err != nil {
 		s = string(b[n.start:n.end])
 	}

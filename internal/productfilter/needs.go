@@ -81,7 +81,7 @@ func (n *Needs) attribute(lit []byte) (name string, ok bool) {
 	}
 	inner := lit[1 : len(lit)-1]
 	if bytes.IndexByte(inner, '\\') >= 0 { // a name spelt with escapes
-		s, err := jsonscan.Unquote(lit)
+		s, err := jsonscan.Unquote(lit, nil)
 		if err != nil {
 			return "", false
 		}

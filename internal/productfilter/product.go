@@ -264,7 +264,7 @@ func fromEntity(raw []byte, e *notification.Entity, needs *Needs) Product {
 	}
 	if sp := e.Members[notification.MemberContentDate]; sp.End != 0 && raw[sp.Start] == '{' &&
 		(needs.has(needContentStart) || needs.has(needContentEnd)) {
-		_, _ = jsonscan.WalkObject(raw, int(sp.Start), func(name string, w int) int {
+		_, _ = jsonscan.WalkObject(raw, int(sp.Start), notification.KnownName, func(name string, w int) int {
 			we := jsonscan.ValueEnd(raw, w)
 			switch name {
 			case "Start":
