@@ -92,7 +92,11 @@ func basicAuth(v Verifier, lim FailureLimiter, realm string, m *metrics, log log
 				reason = "invalid"
 			}
 			m.authFailures.WithLabelValues(reason).Inc()
-			if lim != nil {
+			// No credentials at all guesses nothing and costs nothing: it
+			// is the challenge's request (register's preflight asks so
+			// before it sends a password), answered 401 with the realm,
+			// never counted against the address nor refused 429.
+			if lim != nil && reason != "missing" {
 				if over, retry := lim.Fail(c.RealIP()); over {
 					return limited(c, retry)
 				}

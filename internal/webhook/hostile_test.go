@@ -119,6 +119,33 @@ func TestAuthFailureLimit(t *testing.T) {
 	if resp, b := e.post(t, fixtures.Notification(t, "created-s2.json")); resp.StatusCode != 200 {
 		t.Fatalf("correct credentials refused while the address is limited: %d %s", resp.StatusCode, b)
 	}
+	// A request without credentials costs nothing to refuse and guesses
+	// nothing: it is answered the challenge (register's preflight asks so
+	// before it sends a password), even from an address over its limit.
+	for range 3 {
+		resp, _ := e.do(t, req{body: []byte("{}"), noAuth: true})
+		if resp.StatusCode != 401 || !strings.Contains(resp.Header.Get("WWW-Authenticate"), `Basic realm=`) {
+			t.Fatalf("no credentials from a limited address: %d, WWW-Authenticate %q", resp.StatusCode, resp.Header.Get("WWW-Authenticate"))
+		}
+	}
+}
+
+// TestMissingCredentialsAreNotFailures: requests without credentials
+// (a preflight's first request, a browser) do not count against the
+// address's limit of failed logins.
+func TestMissingCredentialsAreNotFailures(t *testing.T) {
+	e := startWith(t, natstest.RunJetStream(t), func(o *Options) {
+		o.Limiter = auth.NewFailureLimiter(3, time.Minute, 100)
+	})
+	for range 10 {
+		if resp, _ := e.do(t, req{body: []byte("{}"), noAuth: true}); resp.StatusCode != 401 {
+			t.Fatalf("no credentials: %d", resp.StatusCode)
+		}
+	}
+	wrong := "Basic " + base64.StdEncoding.EncodeToString([]byte("cdse:guess"))
+	if resp, _ := e.do(t, req{body: []byte("{}"), noAuth: true, headers: map[string]string{"Authorization": wrong}}); resp.StatusCode != 401 {
+		t.Errorf("the first wrong password after requests without credentials: %d, want 401", resp.StatusCode)
+	}
 }
 
 // htpasswdVerifier is a verifier of an htpasswd file holding user's
