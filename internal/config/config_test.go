@@ -2,7 +2,6 @@ package config
 
 import (
 	"flag"
-	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -329,23 +328,7 @@ var update = flag.Bool("update", false, "rewrite the settings table of docs/conf
 // rewrites it).
 func TestDocsTable(t *testing.T) {
 	var b strings.Builder
-	b.WriteString("| Variable | Flag | Default | Meaning |\n|---|---|---|---|\n")
-	def := Default()
-	for _, s := range Settings() {
-		name, flag := "`"+s.Name+"`", "—"
-		if s.Secret {
-			name += " / `_FILE`"
-		} else {
-			flag = "`--" + s.Flag + "`"
-		}
-		v := s.Value(def)
-		if v == "" || v == "0" || v == "0s" {
-			v = "—"
-		} else {
-			v = "`" + v + "`"
-		}
-		fmt.Fprintf(&b, "| %s | %s | %s | %s |\n", name, flag, v, strings.ReplaceAll(s.Help, "|", "\\|"))
-	}
+	b.WriteString(schema.Table())
 	path := filepath.Join("..", "..", "docs", "configuration.md")
 	doc, err := os.ReadFile(path)
 	if err != nil {

@@ -50,7 +50,7 @@ func (c Config) TrustedProxyNets() ([]*net.IPNet, error) {
 // Fields is the configuration as log fields, secrets masked.
 func (c Config) Fields() logrus.Fields {
 	f := logrus.Fields{}
-	for _, s := range settings {
+	for _, s := range all {
 		v := s.Value(c)
 		switch {
 		case s.Secret && v != "":

@@ -33,7 +33,7 @@ func KnownEnv(name string) bool {
 	if slices.Contains(otherNames, name) || slices.Contains(fetcherNames, name) {
 		return true
 	}
-	for _, s := range settings {
+	for _, s := range all {
 		if name == s.Name || s.Secret && name == s.Name+"_FILE" {
 			return true
 		}
@@ -89,7 +89,7 @@ func closest(name string) string {
 			best, bestD = known, d
 		}
 	}
-	for _, s := range settings {
+	for _, s := range all {
 		consider(s.Name)
 		if s.Secret {
 			consider(s.Name + "_FILE")
