@@ -1,0 +1,31 @@
+package fetch
+
+import "github.com/prometheus/client_golang/prometheus"
+
+type metrics struct {
+	bytes          prometheus.Counter
+	downloads      *prometheus.CounterVec
+	retries        *prometheus.CounterVec
+	inFlight       prometheus.Gauge
+	verifyFailures *prometheus.CounterVec
+}
+
+// newMetrics registers the fetcher's series on reg (nil: none kept).
+func newMetrics(reg prometheus.Registerer) *metrics {
+	m := &metrics{
+		bytes: prometheus.NewCounter(prometheus.CounterOpts{Name: "cdse_fetcher_bytes_total",
+			Help: "Product bytes downloaded (resumed bytes count once)."}),
+		downloads: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "cdse_fetcher_downloads_total",
+			Help: "Fetches by outcome: ok, unverified, already_there, offline, not_found, checksum, unverifiable, no_space, too_large, bad_name, attempts, canceled, error."}, []string{"outcome"}),
+		retries: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "cdse_fetcher_retries_total",
+			Help: "Download requests tried again, by cause: throttled, server, network, cut, idle, unauthorized, range, checksum."}, []string{"cause"}),
+		inFlight: prometheus.NewGauge(prometheus.GaugeOpts{Name: "cdse_fetcher_downloads_in_flight",
+			Help: "Fetches running now."}),
+		verifyFailures: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "cdse_fetcher_verification_failures_total",
+			Help: "Downloads whose bytes disagreed with the catalogue's checksum, by algorithm."}, []string{"algorithm"}),
+	}
+	if reg != nil {
+		reg.MustRegister(m.bytes, m.downloads, m.retries, m.inFlight, m.verifyFailures)
+	}
+	return m
+}
