@@ -19,8 +19,6 @@ import (
 	"github.com/cdse-jetstream/receiver/internal/cli"
 	"github.com/cdse-jetstream/receiver/internal/config"
 	"github.com/cdse-jetstream/receiver/internal/logging"
-	"github.com/cdse-jetstream/receiver/internal/publish"
-	"github.com/cdse-jetstream/receiver/internal/quarantine"
 	"github.com/cdse-jetstream/receiver/internal/wiring"
 )
 
@@ -113,10 +111,7 @@ func backfillRun(ctx context.Context, o backfillOptions, getenv func(string) str
 	}
 	if strings.TrimSpace(o.filter) == "" {
 		// RECONCILE_FILTER, else the interests' union, as the reconciler's.
-		o.filter = cfg.ReconcileFilter
-		if strings.TrimSpace(o.filter) == "" && interests != nil {
-			o.filter = interests.Current().Compile().Filter
-		}
+		o.filter = wiring.ListingFilter(cfg, interests)
 		if strings.TrimSpace(o.filter) == "" {
 			return cli.Usagef("--filter is required without INTERESTS_FILE (an empty filter would list the whole catalogue)")
 		}
@@ -134,7 +129,7 @@ func backfillRun(ctx context.Context, o backfillOptions, getenv func(string) str
 		return ctxDone(ctx, err)
 	}
 	reg := prometheus.NewRegistry()
-	qu, err := quarantine.New(topo, cfg.PublishTimeout, reg, log)
+	qu, err := wiring.Quarantine(topo, cfg, reg, log)
 	if err != nil {
 		return err
 	}
@@ -143,7 +138,7 @@ func backfillRun(ctx context.Context, o backfillOptions, getenv func(string) str
 			return ctxDone(ctx, err)
 		}
 	}
-	pub, err := publish.NewPublisher(nc, publish.PublisherOptions{Stream: topo.ProductStream(), Timeout: cfg.PublishTimeout}, reg)
+	pub, err := wiring.Publisher(nc, cfg, reg, false)
 	if err != nil {
 		return err
 	}

@@ -13,7 +13,6 @@ import (
 	"github.com/cdse-jetstream/receiver/internal/cli"
 	"github.com/cdse-jetstream/receiver/internal/config"
 	"github.com/cdse-jetstream/receiver/internal/logging"
-	"github.com/cdse-jetstream/receiver/internal/publish"
 	"github.com/cdse-jetstream/receiver/internal/quarantine"
 	"github.com/cdse-jetstream/receiver/internal/topology"
 	"github.com/cdse-jetstream/receiver/internal/wiring"
@@ -45,7 +44,7 @@ func replayRun(ctx context.Context, cfg config.Config, topo *topology.Topology, 
 	if err != nil {
 		return cli.Usagef("%v", err)
 	}
-	pub, err := publish.NewPublisher(topo.JetStream().Conn(), publish.PublisherOptions{Stream: topo.ProductStream(), Timeout: cfg.PublishTimeout}, prometheus.NewRegistry())
+	pub, err := wiring.Publisher(topo.JetStream().Conn(), cfg, prometheus.NewRegistry(), false)
 	if err != nil {
 		return err
 	}

@@ -234,18 +234,13 @@ func (a *App) Start(ctx context.Context) error {
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("start: %w", err)
 	}
-	a.pub, err = publish.NewPublisher(nc, publish.PublisherOptions{
-		Stream:    cfg.Stream,
-		Timeout:   cfg.PublishTimeout,
-		RecentIDs: 100_000,
-		RecentTTL: cfg.DedupeWindow,
-	}, a.reg)
+	a.pub, err = wiring.Publisher(nc, cfg, a.reg, true)
 	if err != nil {
 		return err
 	}
 	a.topo = topology.New(a.pub.JetStream(), wiring.Topology(cfg))
 	a.keeper = topology.NewKeeper(a.topo, a.pub, a.log)
-	if a.quarantine, err = quarantine.New(a.topo, cfg.PublishTimeout, a.reg, a.log); err != nil {
+	if a.quarantine, err = wiring.Quarantine(a.topo, cfg, a.reg, a.log); err != nil {
 		return err
 	}
 	if mp := nc.MaxPayload(); nc.IsConnected() && mp < cfg.MaxBody+4<<10 {

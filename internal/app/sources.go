@@ -27,6 +27,7 @@ import (
 	"github.com/cdse-jetstream/receiver/internal/tlsreload"
 	"github.com/cdse-jetstream/receiver/internal/topology"
 	"github.com/cdse-jetstream/receiver/internal/webhook"
+	"github.com/cdse-jetstream/receiver/internal/wiring"
 )
 
 // Builder makes one source of notifications (internal/source). Adding a
@@ -109,13 +110,11 @@ func buildReconcile(d Deps) (source.Source, error) {
 		return nil, nil
 	}
 	events, _ := event.ParseKinds(cfg.ReconcileEvents) // checked by Validate
-	o := reconcile.Options{Filter: cfg.ReconcileFilter}
-	if o.Filter == "" && d.Interests != nil {
-		// The union of the interests, as they are at each pass: what
-		// register apply registers, so that the reconciler bridges a
-		// change of the subscription.
-		o.FilterOf = func() string { return d.Interests.Current().Compile().Filter }
-	}
+	// The listing filter as it is at each pass (wiring.ListingFilter):
+	// RECONCILE_FILTER, else the interests' union, what register apply
+	// registers, so that the reconciler bridges a change of the
+	// subscription.
+	o := reconcile.Options{FilterOf: func() string { return wiring.ListingFilter(cfg, d.Interests) }}
 	o.Events, o.PageSize, o.Interval, o.Lookback, o.Overlap, o.Route = events, cfg.ReconcilePageSize, cfg.ReconcileInterval, cfg.ReconcileLookback, cfg.ReconcileOverlap, d.Route
 	rec, err := reconcile.New(o, d.Catalogue(), d.Publisher, d.Quarantine, d.Topology, d.Registry, d.Log)
 	if err != nil {

@@ -8,6 +8,7 @@ package wiring
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -23,6 +24,8 @@ import (
 	"github.com/cdse-jetstream/receiver/internal/ingest"
 	"github.com/cdse-jetstream/receiver/internal/interest"
 	"github.com/cdse-jetstream/receiver/internal/natsconn"
+	"github.com/cdse-jetstream/receiver/internal/publish"
+	"github.com/cdse-jetstream/receiver/internal/quarantine"
 	"github.com/cdse-jetstream/receiver/internal/stac"
 	"github.com/cdse-jetstream/receiver/internal/topology"
 )
@@ -138,4 +141,31 @@ func Connect(c config.Config, name string) (*nats.Conn, *topology.Topology, erro
 		return nil, nil, fmt.Errorf("jetstream: %w", err)
 	}
 	return nc, topology.New(js, Topology(c)), nil
+}
+
+// Publisher is the product stream's publisher with the receiver's
+// settings. The server keeps a memory of the ids it stored (recent, for
+// the dedupe window); a one-shot command keeps none.
+func Publisher(nc *nats.Conn, c config.Config, reg prometheus.Registerer, recent bool) (*publish.Publisher, error) {
+	o := publish.PublisherOptions{Stream: c.Stream, Timeout: c.PublishTimeout}
+	if recent {
+		o.RecentIDs, o.RecentTTL = 100_000, c.DedupeWindow
+	}
+	return publish.NewPublisher(nc, o, reg)
+}
+
+// Quarantine is the store of refused bodies, written with the publish
+// timeout.
+func Quarantine(t *topology.Topology, c config.Config, reg prometheus.Registerer, log logrus.FieldLogger) (*quarantine.Store, error) {
+	return quarantine.New(t, c.PublishTimeout, reg, log)
+}
+
+// ListingFilter is what the reconciler and the backfill list the catalogue
+// with: RECONCILE_FILTER, else the interests' union as it is now (what
+// register apply registers), else "".
+func ListingFilter(c config.Config, r *interest.Router) string {
+	if strings.TrimSpace(c.ReconcileFilter) != "" || r == nil {
+		return c.ReconcileFilter
+	}
+	return r.Current().Compile().Filter
 }
