@@ -105,7 +105,7 @@ func Default() Config {
 // list, so that one environment file serves the receiver and the fetcher.
 func Names() []string {
 	out := []string{ConfigEnv}
-	for _, s := range settings {
+	for _, s := range settingsList {
 		out = append(out, s.Name)
 		if s.Secret {
 			out = append(out, s.Name+"_FILE")

@@ -2,7 +2,6 @@ package fetchconfig
 
 import (
 	"flag"
-	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -135,24 +134,6 @@ func TestNames(t *testing.T) {
 // TestDocsTable: docs/fetching.md's table of settings is made from the
 // tags (go test ./internal/fetchconfig -run TestDocsTable -update).
 func TestDocsTable(t *testing.T) {
-	var b strings.Builder
-	b.WriteString("| Variable | Flag | Default | Meaning |\n|---|---|---|---|\n")
-	def := Default()
-	for _, s := range Settings() {
-		name, fl := "`"+s.Name+"`", "—"
-		if s.Secret {
-			name += " / `_FILE`"
-		} else {
-			fl = "`--" + s.Flag + "`"
-		}
-		v := s.Value(def)
-		if v == "" || v == "0" || v == "0s" {
-			v = "—"
-		} else {
-			v = "`" + v + "`"
-		}
-		fmt.Fprintf(&b, "| %s | %s | %s | %s |\n", name, fl, v, strings.ReplaceAll(s.Help, "|", "\\|"))
-	}
 	path := filepath.Join("..", "..", "docs", "fetching.md")
 	doc, err := os.ReadFile(path)
 	if err != nil {
@@ -164,7 +145,7 @@ func TestDocsTable(t *testing.T) {
 	if !ok || !ok2 {
 		t.Fatalf("%s has no %q ... %q block", path, begin, end)
 	}
-	want := before + begin + b.String() + end + after
+	want := before + begin + Table() + end + after
 	if *update {
 		if err := os.WriteFile(path, []byte(want), 0o644); err != nil {
 			t.Fatal(err)

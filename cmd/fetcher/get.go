@@ -1,0 +1,73 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/spf13/cobra"
+
+	"github.com/cdse-jetstream/receiver/event"
+	"github.com/cdse-jetstream/receiver/internal/cli"
+	"github.com/cdse-jetstream/receiver/internal/fetchconfig"
+	"github.com/cdse-jetstream/receiver/internal/fetcher"
+	"github.com/cdse-jetstream/receiver/internal/logging"
+)
+
+// newGet fetches one product by hand: its entity from the catalogue, the
+// same engine, target and key as the server's; no event is published.
+func newGet(getenv func(string) string, configFile *string) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "get PRODUCT-ID",
+		Short: "Fetch one product into FETCH_TARGET by hand",
+		Long: `Reads the product's entity from the catalogue and stores the product in
+FETCH_TARGET under the key the server would give it, verified the same way.
+No event is published and no NATS is needed.
+
+` + settingsHelp + `
+
+Exit codes: 0 ok, 1 error, 2 usage.`,
+		Args: cobra.ExactArgs(1),
+	}
+	fetchconfig.BindFlags(cmd.Flags())
+	out := cli.AddOutputFlag(cmd)
+	cmd.RunE = func(cmd *cobra.Command, args []string) error {
+		if err := out.Check(); err != nil {
+			return err
+		}
+		cfg, err := load(cmd, getenv, *configFile)
+		if err != nil {
+			return err
+		}
+		log := logging.New(cfg.LogLevel, cfg.LogFormat, cmd.ErrOrStderr())
+		ctx := cmd.Context()
+		parts, err := fetcher.Build(ctx, cfg, getenv, prometheus.NewRegistry(), log)
+		if err != nil {
+			return err
+		}
+		entity, err := parts.Catalogue.GetProduct(ctx, args[0])
+		if err != nil {
+			return err
+		}
+		// The entity as a created notification's value: the server's
+		// decoding (name, length, checksums, collection, dates) applies.
+		note, err := json.Marshal(map[string]any{"SubscriptionEvent": event.Created, "ProductId": args[0], "value": entity})
+		if err != nil {
+			return err
+		}
+		n, err := event.DecodeData(note, nil)
+		if err != nil {
+			return fmt.Errorf("product %s: %w", args[0], err)
+		}
+		res, err := parts.Engine.Fetch(ctx, fetcher.ProductOf(n), fetcher.Key(cfg.KeyTemplate, n), func() {})
+		if err != nil {
+			return err
+		}
+		return out.Print(cmd.OutOrStdout(), res, func(w io.Writer) error {
+			_, err := fmt.Fprintf(w, "%s\t%d bytes\talready there: %t\n", res.URL, res.Size, res.AlreadyThere)
+			return err
+		})
+	}
+	return cmd
+}

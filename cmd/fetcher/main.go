@@ -1,0 +1,78 @@
+// Command fetcher downloads the products the receiver announces: it
+// consumes the product stream with one durable consumer (every replica
+// shares it), stores each product in a directory or an S3 bucket,
+// verified against the catalogue's checksums, and publishes a fetched (or
+// failed) event for each. The server is the default command (`fetcher`
+// and `fetcher serve` both run it); `fetcher get <id>` fetches one product
+// by hand. See docs/fetching.md; `fetcher --help` lists every setting.
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+
+	"github.com/spf13/cobra"
+	// CA roots for an image without a system store, as the receiver's.
+	_ "golang.org/x/crypto/x509roots/fallback"
+
+	"github.com/cdse-jetstream/receiver/internal/cli"
+	"github.com/cdse-jetstream/receiver/internal/fetchconfig"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := cli.Execute(ctx, newRoot(os.Getenv), os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}
+
+// newRoot is the command tree; getenv reads the environment (tests give
+// their own).
+func newRoot(getenv func(string) string) *cobra.Command {
+	var configFile string
+	root := newServe(getenv, "fetcher", &configFile)
+	root.Short = "Download the products of the receiver's stream into a directory or S3"
+	root.PersistentFlags().StringVar(&configFile, "config", getenv("FETCH_CONFIG"), "YAML file of settings, keys as the environment names (FETCH_CONFIG)")
+	serve := newServe(getenv, "serve", &configFile)
+	serve.Short = "Run the fetcher (what `fetcher` alone does)"
+	root.AddCommand(serve, newGet(getenv, &configFile))
+	cli.AddVersion(root)
+	return root
+}
+
+// settingsHelp ends the long help of the commands that read the settings.
+var settingsHelp = `Every setting is read from, in rising precedence: a YAML file (--config or
+FETCH_CONFIG; its keys are the environment names), the environment, the
+flags. Values are taken as written; an empty one is no value. Each flag
+names its environment variable. Secrets have no flag (it would show in ps):
+set the variable or <NAME>_FILE (also in the YAML file):
+` + secretsList() + `
+An S3 target reads the AWS SDK's settings (AWS_ACCESS_KEY_ID,
+AWS_SECRET_ACCESS_KEY, AWS_REGION, AWS_ENDPOINT_URL_S3, ...).
+The whole table: docs/fetching.md.`
+
+func secretsList() string {
+	var b strings.Builder
+	for _, s := range fetchconfig.Settings() {
+		if s.Secret {
+			fmt.Fprintf(&b, "  %-24s %s\n", s.Name, s.Help)
+		}
+	}
+	return b.String()
+}
+
+// load reads and validates the settings of cmd.
+func load(cmd *cobra.Command, getenv func(string) string, configFile string) (fetchconfig.Config, error) {
+	cfg, err := fetchconfig.Load(fetchconfig.Sources{File: configFile, Getenv: getenv, Flags: cmd.Flags()})
+	if err == nil {
+		err = cfg.Validate()
+	}
+	if err != nil {
+		return cfg, cli.Usagef("invalid configuration:\n%v", err)
+	}
+	return cfg, nil
+}

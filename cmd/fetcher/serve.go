@@ -1,0 +1,72 @@
+package main
+
+import (
+	"context"
+	"os"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/spf13/cobra"
+
+	"github.com/cdse-jetstream/receiver/internal/config"
+	"github.com/cdse-jetstream/receiver/internal/fetchconfig"
+	"github.com/cdse-jetstream/receiver/internal/fetcher"
+	"github.com/cdse-jetstream/receiver/internal/logging"
+)
+
+// newServe is the server's command, named use ("fetcher" at the root,
+// "serve" below it).
+func newServe(getenv func(string) string, use string, configFile *string) *cobra.Command {
+	cmd := &cobra.Command{
+		Use: use,
+		Long: `Consumes the receiver's product stream (one durable consumer, shared by every
+replica; FETCH_CONCURRENCY downloads at once across them), stores each
+product in FETCH_TARGET, verified, and publishes a fetched event for it
+(or, given up, a failed one) on FETCH_STREAM.
+
+` + settingsHelp,
+		Args: cobra.NoArgs,
+	}
+	fetchconfig.BindFlags(cmd.Flags())
+	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
+		cfg, err := load(cmd, getenv, *configFile)
+		if err != nil {
+			return err
+		}
+		return serve(cmd.Context(), cfg, getenv, cmd)
+	}
+	return cmd
+}
+
+func serve(ctx context.Context, cfg fetchconfig.Config, getenv func(string) string, cmd *cobra.Command) error {
+	log, flush := logging.NewBatched(cfg.LogLevel, cfg.LogFormat, cmd.OutOrStdout())
+	defer flush()
+	// The receiver's list knows the fetcher's variables (and the
+	// receiver's): one environment file may serve both.
+	for _, u := range config.UnknownEnv(os.Environ()) {
+		l := log.WithField("variable", u.Name)
+		if u.Suggest != "" {
+			l = l.WithField("did_you_mean", u.Suggest)
+		}
+		l.Warn("environment variable under our prefixes that none of our binaries reads: ignored")
+	}
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	parts, err := fetcher.Build(ctx, cfg, getenv, reg, log)
+	if err != nil {
+		log.WithError(err).Error("fetcher failed to start")
+		return err
+	}
+	a, err := fetcher.New(cfg, parts, reg, log)
+	if err != nil {
+		return err
+	}
+	log.WithFields(map[string]any{"target": cfg.Target, "consumer": cfg.Consumer, "subjects": cfg.SubjectList(),
+		"concurrency": cfg.Concurrency, "admin": cfg.AdminAddr}).Info("fetcher starting")
+	if err := a.Run(ctx); err != nil {
+		log.WithError(err).Error("fetcher failed")
+		return err
+	}
+	log.Info("stopped")
+	return nil
+}

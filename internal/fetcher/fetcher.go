@@ -1,0 +1,423 @@
+// Package fetcher is the fetcher's lifecycle: it consumes the receiver's
+// product stream with one durable consumer shared by every replica,
+// downloads each product with internal/fetch into the target, and
+// publishes what became of it (fetched, or given up) on a stream of its
+// own, acking the product message only after that event's PubAck. It
+// serves /healthz, /readyz and /metrics, and stops within a bound.
+package fetcher
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/sirupsen/logrus"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/cdse-jetstream/receiver/event"
+	"github.com/cdse-jetstream/receiver/internal/catalogclient"
+	"github.com/cdse-jetstream/receiver/internal/cdselogin"
+	"github.com/cdse-jetstream/receiver/internal/fetch"
+	"github.com/cdse-jetstream/receiver/internal/fetchconfig"
+	"github.com/cdse-jetstream/receiver/internal/natsconn"
+	"github.com/cdse-jetstream/receiver/internal/retry"
+)
+
+// AckWait is how long a delivered product event stays with one replica
+// without word from it; the engine's progress keeps a long download's
+// message (InProgress at most every ackRefresh).
+const (
+	AckWait    = 2 * time.Minute
+	ackRefresh = 20 * time.Second
+	// engineAttempts are the tries of one delivery inside the engine (a
+	// cut download resumes); FETCH_MAX_ATTEMPTS counts deliveries.
+	engineAttempts = 3
+)
+
+// Engine is what the fetcher needs of internal/fetch (a *fetch.Fetcher).
+type Engine interface {
+	Fetch(ctx context.Context, p fetch.Product, key string, progress func()) (fetch.Result, error)
+	Delete(ctx context.Context, key string) error
+}
+
+// Parts are what a fetcher runs with; Build makes them from the settings.
+type Parts struct {
+	Engine Engine
+	Target fetch.Target
+	// Catalogue reads a product's entity (fetcher get).
+	Catalogue *catalogclient.Client
+}
+
+// Build makes the engine, the target and the catalogue client of cfg;
+// getenv reads the AWS_* settings of an S3 target.
+func Build(ctx context.Context, cfg fetchconfig.Config, getenv func(string) string, reg prometheus.Registerer, log logrus.FieldLogger) (Parts, error) {
+	s3, err := fetch.S3OptionsFromEnv(getenv)
+	if err != nil {
+		return Parts{}, fmt.Errorf("S3 settings: %w", err)
+	}
+	target, err := fetch.ParseTarget(ctx, cfg.Target, s3)
+	if err != nil {
+		return Parts{}, fmt.Errorf("FETCH_TARGET: %w", err)
+	}
+	tokens := cdselogin.NewPasswordSource(cdselogin.PasswordConfig{TokenURL: cfg.CDSETokenURL, ClientID: cfg.CDSEClientID,
+		Username: cfg.CDSEUsername, Password: cfg.CDSEPassword, TOTP: cfg.CDSETOTP})
+	cat := catalogclient.New(cfg.CDSECatalogueURL, tokens, nil)
+	eng, err := fetch.New(fetch.Options{
+		DownloadURL: cfg.DownloadURL, TrustedHosts: cfg.TrustedHostList(), IdleTimeout: cfg.IdleTimeout,
+		MaxAttempts: engineAttempts, RequireChecksum: cfg.RequireChecksum, Entity: cat.GetProduct,
+	}, tokens, target, reg, log)
+	if err != nil {
+		return Parts{}, err
+	}
+	return Parts{Engine: eng, Target: target, Catalogue: cat}, nil
+}
+
+// App is one running fetcher.
+type App struct {
+	cfg   fetchconfig.Config
+	parts Parts
+	reg   *prometheus.Registry
+	log   logrus.FieldLogger
+
+	nc       *nats.Conn
+	js       jetstream.JetStream
+	ready    atomic.Bool // the stream and consumer are declared
+	outcomes *prometheus.CounterVec
+	running  prometheus.Gauge
+}
+
+// New is a fetcher of cfg (validated) over parts; reg serves /metrics.
+func New(cfg fetchconfig.Config, parts Parts, reg *prometheus.Registry, log logrus.FieldLogger) (*App, error) {
+	a := &App{cfg: cfg, parts: parts, reg: reg, log: log,
+		outcomes: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "cdse_fetcher_events_total",
+			Help: "Product events handled, by outcome: fetched, unchanged, deleted, kept, failed (given up), retried."}, []string{"outcome"}),
+		running: prometheus.NewGauge(prometheus.GaugeOpts{Name: "cdse_fetcher_running", Help: "Product events being handled by this replica."}),
+	}
+	if err := errors.Join(reg.Register(a.outcomes), reg.Register(a.running)); err != nil {
+		return nil, err
+	}
+	return a, nil
+}
+
+// Run serves until ctx ends, then stops taking work and gives running
+// downloads FETCH_SHUTDOWN_TIMEOUT before cutting them (the engine keeps
+// their partial bytes; their messages are redelivered).
+func (a *App) Run(ctx context.Context) error {
+	ln, err := net.Listen("tcp", a.cfg.AdminAddr)
+	if err != nil {
+		return fmt.Errorf("admin listener: %w", err)
+	}
+	nc, err := natsconn.Connect(natsconn.Options{URL: a.cfg.NATSURL, CredsFile: a.cfg.NATSCreds, User: a.cfg.NATSUser,
+		Password: a.cfg.NATSPassword, Token: a.cfg.NATSToken, CAFile: a.cfg.NATSCA}, a.log)
+	if err != nil {
+		ln.Close()
+		return err
+	}
+	defer nc.Close()
+	a.nc = nc
+	if a.js, err = jetstream.New(nc); err != nil {
+		ln.Close()
+		return err
+	}
+	srv := &http.Server{Handler: a.admin(), ReadHeaderTimeout: 5 * time.Second}
+	g, gctx := errgroup.WithContext(ctx)
+	g.Go(func() error {
+		if err := srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
+			return fmt.Errorf("admin server: %w", err)
+		}
+		return nil
+	})
+	g.Go(func() error {
+		<-gctx.Done()
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		return srv.Shutdown(sctx)
+	})
+	g.Go(func() error { return a.consume(gctx) })
+	return g.Wait()
+}
+
+// setUp declares the fetcher's stream and its consumer on the product
+// stream, retrying until NATS answers or ctx ends.
+func (a *App) setUp(ctx context.Context) (jetstream.Consumer, error) {
+	b := retry.Backoff{First: time.Second, Max: 30 * time.Second}
+	for {
+		c, err := a.declare(ctx)
+		if err == nil {
+			return c, nil
+		}
+		a.log.WithError(err).Warn("cannot set up the fetcher's stream and consumer; retrying")
+		if err := retry.Sleep(ctx, b.Next()); err != nil {
+			return nil, err
+		}
+	}
+}
+
+func (a *App) declare(ctx context.Context) (jetstream.Consumer, error) {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	_, err := a.js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
+		Name:        a.cfg.Stream,
+		Description: "the fetcher's events: products stored, product events given up",
+		Subjects:    []string{a.cfg.FetchedPrefix + ".>", a.cfg.FailedPrefix + ".>"},
+		Storage:     jetstream.FileStorage,
+		Duplicates:  a.cfg.DedupeWindow,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("stream %s: %w", a.cfg.Stream, err)
+	}
+	cc := jetstream.ConsumerConfig{
+		Durable:        a.cfg.Consumer,
+		Description:    "fetcher: downloads each product event",
+		FilterSubjects: a.cfg.SubjectList(),
+		AckPolicy:      jetstream.AckExplicitPolicy,
+		AckWait:        AckWait,
+		// The deployment-wide cap on downloads: NATS delivers no more
+		// unacked messages than this to all replicas together.
+		MaxAckPending: a.cfg.Concurrency,
+		MaxDeliver:    -1, // attempts are counted by NumDelivered, to publish the given-up event
+	}
+	old, err := a.js.Consumer(ctx, a.cfg.ProductStream, a.cfg.Consumer)
+	switch {
+	case err == nil:
+		// Where a consumer starts cannot change: FETCH_START applies to
+		// its creation only.
+		info := old.CachedInfo()
+		cc.DeliverPolicy, cc.OptStartTime = info.Config.DeliverPolicy, info.Config.OptStartTime
+	case errors.Is(err, jetstream.ErrConsumerNotFound):
+		at, _ := a.cfg.StartTime()
+		switch a.cfg.Start {
+		case "new":
+			cc.DeliverPolicy = jetstream.DeliverNewPolicy
+			if s, err := a.js.Stream(ctx, a.cfg.ProductStream); err == nil {
+				a.log.WithField("messages_left", s.CachedInfo().State.Msgs).Info("FETCH_START=new: the product events already on the stream are not fetched (FETCH_START=all or a time fetches them)")
+			}
+		case "all":
+			cc.DeliverPolicy = jetstream.DeliverAllPolicy
+		default:
+			cc.DeliverPolicy, cc.OptStartTime = jetstream.DeliverByStartTimePolicy, &at
+		}
+	default:
+		return nil, fmt.Errorf("consumer %s: %w", a.cfg.Consumer, err)
+	}
+	c, err := a.js.CreateOrUpdateConsumer(ctx, a.cfg.ProductStream, cc)
+	if err != nil {
+		return nil, fmt.Errorf("consumer %s on %s: %w", a.cfg.Consumer, a.cfg.ProductStream, err)
+	}
+	return c, nil
+}
+
+// consume takes product events until ctx ends; each runs in its own
+// goroutine, at most FETCH_CONCURRENCY at once here (NATS caps them across
+// replicas).
+func (a *App) consume(ctx context.Context) error {
+	c, err := a.setUp(ctx)
+	if err != nil {
+		return nil // ctx ended first
+	}
+	a.ready.Store(true)
+	defer a.ready.Store(false)
+	// work outlives ctx by FETCH_SHUTDOWN_TIMEOUT: running downloads may
+	// end after SIGTERM, and are cut after that.
+	work, cut := context.WithCancel(context.WithoutCancel(ctx))
+	defer cut()
+	sem := make(chan struct{}, a.cfg.Concurrency)
+	var wg sync.WaitGroup
+	cc, err := c.Consume(func(m jetstream.Msg) {
+		select {
+		case sem <- struct{}{}:
+		case <-ctx.Done():
+			_ = m.Nak() // taken while stopping: to another replica at once
+			return
+		}
+		wg.Add(1)
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			a.running.Inc()
+			defer a.running.Dec()
+			a.handle(work, m)
+		}()
+	}, jetstream.PullMaxMessages(a.cfg.Concurrency), jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
+		a.log.WithError(err).Debug("consumer")
+	}))
+	if err != nil {
+		return fmt.Errorf("consume: %w", err)
+	}
+	<-ctx.Done()
+	cc.Stop()
+	a.log.Info("stopping: no new product events; waiting for the running downloads")
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(a.cfg.ShutdownTimeout):
+		a.log.Warn("running downloads cut at FETCH_SHUTDOWN_TIMEOUT; they resume on redelivery")
+		cut()
+		select {
+		case <-done:
+		case <-time.After(5 * time.Second):
+			a.log.Error("downloads did not end after being cut")
+		}
+	}
+	return nil
+}
+
+// handle is one product event, to its ack: fetched (or deleted) and its
+// event published, given up and published as failed, or Nak'd to be
+// tried again later.
+func (a *App) handle(ctx context.Context, m jetstream.Msg) {
+	md, err := m.Metadata()
+	if err != nil {
+		a.log.WithError(err).Error("product message without metadata")
+		_ = m.Term()
+		return
+	}
+	log := a.log.WithFields(logrus.Fields{"stream_seq": md.Sequence.Stream, "delivery": md.NumDelivered})
+	n, err := event.Decode(m)
+	if err != nil {
+		a.giveUp(ctx, log, m, md, nil, "undecodable: "+err.Error())
+		return
+	}
+	log = log.WithFields(logrus.Fields{"product_id": n.ProductID, "product_name": n.ProductName, "event": n.Event})
+	key := Key(a.cfg.KeyTemplate, n)
+	var pub *nats.Msg
+	switch n.Event {
+	case event.Deleted:
+		if a.cfg.OnDelete != "delete" {
+			a.outcomes.WithLabelValues("kept").Inc()
+			_ = m.Ack()
+			return
+		}
+		if err := a.parts.Engine.Delete(ctx, key); err != nil {
+			a.retryLater(ctx, log, m, md, n, err)
+			return
+		}
+		a.outcomes.WithLabelValues("deleted").Inc()
+		pub = deletedMsg(a.cfg.FetchedPrefix, a.cfg.Consumer, n, m.Headers(), a.parts.Target.URL(key))
+	default:
+		var last time.Time
+		progress := func() {
+			if time.Since(last) >= ackRefresh {
+				last = time.Now()
+				_ = m.InProgress()
+			}
+		}
+		res, err := a.parts.Engine.Fetch(ctx, ProductOf(n), key, progress)
+		switch {
+		case err != nil && fetch.Permanent(err):
+			a.giveUp(ctx, log, m, md, n, err.Error())
+			return
+		case err != nil:
+			a.retryLater(ctx, log, m, md, n, err)
+			return
+		}
+		outcome := "fetched"
+		if res.AlreadyThere {
+			outcome = "unchanged"
+		}
+		a.outcomes.WithLabelValues(outcome).Inc()
+		log.WithFields(logrus.Fields{"url": res.URL, "size": res.Size, "took": res.Took.String(), "already_there": res.AlreadyThere}).Info("product stored")
+		pub = fetchedMsg(a.cfg.FetchedPrefix, a.cfg.Consumer, n, m.Headers(), res)
+	}
+	// The ack only after the PubAck: a crash between them redelivers the
+	// product event, whose event the stream then drops as a duplicate.
+	if err := a.publish(ctx, pub); err != nil {
+		a.retryLater(ctx, log, m, md, n, err)
+		return
+	}
+	if err := m.DoubleAck(ctx); err != nil {
+		log.WithError(err).Warn("ack not confirmed; the event may be redelivered (its fetched event is deduplicated)")
+	}
+}
+
+func (a *App) publish(ctx context.Context, msg *nats.Msg) error {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if _, err := a.js.PublishMsg(ctx, msg); err != nil {
+		return fmt.Errorf("publish %s: %w", msg.Subject, err)
+	}
+	return nil
+}
+
+// retryLater Naks m with a backoff of its deliveries, or gives it up
+// after FETCH_MAX_ATTEMPTS deliveries.
+func (a *App) retryLater(ctx context.Context, log logrus.FieldLogger, m jetstream.Msg, md *jetstream.MsgMetadata, n *event.Notification, err error) {
+	if ctx.Err() != nil {
+		// Cut at shutdown: not an attempt of the product's. Nak without
+		// delay so another replica takes it now.
+		_ = m.Nak()
+		return
+	}
+	if md.NumDelivered >= uint64(a.cfg.MaxAttempts) {
+		a.giveUp(ctx, log, m, md, n, fmt.Sprintf("%d attempts: %v", md.NumDelivered, err))
+		return
+	}
+	b := retry.Backoff{First: 5 * time.Second, Max: 10 * time.Minute}
+	var d time.Duration
+	for range min(md.NumDelivered, 20) {
+		d = b.Next()
+	}
+	a.outcomes.WithLabelValues("retried").Inc()
+	log.WithError(err).WithField("retry_in", d.Round(time.Second).String()).Warn("fetch failed; retrying later")
+	_ = m.NakWithDelay(d)
+}
+
+// giveUp publishes the notification on the failed subject with why, then
+// terminates the message; n is nil for a body that cannot be decoded.
+func (a *App) giveUp(ctx context.Context, log logrus.FieldLogger, m jetstream.Msg, md *jetstream.MsgMetadata, n *event.Notification, reason string) {
+	var collection, productType string
+	if n != nil {
+		collection, productType = n.Collection, n.ProductType
+	}
+	if err := a.publish(ctx, failedMsg(a.cfg.FailedPrefix, a.cfg.Consumer, collection, productType, m.Data(), m.Headers(), md.Sequence.Stream, reason)); err != nil {
+		log.WithError(err).Warn("cannot publish the failed event; retrying later")
+		_ = m.NakWithDelay(10 * time.Second)
+		return
+	}
+	a.outcomes.WithLabelValues("failed").Inc()
+	log.WithField("reason", reason).Error("product event given up")
+	_ = m.Term()
+}
+
+// admin is /healthz, /readyz and /metrics.
+func (a *App) admin() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok\n")) })
+	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
+		if err := a.readiness(r.Context()); err != nil {
+			http.Error(w, err.Error(), http.StatusServiceUnavailable)
+			return
+		}
+		_, _ = w.Write([]byte("ok\n"))
+	})
+	mux.Handle("GET /metrics", promhttp.HandlerFor(a.reg, promhttp.HandlerOpts{}))
+	return mux
+}
+
+// probeKey is looked up in the target by /readyz: a cheap request that
+// fails when the target cannot be reached or read.
+const probeKey = "fetcher-readiness-probe"
+
+func (a *App) readiness(ctx context.Context) error {
+	switch {
+	case !a.nc.IsConnected():
+		return errors.New("nats not connected")
+	case !a.ready.Load():
+		return errors.New("stream and consumer not set up")
+	}
+	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	defer cancel()
+	if _, _, err := a.parts.Target.Stat(ctx, probeKey); err != nil {
+		return fmt.Errorf("target: %w", err)
+	}
+	return nil
+}

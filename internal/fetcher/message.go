@@ -1,0 +1,155 @@
+package fetcher
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/cdse-jetstream/receiver/event"
+	"github.com/cdse-jetstream/receiver/internal/fetch"
+)
+
+// The headers the fetcher adds to its events (beside the product's Cdse-*
+// headers, copied from the product message).
+const (
+	HeaderObjectURL  = "Cdse-Object-Url"
+	HeaderObjectSize = "Cdse-Object-Size"
+	// HeaderChecksumPrefix + the algorithm (MD5, BLAKE3): a checksum the
+	// stored bytes were verified against.
+	HeaderChecksumPrefix = "Cdse-Checksum-"
+	// HeaderUnverified says why no checksum verified the bytes.
+	HeaderUnverified = "Cdse-Unverified"
+	HeaderFetchTook  = "Cdse-Fetch-Took"
+	// HeaderFetchError is why a product event was given up.
+	HeaderFetchError = "Cdse-Fetch-Error"
+)
+
+// body is what the fetcher reads of a notification beyond the event
+// package: the catalogue's checksums.
+type body struct {
+	Value *struct {
+		Checksum []struct{ Value, Algorithm string }
+	} `json:"value"`
+}
+
+// ProductOf is the engine's view of the product of n: the notification's
+// length, online flag and checksums (an unreadable or absent list leaves
+// the engine to read the catalogue's entity).
+func ProductOf(n *event.Notification) fetch.Product {
+	p := fetch.Product{ID: n.ProductID, Name: n.ProductName, ContentLength: n.ContentLength, Online: n.Online}
+	var b body
+	if json.Unmarshal(n.Data, &b) == nil && b.Value != nil {
+		for _, c := range b.Value.Checksum {
+			if c.Value != "" && c.Algorithm != "" {
+				p.Checksums = append(p.Checksums, fetch.Checksum{Algorithm: c.Algorithm, Value: c.Value})
+			}
+		}
+	}
+	return p
+}
+
+// token is s as one subject token, UNKNOWN when blank, as the receiver's
+// subjects have it.
+func token(s string) string {
+	if s = event.SanitizeToken(s); s == "" {
+		return event.UnknownToken
+	}
+	return s
+}
+
+// Key is the object key of n by the template (fetchconfig.CheckKeyTemplate
+// has checked it): the date is the sensing start, or the publication date
+// when the notification has none, in UTC. The collection and product type
+// are subject tokens (no "/" nor ".."); the name is the product's, which
+// the engine refuses when unsafe.
+func Key(template string, n *event.Notification) string {
+	at := n.ContentStart
+	if at.IsZero() {
+		at = n.PublicationDate
+	}
+	at = at.UTC()
+	yyyy, mm, dd := "0000", "00", "00"
+	if !at.IsZero() {
+		yyyy, mm, dd = at.Format("2006"), at.Format("01"), at.Format("02")
+	}
+	return strings.NewReplacer(
+		"{collection}", token(n.Collection),
+		"{productType}", token(n.ProductType),
+		"{yyyy}", yyyy, "{mm}", mm, "{dd}", dd,
+		"{name}", n.ProductName,
+		"{id}", n.ProductID,
+	).Replace(template)
+}
+
+// routing copies the product's Cdse-* headers of the product message.
+func routing(h nats.Header) nats.Header {
+	out := nats.Header{}
+	for k, v := range h {
+		if strings.HasPrefix(k, "Cdse-") {
+			out[k] = append([]string(nil), v...)
+		}
+	}
+	return out
+}
+
+// fetchedMsg is the event of a product stored: the notification as its
+// body (event.Decode reads it as a product event), the product's headers,
+// and where and how it was stored. Its Nats-Msg-Id makes a redelivered
+// product event (a crash between the PubAck and the ack) publish nothing
+// new: the same consumer, product, event and bytes.
+func fetchedMsg(prefix, consumer string, n *event.Notification, h nats.Header, r fetch.Result) *nats.Msg {
+	out := routing(h)
+	out.Set(HeaderObjectURL, r.URL)
+	out.Set(HeaderObjectSize, fmt.Sprint(r.Size))
+	ident := fmt.Sprint(r.Size)
+	for _, c := range r.Verified {
+		out.Set(HeaderChecksumPrefix+strings.ToUpper(c.Algorithm), strings.ToLower(c.Value))
+		if ident == fmt.Sprint(r.Size) {
+			ident = strings.ToLower(c.Value)
+		}
+	}
+	if len(r.Verified) == 0 {
+		why := r.Unverified
+		if why == "" {
+			why = "no checksum"
+		}
+		out.Set(HeaderUnverified, why)
+	}
+	out.Set(HeaderFetchTook, r.Took.Round(time.Millisecond).String())
+	out.Set(event.HeaderMsgID, "fetched/"+consumer+"/"+n.ProductID+"/"+string(n.Event)+"/"+ident)
+	return &nats.Msg{
+		Subject: prefix + "." + token(string(n.Event)) + "." + token(n.Collection) + "." + token(n.ProductType),
+		Header:  out,
+		Data:    n.Data,
+	}
+}
+
+// deletedMsg is the event of a product removed from the target
+// (FETCH_ON_DELETE=delete).
+func deletedMsg(prefix, consumer string, n *event.Notification, h nats.Header, url string) *nats.Msg {
+	out := routing(h)
+	out.Set(HeaderObjectURL, url)
+	out.Set(event.HeaderMsgID, "fetched/"+consumer+"/"+n.ProductID+"/"+string(n.Event))
+	return &nats.Msg{
+		Subject: prefix + "." + token(string(n.Event)) + "." + token(n.Collection) + "." + token(n.ProductType),
+		Header:  out,
+		Data:    n.Data,
+	}
+}
+
+// failedMsg is the event of a product event given up: the original
+// notification and why. Its id is the product message's stream sequence,
+// so a redelivery after a crash publishes it once.
+func failedMsg(prefix, consumer string, collection, productType string, data []byte, h nats.Header, seq uint64, reason string) *nats.Msg {
+	out := routing(h)
+	out.Set(HeaderFetchError, reason)
+	out.Set(event.HeaderMsgID, fmt.Sprintf("failed/%s/%d", consumer, seq))
+	return &nats.Msg{
+		Subject: prefix + "." + token(collection) + "." + token(productType),
+		Header:  out,
+		Data:    data,
+	}
+}

@@ -1,0 +1,333 @@
+// Package fetch runs the fetcher binary as it runs in production: the real
+// receiver (embedded NATS), the catalogue simulator with its download
+// host, a real S3 store (versitygw) or a directory, and checks what lands
+// in the target and on the fetcher's stream.
+package fetch
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/google/uuid"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/cdse-jetstream/receiver/internal/cdsesim"
+	"github.com/cdse-jetstream/receiver/internal/config"
+	"github.com/cdse-jetstream/receiver/internal/testkit/bins"
+	"github.com/cdse-jetstream/receiver/internal/testkit/natstest"
+	"github.com/cdse-jetstream/receiver/internal/testkit/receivertest"
+	"github.com/cdse-jetstream/receiver/internal/testkit/s3test"
+	"github.com/cdse-jetstream/receiver/internal/testkit/scrape"
+)
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	bins.Cleanup()
+	os.Exit(code)
+}
+
+const (
+	user, password = "op@example.org", "account-pw"
+	fetchedStream  = "CDSE_FETCHED"
+)
+
+type world struct {
+	sim      *cdsesim.Sim
+	simURL   string // the catalogue host
+	dlURL    string // the download host's OData root
+	receiver *receivertest.Receiver
+	js       jetstream.JetStream
+}
+
+// newWorld starts the simulator on two hosts (catalogue, download) and the
+// receiver.
+func newWorld(t *testing.T) *world {
+	t.Helper()
+	dl, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := &world{dlURL: "http://" + dl.Addr().String() + "/odata/v1"}
+	w.sim = cdsesim.New(cdsesim.Options{Users: map[string]cdsesim.User{user: {Password: password}},
+		DownloadURL: w.dlURL, DownloadRate: cdsesim.Unthrottled, MaxDownloads: -1, Seed: 7})
+	cat := httptest.NewServer(w.sim.Handler())
+	down := httptest.NewUnstartedServer(w.sim.Handler())
+	down.Listener.Close()
+	down.Listener = dl
+	down.Start()
+	t.Cleanup(func() { cat.Close(); down.Close(); w.sim.Close() })
+	w.simURL = cat.URL
+	// An external NATS, as in production: the embedded server lets
+	// consumers read the product stream, not declare streams.
+	ns := natstest.RunJetStream(t)
+	w.receiver = receivertest.Start(t, func(c *config.Config) { c.NATSURL = ns.ClientURL() })
+	js, closeNC := natstest.JetStream(t, w.receiver.NATSURL)
+	t.Cleanup(closeNC)
+	w.js = js
+	return w
+}
+
+// notify posts the created notification of each product to the receiver,
+// as the catalogue's PUSH does.
+func (w *world) notify(t *testing.T, ps ...*cdsesim.Product) {
+	t.Helper()
+	for _, p := range ps {
+		body, err := json.Marshal(map[string]any{
+			"@odata.context": "$metadata#Notification/$entity", "SubscriptionEvent": "created",
+			"ProductId": p.ID, "ProductName": p.Name, "SubscriptionId": uuid.NewString(),
+			"NotificationDate": time.Now().UTC().Format("2006-01-02T15:04:05.000Z"), "value": p.Entity(),
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if code, answer := w.receiver.Post(t, body); code != http.StatusOK {
+			t.Fatalf("post %s: %d %s", p.ID, code, answer)
+		}
+	}
+}
+
+// fetcher starts the fetcher binary with env over the world's settings;
+// it is stopped by SIGTERM at the end of the test, and must exit within a
+// bound.
+func (w *world) fetcher(t *testing.T, env map[string]string) (admin string, logs *bins.SyncBuffer) {
+	t.Helper()
+	bin := bins.Build(t, "github.com/cdse-jetstream/receiver/cmd/fetcher")
+	port := natstest.FreePort(t)
+	admin = fmt.Sprintf("127.0.0.1:%d", port)
+	all := map[string]string{
+		"NATS_URL": w.receiver.NATSURL, "FETCH_ADMIN_ADDR": admin, "FETCH_START": "all",
+		"CDSE_USERNAME": user, "CDSE_PASSWORD": password, "CDSE_TOKEN_URL": w.simURL + cdsesim.TokenPath,
+		"CDSE_CATALOGUE_URL": w.simURL + "/odata/v1", "CDSE_DOWNLOAD_URL": w.dlURL, "FETCH_TRUSTED_HOSTS": "127.0.0.1",
+		"FETCH_SHUTDOWN_TIMEOUT": "5s", "LOG_FORMAT": "text", "LOG_LEVEL": "debug",
+	}
+	for k, v := range env {
+		all[k] = v
+	}
+	cmd := exec.Command(bin)
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir()}
+	for k, v := range all {
+		cmd.Env = append(cmd.Env, k+"="+v)
+	}
+	logs = &bins.SyncBuffer{}
+	cmd.Stdout, cmd.Stderr = logs, logs
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	t.Cleanup(func() {
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case err := <-exited:
+			if err != nil {
+				t.Errorf("fetcher exited: %v\n%s", err, logs)
+			}
+		case <-time.After(20 * time.Second):
+			_ = cmd.Process.Kill()
+			t.Errorf("fetcher still running 20s after SIGTERM\n%s", logs)
+		}
+		if t.Failed() {
+			t.Logf("fetcher's logs:\n%s", logs)
+		}
+	})
+	if err := scrape.Status("http://"+admin+"/readyz", http.StatusOK, 20*time.Second); err != nil {
+		t.Fatalf("fetcher not ready: %v\n%s", err, logs)
+	}
+	return admin, logs
+}
+
+// events waits until the fetcher's stream holds n messages, then a moment
+// for any duplicate (there must be none), and returns them by subject
+// prefix.
+func (w *world) events(t *testing.T, n int) (fetched, failed []natstest.Msg) {
+	t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		s, err := w.js.Stream(context.Background(), fetchedStream)
+		if err == nil {
+			info, err := s.Info(context.Background())
+			if err == nil && info.State.Msgs >= uint64(n) {
+				break
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the fetcher's stream did not reach %d messages in 60s", n)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	for _, m := range natstest.StreamMessages(t, w.js, fetchedStream) {
+		switch {
+		case strings.HasPrefix(m.Subject, "cdse.fetched."):
+			fetched = append(fetched, m)
+		case strings.HasPrefix(m.Subject, "cdse.fetchfailed."):
+			failed = append(failed, m)
+		default:
+			t.Errorf("unexpected subject %s", m.Subject)
+		}
+	}
+	return fetched, failed
+}
+
+// check holds the fetched and failed events to the products: each good
+// product fetched once, with its checksums, its object where the event
+// says; the corrupt one failed with the reason. object reads a stored
+// object's bytes by its URL.
+func check(t *testing.T, good []*cdsesim.Product, bad *cdsesim.Product, fetched, failed []natstest.Msg, object func(url string) []byte) {
+	t.Helper()
+	byID := map[string]natstest.Msg{}
+	for _, m := range fetched {
+		id := m.Header.Get("Cdse-Product-Id")
+		if _, dup := byID[id]; dup {
+			t.Errorf("product %s fetched twice", id)
+		}
+		byID[id] = m
+	}
+	if len(fetched) != len(good) {
+		t.Errorf("%d fetched events, want %d", len(fetched), len(good))
+	}
+	for _, p := range good {
+		m, ok := byID[p.ID]
+		if !ok {
+			t.Errorf("no fetched event for %s", p.ID)
+			continue
+		}
+		md5, b3 := p.Checksums()
+		want := map[string]string{
+			"Cdse-Checksum-MD5": md5, "Cdse-Checksum-BLAKE3": b3, "Cdse-Object-Size": fmt.Sprint(p.ContentLength),
+			"Cdse-Product-Name": p.Name, "Cdse-Event": "created", "Cdse-Unverified": "",
+		}
+		for k, v := range want {
+			if got := m.Header.Get(k); got != v {
+				t.Errorf("%s: %s %q, want %q", p.ID, k, got, v)
+			}
+		}
+		if m.Header.Get("Cdse-Fetch-Took") == "" || !strings.HasPrefix(m.Subject, "cdse.fetched.created.") {
+			t.Errorf("%s: subject %s, headers %v", p.ID, m.Subject, m.Header)
+		}
+		url := m.Header.Get("Cdse-Object-Url")
+		if !strings.HasSuffix(url, "/"+p.Name+".zip") {
+			t.Errorf("%s: object %s", p.ID, url)
+		}
+		content, err := io.ReadAll(cdsesim.ProductContent(p.ID, p.ContentLength))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := object(url); !bytes.Equal(got, content) {
+			t.Errorf("%s: the stored bytes (%d) are not the product's (%d)", p.ID, len(got), p.ContentLength)
+		}
+	}
+	if len(failed) != 1 {
+		t.Fatalf("%d failed events, want 1 (the corrupt product)", len(failed))
+	}
+	f := failed[0]
+	if f.Header.Get("Cdse-Product-Id") != bad.ID || !strings.Contains(strings.ToLower(f.Header.Get("Cdse-Fetch-Error")), "checksum") {
+		t.Errorf("failed event: %s %v", f.Subject, f.Header)
+	}
+	if !bytes.Contains(f.Data, []byte(bad.ID)) {
+		t.Errorf("the failed event does not hold the notification: %s", f.Data)
+	}
+}
+
+// products are three Sentinel-2 products and one whose bytes the download
+// host always corrupts.
+func products(t *testing.T, w *world) (good []*cdsesim.Product, bad *cdsesim.Product) {
+	t.Helper()
+	good = w.sim.Generate(cdsesim.Sentinel2, 3)
+	bad = w.sim.Generate(cdsesim.Sentinel1, 1)[0]
+	if err := w.sim.AddFault(cdsesim.Fault{Kind: cdsesim.FaultCorrupt, Product: bad.ID, Offset: 100}); err != nil {
+		t.Fatal(err)
+	}
+	return good, bad
+}
+
+func TestFetchIntoS3(t *testing.T) {
+	w := newWorld(t)
+	store := s3test.Start(t)
+	env := store.Env()
+	env["FETCH_TARGET"] = "s3://" + store.Bucket + "/products"
+	good, bad := products(t, w)
+	w.notify(t, append(good, bad)...)
+	w.fetcher(t, env)
+	fetched, failed := w.events(t, len(good)+1)
+	cl := store.Client()
+	check(t, good, bad, fetched, failed, func(url string) []byte {
+		key, ok := strings.CutPrefix(url, "s3://"+store.Bucket+"/")
+		if !ok {
+			t.Errorf("object %s is not in the bucket", url)
+			return nil
+		}
+		out, err := cl.GetObject(context.Background(), &s3.GetObjectInput{Bucket: aws.String(store.Bucket), Key: aws.String(key)})
+		if err != nil {
+			t.Errorf("get %s: %v", key, err)
+			return nil
+		}
+		defer out.Body.Close()
+		var b bytes.Buffer
+		_, _ = b.ReadFrom(out.Body)
+		return b.Bytes()
+	})
+	// Each product once in the bucket, under the key template, and
+	// nothing else (no partial left, the corrupt one not stored).
+	list, err := cl.ListObjectsV2(context.Background(), &s3.ListObjectsV2Input{Bucket: aws.String(store.Bucket)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var keys []string
+	for _, o := range list.Contents {
+		keys = append(keys, *o.Key)
+	}
+	if len(keys) != len(good) {
+		t.Errorf("bucket holds %v, want the %d good products", keys, len(good))
+	}
+	for _, k := range keys {
+		if !strings.HasPrefix(k, "products/SENTINEL-2/") {
+			t.Errorf("key %s: not under products/<collection>/", k)
+		}
+	}
+}
+
+func TestFetchIntoDirectory(t *testing.T) {
+	w := newWorld(t)
+	dir := t.TempDir()
+	good, bad := products(t, w)
+	w.fetcher(t, map[string]string{"FETCH_TARGET": "file://" + dir})
+	w.notify(t, append(good, bad)...) // after the start: FETCH_START=all and new events alike
+	fetched, failed := w.events(t, len(good)+1)
+	check(t, good, bad, fetched, failed, func(url string) []byte {
+		path, ok := strings.CutPrefix(url, "file://")
+		if !ok || !strings.HasPrefix(path, dir+"/") {
+			t.Errorf("object %s is not in %s", url, dir)
+			return nil
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			t.Error(err)
+		}
+		return b
+	})
+	var files []string
+	_ = filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+		if err == nil && !d.IsDir() && strings.HasSuffix(p, ".zip") {
+			files = append(files, p)
+		}
+		return nil
+	})
+	if len(files) != len(good) {
+		t.Errorf("directory holds %v, want the %d good products", files, len(good))
+	}
+}
