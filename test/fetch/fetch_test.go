@@ -331,3 +331,80 @@ func TestFetchIntoDirectory(t *testing.T) {
 		t.Errorf("directory holds %v, want the %d good products", files, len(good))
 	}
 }
+
+// TestReplicasKeepTheCap: three fetchers share the consumer, and the
+// download host never sees more than FETCH_CONCURRENCY downloads at once
+// (NATS's MaxAckPending is the deployment-wide cap); each product is
+// fetched once.
+func TestReplicasKeepTheCap(t *testing.T) {
+	w := newWorld(t)
+	w.sim.SetDownloadRate(4 << 20) // 1 MiB products: a quarter second each, so downloads overlap
+	good := w.sim.GenerateWith(cdsesim.Sentinel2, 12, func(p *cdsesim.Product) { p.ContentLength = 1 << 20 })
+	w.notify(t, good...)
+	dir := t.TempDir()
+	for range 3 {
+		w.fetcher(t, map[string]string{"FETCH_TARGET": "file://" + dir, "FETCH_CONCURRENCY": "2"})
+	}
+	fetched, failed := w.events(t, len(good))
+	if len(failed) != 0 || len(fetched) != len(good) {
+		t.Fatalf("%d fetched, %d failed; want %d fetched", len(fetched), len(failed), len(good))
+	}
+	if n := natstest.CountBy(fetched, "Cdse-Product-Id"); len(n) != len(good) {
+		t.Errorf("fetched events by product: %v", n)
+	}
+	peak := w.sim.DownloadStats().Peak
+	t.Logf("download peak %d", peak)
+	if peak > 2 || peak < 1 {
+		t.Errorf("download peak %d, want 1 to 2 (FETCH_CONCURRENCY)", peak)
+	}
+}
+
+
+// TestGetOneProduct: fetcher get stores one product by hand, under the
+// server's key, without NATS.
+func TestGetOneProduct(t *testing.T) {
+	w := newWorld(t)
+	p := w.sim.Generate(cdsesim.Sentinel2, 1)[0]
+	dir := t.TempDir()
+	bin := bins.Build(t, "github.com/cdse-jetstream/receiver/cmd/fetcher")
+	code, out, errOut := bins.Run(t, bin, map[string]string{
+		"FETCH_TARGET": "file://" + dir, "CDSE_USERNAME": user, "CDSE_PASSWORD": password,
+		"CDSE_TOKEN_URL": w.simURL + cdsesim.TokenPath, "CDSE_CATALOGUE_URL": w.simURL + "/odata/v1",
+		"CDSE_DOWNLOAD_URL": w.dlURL, "FETCH_TRUSTED_HOSTS": "127.0.0.1",
+	}, "get", p.ID, "-o", "json")
+	if code != 0 {
+		t.Fatalf("exit %d: %s%s", code, out, errOut)
+	}
+	var res struct {
+		URL  string
+		Size int64
+	}
+	if err := json.Unmarshal([]byte(out), &res); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	if res.Size != p.ContentLength || !strings.HasPrefix(res.URL, "file://"+dir+"/SENTINEL-2/") || !strings.HasSuffix(res.URL, "/"+p.Name+".zip") {
+		t.Errorf("result %+v", res)
+	}
+	if st, err := os.Stat(strings.TrimPrefix(res.URL, "file://")); err != nil || st.Size() != p.ContentLength {
+		t.Errorf("stored: %v %v", st, err)
+	}
+}
+
+// TestHelpAndUsage: --help names the settings; a wrong configuration is
+// exit 2 with every problem named.
+func TestHelpAndUsage(t *testing.T) {
+	bin := bins.Build(t, "github.com/cdse-jetstream/receiver/cmd/fetcher")
+	code, out, _ := bins.Run(t, bin, nil, "--help")
+	for _, want := range []string{"FETCH_TARGET", "FETCH_CONCURRENCY", "CDSE_PASSWORD", "--target", "get", "docs/fetching.md"} {
+		if code != 0 || !strings.Contains(out, want) {
+			t.Errorf("--help (exit %d) lacks %s", code, want)
+		}
+	}
+	code, _, errOut := bins.Run(t, bin, map[string]string{"FETCH_CONCURRENCY": "0", "CDSE_PASSWORD": "hunter2-secret"})
+	if code != 2 || !strings.Contains(errOut, "FETCH_TARGET") || !strings.Contains(errOut, "FETCH_CONCURRENCY") || strings.Contains(errOut, "hunter2-secret") {
+		t.Errorf("exit %d:\n%s", code, errOut)
+	}
+	if code, out, _ := bins.Run(t, bin, nil, "--version"); code != 0 || !strings.Contains(out, "fetcher") {
+		t.Errorf("--version: %d %s", code, out)
+	}
+}
