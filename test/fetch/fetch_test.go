@@ -359,7 +359,6 @@ func TestReplicasKeepTheCap(t *testing.T) {
 	}
 }
 
-
 // TestGetOneProduct: fetcher get stores one product by hand, under the
 // server's key, without NATS.
 func TestGetOneProduct(t *testing.T) {
