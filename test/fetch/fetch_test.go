@@ -86,9 +86,15 @@ func newWorld(t *testing.T) *world {
 // as the catalogue's PUSH does.
 func (w *world) notify(t *testing.T, ps ...*cdsesim.Product) {
 	t.Helper()
+	w.notifyEvent(t, "created", ps...)
+}
+
+// notifyEvent posts the notification of event for each product.
+func (w *world) notifyEvent(t *testing.T, event string, ps ...*cdsesim.Product) {
+	t.Helper()
 	for _, p := range ps {
 		body, err := json.Marshal(map[string]any{
-			"@odata.context": "$metadata#Notification/$entity", "SubscriptionEvent": "created",
+			"@odata.context": "$metadata#Notification/$entity", "SubscriptionEvent": event,
 			"ProductId": p.ID, "ProductName": p.Name, "SubscriptionId": uuid.NewString(),
 			"NotificationDate": time.Now().UTC().Format("2006-01-02T15:04:05.000Z"), "value": p.Entity(),
 		})
@@ -405,5 +411,39 @@ func TestHelpAndUsage(t *testing.T) {
 	}
 	if code, out, _ := bins.Run(t, bin, nil, "--version"); code != 0 || !strings.Contains(out, "fetcher") {
 		t.Errorf("--version: %d %s", code, out)
+	}
+}
+
+// TestTransientThenDeleted: a product the download host refuses with 503
+// more often than one delivery tries is Nak'd and fetched on a later
+// delivery, once; its deleted event, with FETCH_ON_DELETE=delete, removes
+// the object and is published.
+func TestTransientThenDeleted(t *testing.T) {
+	w := newWorld(t)
+	p := w.sim.Generate(cdsesim.Sentinel2, 1)[0]
+	if err := w.sim.AddFault(cdsesim.Fault{Kind: cdsesim.FaultStatus, Status: 503, Product: p.ID, Count: 4}); err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	admin, _ := w.fetcher(t, map[string]string{"FETCH_TARGET": "file://" + dir, "FETCH_ON_DELETE": "delete"})
+	w.notify(t, p)
+	fetched, failed := w.events(t, 1)
+	if len(fetched) != 1 || len(failed) != 0 {
+		t.Fatalf("%d fetched, %d failed", len(fetched), len(failed))
+	}
+	path := strings.TrimPrefix(fetched[0].Header.Get("Cdse-Object-Url"), "file://")
+	if _, err := os.Stat(path); err != nil {
+		t.Fatal(err)
+	}
+	if v := scrape.Value(t, "http://"+admin, `cdse_fetcher_events_total{outcome="retried"}`); v == "" || v == "0" {
+		t.Errorf("retried: %q, want at least 1", v)
+	}
+	w.notifyEvent(t, "deleted", p)
+	fetched, _ = w.events(t, 2)
+	if len(fetched) != 2 || fetched[1].Subject != "cdse.fetched.deleted.SENTINEL-2."+fetched[0].Header.Get("Cdse-Product-Type") {
+		t.Fatalf("events: %v", fetched)
+	}
+	if _, err := os.Stat(path); !os.IsNotExist(err) {
+		t.Errorf("%s after the deleted event: %v", path, err)
 	}
 }
