@@ -12,6 +12,7 @@ import (
 	"github.com/cdse-jetstream/receiver/internal/fetchconfig"
 	"github.com/cdse-jetstream/receiver/internal/fetcher"
 	"github.com/cdse-jetstream/receiver/internal/logging"
+	"github.com/cdse-jetstream/receiver/internal/redact"
 )
 
 // newServe is the server's command, named use ("fetcher" at the root,
@@ -61,7 +62,7 @@ func serve(ctx context.Context, cfg fetchconfig.Config, getenv func(string) stri
 	if err != nil {
 		return err
 	}
-	log.WithFields(map[string]any{"target": cfg.Target, "consumer": cfg.Consumer, "subjects": cfg.SubjectList(),
+	log.WithFields(map[string]any{"target": redact.URLs(cfg.Target), "consumer": cfg.Consumer, "subjects": cfg.SubjectList(),
 		"concurrency": cfg.Concurrency, "admin": cfg.AdminAddr}).Info("fetcher starting")
 	if err := a.Run(ctx); err != nil {
 		log.WithError(err).Error("fetcher failed")

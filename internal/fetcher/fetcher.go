@@ -233,10 +233,14 @@ func (a *App) consume(ctx context.Context) error {
 	sem := make(chan struct{}, a.cfg.Concurrency)
 	var wg sync.WaitGroup
 	cc, err := c.Consume(func(m jetstream.Msg) {
+		if ctx.Err() != nil {
+			_ = m.Nak() // buffered while stopping: to another replica at once
+			return
+		}
 		select {
 		case sem <- struct{}{}:
 		case <-ctx.Done():
-			_ = m.Nak() // taken while stopping: to another replica at once
+			_ = m.Nak()
 			return
 		}
 		wg.Add(1)
@@ -253,7 +257,14 @@ func (a *App) consume(ctx context.Context) error {
 		return fmt.Errorf("consume: %w", err)
 	}
 	<-ctx.Done()
-	cc.Stop()
+	// Drain hands the messages already buffered to the callback, which
+	// Naks them (rather than leaving them to AckWait); no new ones come.
+	cc.Drain()
+	select {
+	case <-cc.Closed():
+	case <-time.After(5 * time.Second):
+		cc.Stop()
+	}
 	a.log.Info("stopping: no new product events; waiting for the running downloads")
 	done := make(chan struct{})
 	go func() { wg.Wait(); close(done) }()

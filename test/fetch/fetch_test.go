@@ -17,6 +17,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -110,7 +111,7 @@ func (w *world) notifyEvent(t *testing.T, event string, ps ...*cdsesim.Product) 
 // fetcher starts the fetcher binary with env over the world's settings;
 // it is stopped by SIGTERM at the end of the test, and must exit within a
 // bound.
-func (w *world) fetcher(t *testing.T, env map[string]string) (admin string, logs *bins.SyncBuffer) {
+func (w *world) fetcher(t *testing.T, env map[string]string) (admin string, logs *bins.SyncBuffer, stop func() time.Duration) {
 	t.Helper()
 	bin := bins.Build(t, "github.com/cdse-jetstream/receiver/cmd/fetcher")
 	port := natstest.FreePort(t)
@@ -136,17 +137,30 @@ func (w *world) fetcher(t *testing.T, env map[string]string) (admin string, logs
 	}
 	exited := make(chan error, 1)
 	go func() { exited <- cmd.Wait() }()
-	t.Cleanup(func() {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case err := <-exited:
-			if err != nil {
-				t.Errorf("fetcher exited: %v\n%s", err, logs)
+	var once sync.Once
+	var took time.Duration
+	// stop sends SIGTERM and waits for the exit (bounded), returning how
+	// long the fetcher took to exit.
+	stop = func() time.Duration {
+		once.Do(func() {
+			start := time.Now()
+			_ = cmd.Process.Signal(syscall.SIGTERM)
+			select {
+			case err := <-exited:
+				took = time.Since(start)
+				if err != nil {
+					t.Errorf("fetcher exited: %v\n%s", err, logs)
+				}
+			case <-time.After(20 * time.Second):
+				_ = cmd.Process.Kill()
+				took = 20 * time.Second
+				t.Errorf("fetcher still running 20s after SIGTERM\n%s", logs)
 			}
-		case <-time.After(20 * time.Second):
-			_ = cmd.Process.Kill()
-			t.Errorf("fetcher still running 20s after SIGTERM\n%s", logs)
-		}
+		})
+		return took
+	}
+	t.Cleanup(func() {
+		stop()
 		if t.Failed() {
 			t.Logf("fetcher's logs:\n%s", logs)
 		}
@@ -154,7 +168,7 @@ func (w *world) fetcher(t *testing.T, env map[string]string) (admin string, logs
 	if err := scrape.Status("http://"+admin+"/readyz", http.StatusOK, 20*time.Second); err != nil {
 		t.Fatalf("fetcher not ready: %v\n%s", err, logs)
 	}
-	return admin, logs
+	return admin, logs, stop
 }
 
 // events waits until the fetcher's stream holds n messages, then a moment
@@ -425,7 +439,7 @@ func TestTransientThenDeleted(t *testing.T) {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
-	admin, _ := w.fetcher(t, map[string]string{"FETCH_TARGET": "file://" + dir, "FETCH_ON_DELETE": "delete"})
+	admin, _, _ := w.fetcher(t, map[string]string{"FETCH_TARGET": "file://" + dir, "FETCH_ON_DELETE": "delete"})
 	w.notify(t, p)
 	fetched, failed := w.events(t, 1)
 	if len(fetched) != 1 || len(failed) != 0 {
@@ -445,5 +459,34 @@ func TestTransientThenDeleted(t *testing.T) {
 	}
 	if _, err := os.Stat(path); !os.IsNotExist(err) {
 		t.Errorf("%s after the deleted event: %v", path, err)
+	}
+}
+
+// TestSIGTERMCutsAndAnotherReplicaFinishes: SIGTERM during a slow download
+// ends the fetcher within FETCH_SHUTDOWN_TIMEOUT and a bound; the product
+// is not lost: another fetcher stores it, once.
+func TestSIGTERMCutsAndAnotherReplicaFinishes(t *testing.T) {
+	w := newWorld(t)
+	w.sim.SetDownloadRate(256 << 10) // 2 MiB: 8 s
+	p := w.sim.GenerateWith(cdsesim.Sentinel2, 1, func(p *cdsesim.Product) { p.ContentLength = 2 << 20 })[0]
+	dir := t.TempDir()
+	env := map[string]string{"FETCH_TARGET": "file://" + dir, "FETCH_SHUTDOWN_TIMEOUT": "1s"}
+	_, _, stop := w.fetcher(t, env)
+	w.notify(t, p)
+	deadline := time.Now().Add(20 * time.Second)
+	for w.sim.DownloadStats().Users[user].Active == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("the download did not start")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if took := stop(); took > 8*time.Second {
+		t.Errorf("exit %s after SIGTERM, want within FETCH_SHUTDOWN_TIMEOUT (1s) and the cut's bound", took)
+	}
+	w.sim.SetDownloadRate(cdsesim.Unthrottled)
+	w.fetcher(t, env)
+	fetched, failed := w.events(t, 1)
+	if len(fetched) != 1 || len(failed) != 0 || fetched[0].Header.Get("Cdse-Object-Size") != fmt.Sprint(p.ContentLength) {
+		t.Fatalf("%d fetched, %d failed: %v", len(fetched), len(failed), fetched)
 	}
 }
