@@ -3,6 +3,7 @@ package fetcher
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
@@ -11,6 +12,7 @@ import (
 	"github.com/cdse-jetstream/receiver/event"
 	"github.com/cdse-jetstream/receiver/internal/fetch"
 	"github.com/cdse-jetstream/receiver/internal/fetchconfig"
+	"github.com/cdse-jetstream/receiver/internal/topology"
 )
 
 func fixture(t *testing.T, name string, h nats.Header) *event.Notification {
@@ -90,5 +92,17 @@ func TestMessages(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestPrefixesArePlanned: the fetcher's default prefixes are those the
+// embedded server already denies to consumers (topology.PlannedPrefixes),
+// written as text in fetchconfig so that it stays data.
+func TestPrefixesArePlanned(t *testing.T) {
+	d := fetchconfig.Default()
+	for _, p := range []string{d.FetchedPrefix, d.FailedPrefix} {
+		if !slices.Contains(topology.PlannedPrefixes, p) {
+			t.Errorf("%s is not in topology.PlannedPrefixes %v", p, topology.PlannedPrefixes)
+		}
 	}
 }
