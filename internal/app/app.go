@@ -209,6 +209,8 @@ func (a *App) Start(ctx context.Context) error {
 			MaxPayload:       int32(max(cfg.MaxBody+64<<10, 1<<20)),
 			ConsumerUser:     cfg.NATSEmbeddedUser,
 			ConsumerPassword: cfg.NATSEmbeddedPassword,
+			FetcherUser:      cfg.NATSEmbeddedFetcherUser,
+			FetcherPassword:  cfg.NATSEmbeddedFetcherPassword,
 			SubjectPrefix:    cfg.SubjectPrefix,
 			QuarantinePrefix: cfg.QuarantinePrefix,
 			InterestPrefix:   cfg.InterestPrefix,

@@ -51,25 +51,27 @@ type Config struct {
 	AuthFailureLimit  int           `koanf:"RECEIVER_AUTH_FAILURE_LIMIT" flag:"auth-failure-limit" help:"failed logins a minute per client address before wrong credentials get 429 (0: off)"`
 	PProf             bool          `koanf:"RECEIVER_PPROF" flag:"pprof" help:"serve /debug/pprof on the admin address (profiling)"`
 
-	NATSURL              string        `koanf:"NATS_URL" flag:"nats-url" help:"external NATS server or cluster URL(s), comma-separated; empty: an embedded server"`
-	NATSEmbeddedAddr     string        `koanf:"NATS_EMBEDDED_ADDR" flag:"nats-embedded-addr" help:"client address of the embedded NATS server, for consumers"`
-	NATSEmbeddedSync     string        `koanf:"NATS_EMBEDDED_SYNC" flag:"nats-embedded-sync" help:"flush the embedded server's store to disk this often, or always (before every PubAck: power-loss safe on one machine, at a throughput cost)"`
-	NATSEmbeddedUser     string        `koanf:"NATS_EMBEDDED_USER" flag:"nats-embedded-user" help:"consumers' user of the embedded server (read the stream, never publish to it); required beyond loopback"`
-	NATSEmbeddedPassword string        `koanf:"NATS_EMBEDDED_PASSWORD" secret:"true" help:"consumers' password of the embedded server"`
-	SubjectPrefix        string        `koanf:"NATS_SUBJECT_PREFIX" flag:"subject-prefix" help:"subject prefix of the product stream"`
-	SubjectTemplate      string        `koanf:"NATS_SUBJECT_TEMPLATE" flag:"subject-template" help:"subject tokens after the prefix, dot-separated, of: event, collection, productType, platform, processingLevel, tileId, relativeOrbit"`
-	CloudEvents          bool          `koanf:"NATS_CLOUDEVENTS" flag:"cloudevents" help:"add the CloudEvents ce-* headers (binary content mode of the NATS binding)"`
-	StacURL              string        `koanf:"STAC_URL" flag:"stac-url" help:"STAC API base of the Cdse-Stac-Url header (none: no header)"`
-	StacCollections      string        `koanf:"STAC_COLLECTIONS" flag:"stac-collections" help:"productType=collection pairs, comma-separated: the product types that get Cdse-Stac-Url"`
-	Stream               string        `koanf:"NATS_STREAM" flag:"stream" help:"name of the product stream"`
-	StreamReplicas       int           `koanf:"NATS_STREAM_REPLICAS" flag:"stream-replicas" help:"stream replicas (3 on a 3-node cluster; 1 with the embedded server)"`
-	StreamMaxAge         time.Duration `koanf:"NATS_STREAM_MAX_AGE" flag:"stream-max-age" help:"drop messages older than this (0: keep; at least the dedupe window)"`
-	StreamMaxBytes       int64         `koanf:"NATS_STREAM_MAX_BYTES" flag:"stream-max-bytes" help:"drop the oldest messages beyond this size (0: no limit)"`
-	NATSCreds            string        `koanf:"NATS_CREDS" flag:"nats-creds" help:"NATS credentials file (JWT and nkey)"`
-	NATSUser             string        `koanf:"NATS_USER" flag:"nats-user" help:"NATS user"`
-	NATSPassword         string        `koanf:"NATS_PASSWORD" secret:"true" help:"NATS password"`
-	NATSToken            string        `koanf:"NATS_TOKEN" secret:"true" help:"NATS token"`
-	NATSCA               string        `koanf:"NATS_CA" flag:"nats-ca" help:"CA file to verify the NATS servers' TLS"`
+	NATSURL                     string        `koanf:"NATS_URL" flag:"nats-url" help:"external NATS server or cluster URL(s), comma-separated; empty: an embedded server"`
+	NATSEmbeddedAddr            string        `koanf:"NATS_EMBEDDED_ADDR" flag:"nats-embedded-addr" help:"client address of the embedded NATS server, for consumers"`
+	NATSEmbeddedSync            string        `koanf:"NATS_EMBEDDED_SYNC" flag:"nats-embedded-sync" help:"flush the embedded server's store to disk this often, or always (before every PubAck: power-loss safe on one machine, at a throughput cost)"`
+	NATSEmbeddedUser            string        `koanf:"NATS_EMBEDDED_USER" flag:"nats-embedded-user" help:"consumers' user of the embedded server (read the stream, never publish to it); required beyond loopback"`
+	NATSEmbeddedPassword        string        `koanf:"NATS_EMBEDDED_PASSWORD" secret:"true" help:"consumers' password of the embedded server"`
+	NATSEmbeddedFetcherUser     string        `koanf:"NATS_EMBEDDED_FETCHER_USER" flag:"nats-embedded-fetcher-user" help:"the fetcher's user of the embedded server: a consumer's rights and the fetcher's stream CDSE_FETCHED (cmd/fetcher)"`
+	NATSEmbeddedFetcherPassword string        `koanf:"NATS_EMBEDDED_FETCHER_PASSWORD" secret:"true" help:"the fetcher's password of the embedded server"`
+	SubjectPrefix               string        `koanf:"NATS_SUBJECT_PREFIX" flag:"subject-prefix" help:"subject prefix of the product stream"`
+	SubjectTemplate             string        `koanf:"NATS_SUBJECT_TEMPLATE" flag:"subject-template" help:"subject tokens after the prefix, dot-separated, of: event, collection, productType, platform, processingLevel, tileId, relativeOrbit"`
+	CloudEvents                 bool          `koanf:"NATS_CLOUDEVENTS" flag:"cloudevents" help:"add the CloudEvents ce-* headers (binary content mode of the NATS binding)"`
+	StacURL                     string        `koanf:"STAC_URL" flag:"stac-url" help:"STAC API base of the Cdse-Stac-Url header (none: no header)"`
+	StacCollections             string        `koanf:"STAC_COLLECTIONS" flag:"stac-collections" help:"productType=collection pairs, comma-separated: the product types that get Cdse-Stac-Url"`
+	Stream                      string        `koanf:"NATS_STREAM" flag:"stream" help:"name of the product stream"`
+	StreamReplicas              int           `koanf:"NATS_STREAM_REPLICAS" flag:"stream-replicas" help:"stream replicas (3 on a 3-node cluster; 1 with the embedded server)"`
+	StreamMaxAge                time.Duration `koanf:"NATS_STREAM_MAX_AGE" flag:"stream-max-age" help:"drop messages older than this (0: keep; at least the dedupe window)"`
+	StreamMaxBytes              int64         `koanf:"NATS_STREAM_MAX_BYTES" flag:"stream-max-bytes" help:"drop the oldest messages beyond this size (0: no limit)"`
+	NATSCreds                   string        `koanf:"NATS_CREDS" flag:"nats-creds" help:"NATS credentials file (JWT and nkey)"`
+	NATSUser                    string        `koanf:"NATS_USER" flag:"nats-user" help:"NATS user"`
+	NATSPassword                string        `koanf:"NATS_PASSWORD" secret:"true" help:"NATS password"`
+	NATSToken                   string        `koanf:"NATS_TOKEN" secret:"true" help:"NATS token"`
+	NATSCA                      string        `koanf:"NATS_CA" flag:"nats-ca" help:"CA file to verify the NATS servers' TLS"`
 
 	InterestsFile  string `koanf:"INTERESTS_FILE" flag:"interests-file" help:"YAML file of named interests: each product event that matches one is also stored on <INTEREST_SUBJECT_PREFIX>.<name>.<tokens> (reloaded on change and on SIGHUP)"`
 	InterestPrefix string `koanf:"INTEREST_SUBJECT_PREFIX" flag:"interest-subject-prefix" help:"subject prefix of the interests' copies, in the product stream; must not overlap NATS_SUBJECT_PREFIX or QUARANTINE_SUBJECT_PREFIX"`

@@ -172,6 +172,9 @@ func (c Config) ValidateNATS() error {
 		if (c.NATSEmbeddedUser == "") != (c.NATSEmbeddedPassword == "") {
 			p.add("NATS_EMBEDDED_USER and NATS_EMBEDDED_PASSWORD go together")
 		}
+		if (c.NATSEmbeddedFetcherUser == "") != (c.NATSEmbeddedFetcherPassword == "") {
+			p.add("NATS_EMBEDDED_FETCHER_USER and NATS_EMBEDDED_FETCHER_PASSWORD go together")
+		}
 		if c.DataDir == "" {
 			p.add("RECEIVER_DATA_DIR is required with the embedded NATS server")
 		}

@@ -8,6 +8,7 @@ package embedded
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"strconv"
@@ -44,6 +45,12 @@ type Options struct {
 	// has consumerPermissions: it reads the streams and uses consumers but
 	// cannot publish into a stream, or purge, change or delete one.
 	ConsumerUser, ConsumerPassword string
+	// FetcherUser and FetcherPassword, when set, are the fetcher's login
+	// (cmd/fetcher): a consumer's rights, and the fetcher's stream
+	// (FetcherStream, its subjects topology's fetched and failed
+	// prefixes) to create, update and publish to; nothing of the
+	// receiver's streams.
+	FetcherUser, FetcherPassword string
 	// SubjectPrefix, QuarantinePrefix and InterestPrefix are the
 	// configured prefixes of the receiver's streams, which consumers must
 	// not publish to (with topology.PlannedPrefixes).
@@ -115,21 +122,61 @@ func consumerPermissions(prefixes ...string) *server.Permissions {
 	}
 }
 
+// FetcherStream is the fetcher's stream (its FETCH_STREAM default), the
+// one stream its login may create and update on the embedded server.
+const FetcherStream = "CDSE_FETCHED"
+
+// fetcherPermissions are a consumer's, plus the fetcher's own stream:
+// created and updated (its subjects are topology's fetched and failed
+// prefixes), and published to. The receiver's streams stay out of reach.
+func fetcherPermissions(denied ...string) *server.Permissions {
+	p := consumerPermissions(denied...)
+	p.Publish.Allow = append(p.Publish.Allow,
+		"$JS.API.STREAM.CREATE."+FetcherStream, "$JS.API.STREAM.UPDATE."+FetcherStream,
+		topology.PlannedPrefixes[0]+".>", topology.PlannedPrefixes[1]+".>")
+	// A deny wins over an allow in nats-server: the consumers' denials of
+	// stream creation and of the fetched prefixes are dropped here, each
+	// replaced by the narrow allow above.
+	var deny []string
+	for _, d := range p.Publish.Deny {
+		switch d {
+		case "$JS.API.STREAM.CREATE.>", "$JS.API.STREAM.UPDATE.>", topology.PlannedPrefixes[0] + ".>", topology.PlannedPrefixes[1] + ".>":
+			continue
+		}
+		deny = append(deny, d)
+	}
+	p.Publish.Deny = deny
+	return p
+}
+
 // users are the embedded server's logins: the receiver's, with every
-// right, and the consumers', which is who a client without a login becomes
-// when no consumer login is set.
+// right; the consumers', which is who a client without a login becomes
+// when no consumer login is set; and the fetcher's, when set.
 func users(o Options, receiverPassword string) ([]*server.User, string, error) {
-	perms := consumerPermissions(append([]string{o.SubjectPrefix, o.QuarantinePrefix, o.InterestPrefix}, topology.PlannedPrefixes...)...)
+	denied := append([]string{o.SubjectPrefix, o.QuarantinePrefix, o.InterestPrefix}, topology.PlannedPrefixes...)
+	perms := consumerPermissions(denied...)
 	receiver := &server.User{Username: ReceiverUser, Password: receiverPassword}
+	for _, u := range []string{o.ConsumerUser, o.FetcherUser} {
+		if u == ReceiverUser || u == anonymousUser {
+			return nil, "", fmt.Errorf("embedded nats: a consumer's or the fetcher's user cannot be named %q, the receiver's own users are", u)
+		}
+	}
+	if o.FetcherUser != "" && o.FetcherUser == o.ConsumerUser {
+		return nil, "", errors.New("embedded nats: the fetcher's user must differ from the consumers'")
+	}
+	us := []*server.User{receiver}
+	noAuth := ""
 	if o.ConsumerUser == "" {
 		// The password is never given out: this user is reached only as
 		// the no_auth_user, by connecting without a login.
-		return []*server.User{receiver, {Username: anonymousUser, Password: nuid.Next() + nuid.Next(), Permissions: perms}}, anonymousUser, nil
+		us, noAuth = append(us, &server.User{Username: anonymousUser, Password: nuid.Next() + nuid.Next(), Permissions: perms}), anonymousUser
+	} else {
+		us = append(us, &server.User{Username: o.ConsumerUser, Password: o.ConsumerPassword, Permissions: perms})
 	}
-	if o.ConsumerUser == ReceiverUser || o.ConsumerUser == anonymousUser {
-		return nil, "", fmt.Errorf("embedded nats: the consumer user cannot be named %q, the receiver's own users are", o.ConsumerUser)
+	if o.FetcherUser != "" {
+		us = append(us, &server.User{Username: o.FetcherUser, Password: o.FetcherPassword, Permissions: fetcherPermissions(denied...)})
 	}
-	return []*server.User{receiver, {Username: o.ConsumerUser, Password: o.ConsumerPassword, Permissions: perms}}, "", nil
+	return us, noAuth, nil
 }
 
 // startLimit bounds the embedded server's start, store recovery

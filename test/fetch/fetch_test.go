@@ -56,8 +56,15 @@ type world struct {
 }
 
 // newWorld starts the simulator on two hosts (catalogue, download) and the
-// receiver.
-func newWorld(t *testing.T) *world {
+// receiver, on an external NATS.
+func newWorld(t *testing.T) *world { return startWorld(t, false) }
+
+// fetcherUser is the fetcher's login on the receiver's embedded server.
+const fetcherUser, fetcherPassword = "fetcher", "fetcher-password"
+
+// startWorld is newWorld; embedded runs the receiver's embedded NATS
+// server with a fetcher login (NATS_EMBEDDED_FETCHER_USER) instead.
+func startWorld(t *testing.T, embedded bool) *world {
 	t.Helper()
 	dl, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -73,10 +80,15 @@ func newWorld(t *testing.T) *world {
 	down.Start()
 	t.Cleanup(func() { cat.Close(); down.Close(); w.sim.Close() })
 	w.simURL = cat.URL
-	// An external NATS, as in production: the embedded server lets
-	// consumers read the product stream, not declare streams.
-	ns := natstest.RunJetStream(t)
-	w.receiver = receivertest.Start(t, func(c *config.Config) { c.NATSURL = ns.ClientURL() })
+	if embedded {
+		w.receiver = receivertest.Start(t, func(c *config.Config) {
+			c.NATSEmbeddedFetcherUser, c.NATSEmbeddedFetcherPassword = fetcherUser, fetcherPassword
+		})
+	} else {
+		// An external NATS, as in production.
+		ns := natstest.RunJetStream(t)
+		w.receiver = receivertest.Start(t, func(c *config.Config) { c.NATSURL = ns.ClientURL() })
+	}
 	js, closeNC := natstest.JetStream(t, w.receiver.NATSURL)
 	t.Cleanup(closeNC)
 	w.js = js
@@ -350,6 +362,26 @@ func TestFetchIntoDirectory(t *testing.T) {
 	if len(files) != len(good) {
 		t.Errorf("directory holds %v, want the %d good products", files, len(good))
 	}
+}
+
+// TestFetchBesideTheEmbeddedServer: beside a receiver that runs its
+// embedded NATS server with a fetcher login, the fetcher, logged in as
+// that user, declares its stream, consumes the product stream and stores
+// every product once (before, the embedded server refused it the stream).
+func TestFetchBesideTheEmbeddedServer(t *testing.T) {
+	w := startWorld(t, true)
+	dir := t.TempDir()
+	good, bad := products(t, w)
+	w.fetcher(t, map[string]string{"FETCH_TARGET": "file://" + dir, "NATS_USER": fetcherUser, "NATS_PASSWORD": fetcherPassword})
+	w.notify(t, append(good, bad)...)
+	fetched, failed := w.events(t, len(good)+1)
+	check(t, good, bad, fetched, failed, func(url string) []byte {
+		b, err := os.ReadFile(strings.TrimPrefix(url, "file://"))
+		if err != nil {
+			t.Error(err)
+		}
+		return b
+	})
 }
 
 // TestReplicasKeepTheCap: three fetchers share the consumer, and the
