@@ -154,7 +154,11 @@ func New(o Options, tokens TokenSource, t Target, reg prometheus.Registerer, log
 	// No overall Timeout: a product of gigabytes takes what it takes; the
 	// idle timer and the context bound a download instead.
 	client.Timeout = 0
-	f := &Fetcher{o: o, base: base, tokens: tokens, target: t, log: log, m: newMetrics(reg)}
+	m, err := newMetrics(reg)
+	if err != nil {
+		return nil, err
+	}
+	f := &Fetcher{o: o, base: base, tokens: tokens, target: t, log: log, m: m}
 	client.CheckRedirect = f.checkRedirect
 	f.client = &client
 	return f, nil
@@ -570,7 +574,12 @@ func (f *Fetcher) try(ctx context.Context, p Product, up Upload, h *hashes, tok 
 			if p.ContentLength > 0 && up.Held()+int64(n) > p.ContentLength {
 				return 0, fmt.Errorf("%w: %s (%s) is more than %d bytes", ErrTooLarge, p.ID, p.Name, p.ContentLength)
 			}
-			if _, err := up.Write(buf[:n]); err != nil {
+			// The idle timer measures the download service, not the
+			// target: a slow S3 part upload must not cut the download.
+			idle.Stop()
+			_, err := up.Write(buf[:n])
+			idle.Reset(f.o.IdleTimeout)
+			if err != nil {
 				return 0, fmt.Errorf("fetch %s: writing to the target: %w", p.ID, err)
 			}
 			h.Write(buf[:n])

@@ -1,6 +1,10 @@
 package fetch
 
-import "github.com/prometheus/client_golang/prometheus"
+import (
+	"fmt"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
 
 type metrics struct {
 	bytes          prometheus.Counter
@@ -11,7 +15,7 @@ type metrics struct {
 }
 
 // newMetrics registers the fetcher's series on reg (nil: none kept).
-func newMetrics(reg prometheus.Registerer) *metrics {
+func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	m := &metrics{
 		bytes: prometheus.NewCounter(prometheus.CounterOpts{Name: "cdse_fetcher_bytes_total",
 			Help: "Product bytes downloaded (resumed bytes count once)."}),
@@ -25,7 +29,11 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Help: "Downloads whose bytes disagreed with the catalogue's checksum, by algorithm."}, []string{"algorithm"}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.bytes, m.downloads, m.retries, m.inFlight, m.verifyFailures)
+		for _, c := range []prometheus.Collector{m.bytes, m.downloads, m.retries, m.inFlight, m.verifyFailures} {
+			if err := reg.Register(c); err != nil {
+				return nil, fmt.Errorf("fetch: registering the metrics: %w", err)
+			}
+		}
 	}
-	return m
+	return m, nil
 }
