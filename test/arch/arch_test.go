@@ -27,7 +27,7 @@ const module = "github.com/cdse-jetstream/receiver"
 var layers = [][]string{
 	{"event", "internal/buildinfo", "internal/jsonscan", "internal/source", "internal/retry", "internal/preflight/wire", "internal/tlsreload", "internal/logging",
 		"internal/cdse", "internal/acmerules", "internal/redact", "internal/settings"},
-	{"internal/notification", "internal/cli", "internal/status", "internal/preflight", "internal/stac", "internal/fetchconfig"},
+	{"internal/notification", "internal/cli", "internal/status", "internal/preflight", "internal/stac", "internal/fetchconfig", "internal/fetch"},
 	{"internal/publish", "internal/natsconn", "internal/topology", "internal/auth", "internal/cdselogin", "internal/catalogclient", "internal/productfilter", "internal/acme"},
 	{"internal/embedded", "internal/ingest", "internal/cdsesim", "internal/interestfile"},
 	{"internal/quarantine", "internal/interest", "internal/config"},
