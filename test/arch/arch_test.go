@@ -43,6 +43,7 @@ var layers = [][]string{
 // still one idea.
 var large = map[string]string{
 	"internal/cdsesim":       "the stand-in for the live catalogue and its identity provider, one remote service as users see it",
+	"internal/fetch":         "one download, from the socket to a verified object: its retries, the token's redirect rule, resume, and the two targets (a directory, S3) it commits into, which share the upload's contract with the download",
 	"internal/productfilter": "the catalogue's $filter language over one product: its grammar, its evaluation (real geometry included) and the view of a product it reads; the simulator and the receiver share it so they cannot disagree",
 }
 
