@@ -62,4 +62,3 @@ func (c Config) Fields() logrus.Fields {
 	}
 	return f
 }
-

@@ -227,4 +227,3 @@ func Unquote(lit []byte, names Names) (string, error) {
 	}
 	return string(inner), nil
 }
-
