@@ -9,10 +9,8 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"os"
 	"os/signal"
-	"strings"
 	"syscall"
 
 	"github.com/spf13/cobra"
@@ -21,6 +19,7 @@ import (
 
 	"github.com/cdse-jetstream/receiver/internal/cli"
 	"github.com/cdse-jetstream/receiver/internal/fetchconfig"
+	"github.com/cdse-jetstream/receiver/internal/settings"
 )
 
 func main() {
@@ -55,15 +54,7 @@ An S3 target reads the AWS SDK's settings (AWS_ACCESS_KEY_ID,
 AWS_SECRET_ACCESS_KEY, AWS_REGION, AWS_ENDPOINT_URL_S3, ...).
 The whole table: docs/fetching.md.`
 
-func secretsList() string {
-	var b strings.Builder
-	for _, s := range fetchconfig.Settings() {
-		if s.Secret {
-			fmt.Fprintf(&b, "  %-24s %s\n", s.Name, s.Help)
-		}
-	}
-	return b.String()
-}
+func secretsList() string { return settings.SecretsHelp(fetchconfig.Settings()) }
 
 // load reads and validates the settings of cmd.
 func load(cmd *cobra.Command, getenv func(string) string, configFile string) (fetchconfig.Config, error) {

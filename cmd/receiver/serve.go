@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
-	"strings"
 	"syscall"
 
 	"github.com/KimMachineGun/automemlimit/memlimit"
@@ -17,6 +16,7 @@ import (
 	"github.com/cdse-jetstream/receiver/internal/cli"
 	"github.com/cdse-jetstream/receiver/internal/config"
 	"github.com/cdse-jetstream/receiver/internal/logging"
+	"github.com/cdse-jetstream/receiver/internal/settings"
 )
 
 // serveHelp is the server's long help; the flags' list follows it.
@@ -32,15 +32,7 @@ set the variable or <NAME>_FILE (also in the YAML file):
 ` + secretsList() + `
 The whole table: docs/configuration.md.`
 
-func secretsList() string {
-	var b strings.Builder
-	for _, s := range config.Settings() {
-		if s.Secret {
-			fmt.Fprintf(&b, "  %-24s %s\n", s.Name, s.Help)
-		}
-	}
-	return b.String()
-}
+func secretsList() string { return settings.SecretsHelp(config.Settings()) }
 
 // newServe is the server's command, named use ("receiver" at the root,
 // "serve" below it): the settings' flags and --config.

@@ -435,3 +435,21 @@ func (s *Schema[T]) Table() string {
 	}
 	return b.String()
 }
+
+// SecretsHelp lists the secrets of list, a line each (name, help), as the
+// binaries' --help shows them: secrets have no flag.
+func SecretsHelp(list []Setting) string {
+	width := 0
+	for _, set := range list {
+		if set.Secret {
+			width = max(width, len(set.Name))
+		}
+	}
+	var b strings.Builder
+	for _, set := range list {
+		if set.Secret {
+			fmt.Fprintf(&b, "  %-*s  %s\n", width, set.Name, set.Help)
+		}
+	}
+	return b.String()
+}

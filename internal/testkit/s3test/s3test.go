@@ -8,7 +8,6 @@ package s3test
 import (
 	"context"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -24,6 +23,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/cdse-jetstream/receiver/internal/testkit/bins"
+	"github.com/cdse-jetstream/receiver/internal/testkit/natstest"
 )
 
 const (
@@ -109,7 +109,7 @@ func Start(t testing.TB) *Server {
 	// process may take it in between, so a start that fails on a taken
 	// port is tried again on another.
 	for range 3 {
-		s.addr = freeAddr(t)
+		s.addr = fmt.Sprintf("127.0.0.1:%d", natstest.FreePort(t))
 		s.Endpoint = "http://" + s.addr
 		if err = s.start(); err == nil || !strings.Contains(err.Error(), "address already in use") {
 			break
@@ -242,16 +242,4 @@ func (s *Server) Client() *s3.Client {
 		UsePathStyle: true,
 		Credentials:  credentials.NewStaticCredentialsProvider(s.AccessKey, s.SecretKey, ""),
 	})
-}
-
-// freeAddr is a loopback address free a moment ago, for a process that
-// opens its own listener.
-func freeAddr(t testing.TB) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().String()
 }
