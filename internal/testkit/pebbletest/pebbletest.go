@@ -32,6 +32,7 @@ import (
 	"time"
 
 	"github.com/cdse-jetstream/receiver/internal/testkit/bins"
+	"github.com/cdse-jetstream/receiver/internal/testkit/natstest"
 )
 
 var pebbleModule struct {
@@ -140,7 +141,8 @@ func Start(t testing.TB, o Options) *CA {
 	dns := startDNS(t)
 
 	dir := t.TempDir()
-	acmeAddr, mgmtAddr := freeAddr(t), freeAddr(t)
+	ports := natstest.FreePorts(t, 2)
+	acmeAddr, mgmtAddr := fmt.Sprintf("127.0.0.1:%d", ports[0]), fmt.Sprintf("127.0.0.1:%d", ports[1])
 	var cfg struct {
 		Pebble map[string]any `json:"pebble"`
 	}
@@ -242,18 +244,6 @@ func listen(t testing.TB) net.Listener {
 	}
 	t.Cleanup(func() { ln.Close() })
 	return ln
-}
-
-// freeAddr is a loopback address free a moment ago, for a process that
-// opens its own listener.
-func freeAddr(t testing.TB) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().String()
 }
 
 func port(a net.Addr) int { return a.(*net.TCPAddr).Port }
