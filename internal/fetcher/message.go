@@ -12,21 +12,6 @@ import (
 	"github.com/cdse-jetstream/receiver/internal/fetch"
 )
 
-// The headers the fetcher adds to its events (beside the product's Cdse-*
-// headers, copied from the product message).
-const (
-	HeaderObjectURL  = "Cdse-Object-Url"
-	HeaderObjectSize = "Cdse-Object-Size"
-	// HeaderChecksumPrefix + the algorithm (MD5, BLAKE3): a checksum the
-	// stored bytes were verified against.
-	HeaderChecksumPrefix = "Cdse-Checksum-"
-	// HeaderUnverified says why no checksum verified the bytes.
-	HeaderUnverified = "Cdse-Unverified"
-	HeaderFetchTook  = "Cdse-Fetch-Took"
-	// HeaderFetchError is why a product event was given up.
-	HeaderFetchError = "Cdse-Fetch-Error"
-)
-
 // body is what the fetcher reads of a notification beyond the event
 // package: the catalogue's checksums.
 type body struct {
@@ -102,11 +87,11 @@ func routing(h nats.Header) nats.Header {
 // new: the same consumer, product, event and bytes.
 func fetchedMsg(prefix, consumer string, n *event.Notification, h nats.Header, r fetch.Result) *nats.Msg {
 	out := routing(h)
-	out.Set(HeaderObjectURL, r.URL)
-	out.Set(HeaderObjectSize, fmt.Sprint(r.Size))
+	out.Set(event.HeaderObjectURL, r.URL)
+	out.Set(event.HeaderObjectSize, fmt.Sprint(r.Size))
 	ident := fmt.Sprint(r.Size)
 	for _, c := range r.Verified {
-		out.Set(HeaderChecksumPrefix+strings.ToUpper(c.Algorithm), strings.ToLower(c.Value))
+		out.Set(event.HeaderChecksumPrefix+strings.ToUpper(c.Algorithm), strings.ToLower(c.Value))
 		if ident == fmt.Sprint(r.Size) {
 			ident = strings.ToLower(c.Value)
 		}
@@ -116,9 +101,9 @@ func fetchedMsg(prefix, consumer string, n *event.Notification, h nats.Header, r
 		if why == "" {
 			why = "no checksum"
 		}
-		out.Set(HeaderUnverified, why)
+		out.Set(event.HeaderUnverified, why)
 	}
-	out.Set(HeaderFetchTook, r.Took.Round(time.Millisecond).String())
+	out.Set(event.HeaderFetchTook, r.Took.Round(time.Millisecond).String())
 	out.Set(event.HeaderMsgID, "fetched/"+consumer+"/"+n.ProductID+"/"+string(n.Event)+"/"+ident)
 	return &nats.Msg{
 		Subject: prefix + "." + token(string(n.Event)) + "." + token(n.Collection) + "." + token(n.ProductType),
@@ -131,7 +116,7 @@ func fetchedMsg(prefix, consumer string, n *event.Notification, h nats.Header, r
 // (FETCH_ON_DELETE=delete).
 func deletedMsg(prefix, consumer string, n *event.Notification, h nats.Header, url string) *nats.Msg {
 	out := routing(h)
-	out.Set(HeaderObjectURL, url)
+	out.Set(event.HeaderObjectURL, url)
 	out.Set(event.HeaderMsgID, "fetched/"+consumer+"/"+n.ProductID+"/"+string(n.Event))
 	return &nats.Msg{
 		Subject: prefix + "." + token(string(n.Event)) + "." + token(n.Collection) + "." + token(n.ProductType),
@@ -145,7 +130,7 @@ func deletedMsg(prefix, consumer string, n *event.Notification, h nats.Header, u
 // so a redelivery after a crash publishes it once.
 func failedMsg(prefix, consumer string, collection, productType string, data []byte, h nats.Header, seq uint64, reason string) *nats.Msg {
 	out := routing(h)
-	out.Set(HeaderFetchError, reason)
+	out.Set(event.HeaderFetchError, reason)
 	out.Set(event.HeaderMsgID, fmt.Sprintf("failed/%s/%d", consumer, seq))
 	return &nats.Msg{
 		Subject: prefix + "." + token(collection) + "." + token(productType),
