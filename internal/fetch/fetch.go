@@ -214,15 +214,12 @@ func (f *Fetcher) Delete(ctx context.Context, key string) error {
 	return f.target.Delete(ctx, key)
 }
 
-// SweepPartials removes the partial downloads untouched for maxAge, where
-// the target keeps them (the file target); it returns how many.
-func (f *Fetcher) SweepPartials(maxAge time.Duration) (int, error) {
-	if s, ok := f.target.(interface {
-		SweepPartials(time.Duration) (int, error)
-	}); ok {
-		return s.SweepPartials(maxAge)
-	}
-	return 0, nil
+// SweepPartials removes what unfinished downloads left in the target
+// untouched for maxAge (Target.SweepPartials), counting them.
+func (f *Fetcher) SweepPartials(ctx context.Context, maxAge time.Duration) (int, error) {
+	n, err := f.target.SweepPartials(ctx, maxAge)
+	f.m.partialsExpired.Add(float64(n))
+	return n, err
 }
 
 // usable are the checksums the fetcher can check, by algorithm in upper

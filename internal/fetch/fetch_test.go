@@ -494,6 +494,51 @@ func TestFetchToS3(t *testing.T) {
 	}
 }
 
+// TestS3SweepPartials: the multipart uploads a killed fetcher left under
+// the prefix are aborted once older than the age given; younger ones, and
+// any outside the prefix, are kept.
+func TestS3SweepPartials(t *testing.T) {
+	s := s3test.Start(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	t.Setenv("AWS_CONFIG_FILE", filepath.Join(t.TempDir(), "none"))
+	t.Setenv("AWS_SHARED_CREDENTIALS_FILE", filepath.Join(t.TempDir(), "none"))
+	t.Setenv("AWS_EC2_METADATA_DISABLED", "true")
+	env := s.Env()
+	so, err := S3OptionsFromEnv(func(k string) string { return env[k] })
+	if err != nil {
+		t.Fatal(err)
+	}
+	tgt, err := ParseTarget(ctx, "s3://"+s.Bucket+"/in", so)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []string{"in/a/left.zip", "in/b/left.zip", "other/kept.zip"} {
+		if _, err := s.Client().CreateMultipartUpload(ctx, &s3.CreateMultipartUploadInput{Bucket: aws.String(s.Bucket), Key: aws.String(k)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n, err := tgt.SweepPartials(ctx, time.Hour); err != nil || n != 0 {
+		t.Fatalf("younger than an hour: swept %d: %v", n, err)
+	}
+	// Initiated times have a second's resolution in S3's listing.
+	time.Sleep(1100 * time.Millisecond)
+	if n, err := tgt.SweepPartials(ctx, time.Second); err != nil || n != 2 {
+		t.Fatalf("swept %d, want 2: %v", n, err)
+	}
+	ups, err := s.Client().ListMultipartUploads(ctx, &s3.ListMultipartUploadsInput{Bucket: aws.String(s.Bucket)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var left []string
+	for _, u := range ups.Uploads {
+		left = append(left, aws.ToString(u.Key))
+	}
+	if len(left) != 1 || left[0] != "other/kept.zip" {
+		t.Errorf("uploads left %v, want only other/kept.zip", left)
+	}
+}
+
 // TestBoundedMemory: a 256 MiB product does not grow the heap by more
 // than a few buffers.
 func TestBoundedMemory(t *testing.T) {

@@ -138,10 +138,10 @@ func (t *FileTarget) Open(_ context.Context, key string, size int64, _ Stored) (
 	return u, nil
 }
 
-// SweepPartials removes the partial downloads untouched for maxAge (a
-// product no one fetches any more), returning how many it removed. One
-// being written is never removed: it is touched as it grows, and locked.
-func (t *FileTarget) SweepPartials(maxAge time.Duration) (int, error) {
+// SweepPartials implements Target: the partial files untouched for maxAge
+// (a product no one fetches any more). One being written is never
+// removed: it is touched as it grows, and locked.
+func (t *FileTarget) SweepPartials(_ context.Context, maxAge time.Duration) (int, error) {
 	root := filepath.Join(t.dir, partialDir)
 	cutoff := time.Now().Add(-maxAge)
 	n := 0

@@ -7,11 +7,12 @@ import (
 )
 
 type metrics struct {
-	bytes          prometheus.Counter
-	downloads      *prometheus.CounterVec
-	retries        *prometheus.CounterVec
-	inFlight       prometheus.Gauge
-	verifyFailures *prometheus.CounterVec
+	bytes           prometheus.Counter
+	downloads       *prometheus.CounterVec
+	retries         *prometheus.CounterVec
+	inFlight        prometheus.Gauge
+	verifyFailures  *prometheus.CounterVec
+	partialsExpired prometheus.Counter
 }
 
 // newMetrics registers the fetcher's series on reg (nil: none kept).
@@ -27,9 +28,11 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Help: "Fetches running now."}),
 		verifyFailures: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "cdse_fetcher_verification_failures_total",
 			Help: "Downloads whose bytes disagreed with the catalogue's checksum, by algorithm."}, []string{"algorithm"}),
+		partialsExpired: prometheus.NewCounter(prometheus.CounterOpts{Name: "cdse_fetcher_partials_expired_total",
+			Help: "Unfinished downloads removed from the target after FETCH_PARTIAL_MAX_AGE untouched (partial files, S3 multipart uploads)."}),
 	}
 	if reg != nil {
-		for _, c := range []prometheus.Collector{m.bytes, m.downloads, m.retries, m.inFlight, m.verifyFailures} {
+		for _, c := range []prometheus.Collector{m.bytes, m.downloads, m.retries, m.inFlight, m.verifyFailures, m.partialsExpired} {
 			if err := reg.Register(c); err != nil {
 				return nil, fmt.Errorf("fetch: registering the metrics: %w", err)
 			}

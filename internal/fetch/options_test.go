@@ -94,7 +94,7 @@ func TestSweepPartials(t *testing.T) {
 	if _, err := ft.Open(ctx, "busy.zip", 0, Stored{}); err == nil || Permanent(err) {
 		t.Errorf("second open: %v", err)
 	}
-	n, err := ft.SweepPartials(time.Hour)
+	n, err := ft.SweepPartials(ctx, time.Hour)
 	if err != nil || n != 1 {
 		t.Fatalf("swept %d: %v", n, err)
 	}

@@ -280,3 +280,44 @@ func (u *s3Upload) Abort(bool) error {
 	<-u.done
 	return nil
 }
+
+// SweepPartials implements Target: the multipart uploads under the prefix
+// started more than maxAge ago are aborted. S3 keeps no partial a later
+// process can resume (the parts' hash state is not in the bucket), so an
+// upload a killed process left is only garbage; maxAge keeps the uploads
+// of downloads still running on other replicas. The bucket's lifecycle
+// rule (docs/fetching.md) backs this up for a prefix no fetcher runs on
+// any more.
+func (t *S3Target) SweepPartials(ctx context.Context, maxAge time.Duration) (int, error) {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
+	defer cancel()
+	cutoff := time.Now().Add(-maxAge)
+	in := &s3.ListMultipartUploadsInput{Bucket: &t.bucket}
+	if t.prefix != "" {
+		in.Prefix = aws.String(t.prefix + "/")
+	}
+	n := 0
+	for {
+		out, err := t.client.ListMultipartUploads(ctx, in)
+		if err != nil {
+			return n, fmt.Errorf("fetch target s3://%s: listing multipart uploads: %w", t.bucket, err)
+		}
+		for _, up := range out.Uploads {
+			if up.Initiated == nil || up.Initiated.After(cutoff) {
+				continue
+			}
+			_, err := t.client.AbortMultipartUpload(ctx, &s3.AbortMultipartUploadInput{Bucket: &t.bucket, Key: up.Key, UploadId: up.UploadId})
+			var nf *types.NoSuchUpload
+			if err != nil && !errors.As(err, &nf) {
+				return n, fmt.Errorf("fetch target s3://%s/%s: aborting a stale upload: %w", t.bucket, aws.ToString(up.Key), err)
+			}
+			if err == nil {
+				n++
+			}
+		}
+		if !aws.ToBool(out.IsTruncated) {
+			return n, nil
+		}
+		in.KeyMarker, in.UploadIdMarker = out.NextKeyMarker, out.NextUploadIdMarker
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/url"
 	"strings"
+	"time"
 )
 
 // Target is where products are stored: a directory (NewFileTarget) or an
@@ -27,6 +28,13 @@ type Target interface {
 	// Delete removes key (and what is kept beside it); no error when
 	// nothing is there.
 	Delete(ctx context.Context, key string) error
+	// SweepPartials removes what unfinished downloads left untouched for
+	// maxAge (the file target's partial files, an S3 bucket's multipart
+	// uploads under the prefix), returning how many. A download in
+	// progress is never removed: it is younger (the file target touches
+	// its partial as it grows and locks it; an S3 upload is as old as
+	// it was started, so maxAge must exceed the longest download).
+	SweepPartials(ctx context.Context, maxAge time.Duration) (int, error)
 }
 
 // Stored describes an object: its size and the checksums known of it

@@ -47,6 +47,7 @@ const (
 type Engine interface {
 	Fetch(ctx context.Context, p fetch.Product, key string, progress func()) (fetch.Result, error)
 	Delete(ctx context.Context, key string) error
+	SweepPartials(ctx context.Context, maxAge time.Duration) (int, error)
 }
 
 // Parts are what a fetcher runs with; Build makes them from the settings.
@@ -143,7 +144,36 @@ func (a *App) Run(ctx context.Context) error {
 		return srv.Shutdown(sctx)
 	})
 	g.Go(func() error { return a.consume(gctx) })
+	g.Go(func() error { a.sweep(gctx); return nil })
 	return g.Wait()
+}
+
+// sweepEvery is how often the target's stale partials are looked for
+// after the sweep at start.
+const sweepEvery = time.Hour
+
+// sweep removes what unfinished downloads left in the target for
+// FETCH_PARTIAL_MAX_AGE (a replica killed mid-download, a product no
+// longer fetched), at start and every sweepEvery, until ctx ends. Each
+// replica sweeps; an upload another one removed first is not counted.
+func (a *App) sweep(ctx context.Context) {
+	t := time.NewTimer(0)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		n, err := a.parts.Engine.SweepPartials(ctx, a.cfg.PartialMaxAge)
+		switch {
+		case err != nil && ctx.Err() == nil:
+			a.log.WithError(err).Warn("cannot sweep the target's stale partial downloads; trying again later")
+		case n > 0:
+			a.log.WithFields(logrus.Fields{"removed": n, "older_than": a.cfg.PartialMaxAge.String()}).Info("stale partial downloads removed from the target")
+		}
+		t.Reset(sweepEvery)
+	}
 }
 
 // setUp declares the fetcher's stream and its consumer on the product
