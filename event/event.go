@@ -9,6 +9,19 @@
 // itself takes its event kinds, header names, subject tokens and template
 // from this package, so the two cannot drift apart.
 //
+// The fetcher (cmd/fetcher) downloads each product of that stream into a
+// target (a directory, an S3 bucket) and publishes what became of it on a
+// stream of its own (DefaultFetchedStream): a fetched event on
+// <DefaultFetchedPrefix>.<event>.<collection>.<productType> for every
+// product stored (or removed from the target, with FETCH_ON_DELETE=delete),
+// read with DecodeFetched; a failed event on
+// <DefaultFailedPrefix>.<collection>.<productType> for every product event
+// it gave up, read with DecodeFailed. Both carry the product message's
+// notification as their body and its Cdse-* headers; a fetched event adds
+// the object's URL, size, the checksums verified and the time it took. A
+// pipeline that needs the files consumes the fetched events rather than the
+// notifications: when one arrives, the object is in place and verified.
+//
 // It depends on the standard library and nats.go only.
 package event
 

@@ -1,5 +1,15 @@
 package event
 
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats.go"
+)
+
 // Subjects and stream of the fetcher's events unless its FETCH_FETCHED_PREFIX,
 // FETCH_FAILED_PREFIX and FETCH_STREAM say otherwise. The fetched subjects
 // have the layout of DefaultTemplate (event.collection.productType), so
@@ -32,3 +42,130 @@ const (
 	// only).
 	HeaderFetchError = "Cdse-Fetch-Error"
 )
+
+// ErrNotFetched marks a message that is not a fetched event.
+var ErrNotFetched = errors.New("event: not a fetched event")
+
+// ErrNotFailed marks a message that is not a failed event.
+var ErrNotFailed = errors.New("event: not a failed event")
+
+// Fetched is one product stored by the fetcher (or removed from its target:
+// Deleted). The embedded Notification is the product event, decoded as
+// Decode decodes it; its ID is the fetched event's Nats-Msg-Id, not the
+// product message's.
+type Fetched struct {
+	*Notification
+	// ObjectURL is where the object is (or was, when Deleted):
+	// s3://bucket/key or file:///dir/key.
+	ObjectURL string
+	// Size is the object's size in bytes; 0 when Deleted.
+	Size int64
+	// Checksums are those the stored bytes were verified against, by
+	// algorithm in upper case ("MD5", "BLAKE3"), each in lower-case hex;
+	// empty when none did (Unverified says why).
+	Checksums map[string]string
+	// Unverified is why no checksum verified the bytes; "" when one did.
+	Unverified string
+	// Took is how long the fetch took, to the millisecond; 0 when Deleted.
+	Took time.Duration
+	// Deleted is set on the event of a deleted product the fetcher
+	// removed from its target: the message carries the object's URL only.
+	Deleted bool
+}
+
+// Verified reports whether at least one checksum verified the stored bytes.
+func (f *Fetched) Verified() bool { return len(f.Checksums) > 0 }
+
+// DecodeFetched reads a message of the fetcher's stream on a fetched
+// subject: jetstream.Msg is a Msg. For a core *nats.Msg, call
+// DecodeFetchedData(m.Data, m.Header).
+func DecodeFetched(m Msg) (*Fetched, error) {
+	return DecodeFetchedData(m.Data(), m.Headers())
+}
+
+// DecodeFetchedData reads a fetched event's data and headers. It fails,
+// wrapping ErrNotFetched, when the body is not a notification (the error
+// wraps ErrNotNotification too), when HeaderObjectURL is missing, when
+// HeaderObjectSize is missing (except on a deleted product's event) or not
+// a byte count, and when HeaderFetchTook is not a duration.
+func DecodeFetchedData(data []byte, h nats.Header) (*Fetched, error) {
+	n, err := DecodeData(data, h)
+	if err != nil {
+		return nil, fmt.Errorf("%w: its body: %w", ErrNotFetched, err)
+	}
+	f := &Fetched{Notification: n, Deleted: n.Event == Deleted}
+	if f.ObjectURL = h.Get(HeaderObjectURL); f.ObjectURL == "" {
+		return nil, fmt.Errorf("%w: no %s header", ErrNotFetched, HeaderObjectURL)
+	}
+	switch size := h.Get(HeaderObjectSize); {
+	case size == "" && !f.Deleted:
+		return nil, fmt.Errorf("%w: no %s header", ErrNotFetched, HeaderObjectSize)
+	case size != "":
+		if f.Size, err = strconv.ParseInt(size, 10, 64); err != nil {
+			return nil, fmt.Errorf("%w: %s %q is not a byte count: %w", ErrNotFetched, HeaderObjectSize, size, err)
+		}
+		if f.Size < 0 {
+			return nil, fmt.Errorf("%w: %s %q is negative", ErrNotFetched, HeaderObjectSize, size)
+		}
+	}
+	for k, v := range h {
+		if len(k) > len(HeaderChecksumPrefix) && strings.EqualFold(k[:len(HeaderChecksumPrefix)], HeaderChecksumPrefix) && len(v) > 0 && v[0] != "" {
+			if f.Checksums == nil {
+				f.Checksums = map[string]string{}
+			}
+			f.Checksums[strings.ToUpper(k[len(HeaderChecksumPrefix):])] = strings.ToLower(v[0])
+		}
+	}
+	f.Unverified = h.Get(HeaderUnverified)
+	if took := h.Get(HeaderFetchTook); took != "" {
+		if f.Took, err = time.ParseDuration(took); err != nil {
+			return nil, fmt.Errorf("%w: %s %q is not a duration: %w", ErrNotFetched, HeaderFetchTook, took, err)
+		}
+	}
+	return f, nil
+}
+
+// Failed is one product event the fetcher gave up (after its attempts, or
+// at once for a permanent error: offline, not found, checksum mismatch,
+// an undecodable body).
+type Failed struct {
+	// Notification is the product event given up; nil when its body is not
+	// a notification (DecodeErr says why; Data holds it).
+	Notification *Notification
+	// DecodeErr is why Notification is nil (it wraps ErrNotNotification).
+	DecodeErr error
+	// ProductID is the notification's product id, or the Cdse-Product-Id
+	// header's when the body did not decode; "" when neither says.
+	ProductID string
+	// Reason is why the fetcher gave up (HeaderFetchError).
+	Reason string
+	// ID is the failed event's Nats-Msg-Id.
+	ID string
+	// Data is the product message's body, as stored.
+	Data []byte
+}
+
+// DecodeFailed reads a message of the fetcher's stream on a failed subject:
+// jetstream.Msg is a Msg. For a core *nats.Msg, call
+// DecodeFailedData(m.Data, m.Header).
+func DecodeFailed(m Msg) (*Failed, error) {
+	return DecodeFailedData(m.Data(), m.Headers())
+}
+
+// DecodeFailedData reads a failed event's data and headers. It fails,
+// wrapping ErrNotFailed, only when HeaderFetchError is missing: a body that
+// is not a notification is what some failed events are about, so it is
+// kept in Data and said in DecodeErr.
+func DecodeFailedData(data []byte, h nats.Header) (*Failed, error) {
+	if h.Values(HeaderFetchError) == nil {
+		return nil, fmt.Errorf("%w: no %s header", ErrNotFailed, HeaderFetchError)
+	}
+	f := &Failed{Reason: h.Get(HeaderFetchError), ID: h.Get(HeaderMsgID), Data: data}
+	f.Notification, f.DecodeErr = DecodeData(data, h)
+	if f.Notification != nil {
+		f.ProductID = f.Notification.ProductID
+	} else {
+		f.ProductID = h.Get(HeaderProductID)
+	}
+	return f, nil
+}
