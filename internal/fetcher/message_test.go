@@ -1,6 +1,8 @@
 package fetcher
 
 import (
+	"errors"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -104,5 +106,89 @@ func TestPrefixesArePlanned(t *testing.T) {
 		if !slices.Contains(topology.PlannedPrefixes, p) {
 			t.Errorf("%s is not in topology.PlannedPrefixes %v", p, topology.PlannedPrefixes)
 		}
+	}
+}
+
+// TestMessagesDecode: what fetchedMsg, deletedMsg and failedMsg build,
+// event.DecodeFetchedData and event.DecodeFailedData read back as it was
+// put in: the two ends of the fetched and failed events agree.
+func TestMessagesDecode(t *testing.T) {
+	h := nats.Header{"Cdse-Product-Id": {"id1"}, "Cdse-Collection": {"SENTINEL-2"}, "Cdse-Source": {"push"}, "Nats-Msg-Id": {"created:id1"}}
+	n := fixture(t, "created-s2.json", h)
+	del := fixture(t, "deleted-s3-novalue.json", nil)
+	for _, tc := range []struct {
+		name string
+		msg  *nats.Msg
+		want event.Fetched // Notification: checked apart
+		of   *event.Notification
+	}{
+		{"verified", fetchedMsg("cdse.fetched", "f", n, h, fetch.Result{URL: "s3://b/k", Size: 1132462080, Took: 1234567 * time.Microsecond,
+			Verified: []fetch.Checksum{{Algorithm: "MD5", Value: "9F1A"}, {Algorithm: "blake3", Value: "cd"}}}),
+			event.Fetched{ObjectURL: "s3://b/k", Size: 1132462080, Took: 1235 * time.Millisecond, Checksums: map[string]string{"MD5": "9f1a", "BLAKE3": "cd"}}, n},
+		{"unverified", fetchedMsg("cdse.fetched", "f", n, h, fetch.Result{URL: "file:///d/k", Size: 7, Unverified: "no checksum in the catalogue"}),
+			event.Fetched{ObjectURL: "file:///d/k", Size: 7, Unverified: "no checksum in the catalogue"}, n},
+		{"unverified without a reason", fetchedMsg("cdse.fetched", "f", n, h, fetch.Result{URL: "file:///d/k", Took: time.Second}),
+			event.Fetched{ObjectURL: "file:///d/k", Unverified: "no checksum", Took: time.Second}, n},
+		{"deleted", deletedMsg("cdse.fetched", "f", del, nil, "s3://b/gone"),
+			event.Fetched{ObjectURL: "s3://b/gone", Deleted: true}, del},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f, err := event.DecodeFetchedData(tc.msg.Data, tc.msg.Header)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if f.ObjectURL != tc.want.ObjectURL || f.Size != tc.want.Size || f.Took != tc.want.Took || f.Unverified != tc.want.Unverified ||
+				f.Deleted != tc.want.Deleted || !maps.Equal(f.Checksums, tc.want.Checksums) {
+				t.Errorf("got  %+v\nwant %+v", *f, tc.want)
+			}
+			if f.ProductID != tc.of.ProductID || f.Event != tc.of.Event || f.ProductType != tc.of.ProductType || f.Collection != tc.of.Collection ||
+				f.Source != tc.of.Source || string(f.Data) != string(tc.of.Data) || f.ID != tc.msg.Header.Get(event.HeaderMsgID) {
+				t.Errorf("notification %+v\nwant %+v", f.Notification, tc.of)
+			}
+		})
+	}
+
+	for _, tc := range []struct {
+		name      string
+		msg       *nats.Msg
+		reason    string
+		productID string
+		decoded   bool
+	}{
+		{"a notification", failedMsg("cdse.fetchfailed", "f", n.Collection, n.ProductType, n.Data, h, 42, "checksum mismatch"),
+			"checksum mismatch", n.ProductID, true},
+		{"an undecodable body", failedMsg("cdse.fetchfailed", "f", "", "", []byte("not json"), h, 43, "undecodable: event: not a catalogue notification"),
+			"undecodable: event: not a catalogue notification", "id1", false},
+	} {
+		t.Run("failed/"+tc.name, func(t *testing.T) {
+			f, err := event.DecodeFailedData(tc.msg.Data, tc.msg.Header)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if f.Reason != tc.reason || f.ProductID != tc.productID || f.ID != tc.msg.Header.Get(event.HeaderMsgID) || string(f.Data) != string(tc.msg.Data) ||
+				(f.Notification != nil) != tc.decoded || (f.DecodeErr == nil) != tc.decoded {
+				t.Errorf("got %+v", *f)
+			}
+			if tc.decoded && (f.Notification.ProductType != n.ProductType || f.Notification.Event != n.Event) {
+				t.Errorf("notification %+v", f.Notification)
+			}
+		})
+	}
+	// Neither decoder takes the other's message.
+	if _, err := event.DecodeFailedData(n.Data, fetchedMsg("cdse.fetched", "f", n, h, fetch.Result{URL: "s3://b/k", Size: 1}).Header); !errors.Is(err, event.ErrNotFailed) {
+		t.Errorf("a fetched event decoded as failed: %v", err)
+	}
+	if _, err := event.DecodeFetchedData(n.Data, failedMsg("cdse.fetchfailed", "f", "", "", n.Data, h, 1, "x").Header); !errors.Is(err, event.ErrNotFetched) {
+		t.Errorf("a failed event decoded as fetched: %v", err)
+	}
+}
+
+// TestDefaultsAreEvents: the fetcher's default prefixes and stream are
+// those the event package tells consumers.
+func TestDefaultsAreEvents(t *testing.T) {
+	d := fetchconfig.Default()
+	if d.FetchedPrefix != event.DefaultFetchedPrefix || d.FailedPrefix != event.DefaultFailedPrefix || d.Stream != event.DefaultFetchedStream {
+		t.Errorf("fetchconfig %s %s %s, event %s %s %s", d.FetchedPrefix, d.FailedPrefix, d.Stream,
+			event.DefaultFetchedPrefix, event.DefaultFailedPrefix, event.DefaultFetchedStream)
 	}
 }
