@@ -20,7 +20,8 @@
 // notification as their body and its Cdse-* headers; a fetched event adds
 // the object's URL, size, the checksums verified and the time it took. A
 // pipeline that needs the files consumes the fetched events rather than the
-// notifications: when one arrives, the object is in place and verified.
+// notifications: when one arrives, the object is in place, verified
+// unless Unverified says why not.
 //
 // It depends on the standard library and nats.go only.
 package event

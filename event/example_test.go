@@ -64,3 +64,72 @@ func ExampleDecodeData() {
 	// https://catalogue.dataspace.copernicus.eu/odata/v1/Products(0f6b4c1e-8d2a-4f3b-9c5e-7a1d2b3c4e5f)/$value
 	// cloud cover 12.5 id created:0f6b4c1e-8d2a-4f3b-9c5e-7a1d2b3c4e5f
 }
+
+// A pipeline that needs the files waits for the fetcher's events, not for
+// the notifications: when a fetched event arrives, the object is in place.
+// It consumes the fetched subjects of its products from the fetcher's
+// stream; with a jetstream.Msg, it calls event.DecodeFetched(msg). Here one
+// message is built by hand as the fetcher publishes it.
+func ExampleDecodeFetchedData() {
+	subject, err := event.Filter{Prefix: event.DefaultFetchedPrefix, Event: event.Created, Collection: "SENTINEL-2", ProductType: "S2MSI2A"}.Subject()
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println("consume", subject, "from", event.DefaultFetchedStream)
+
+	m := &nats.Msg{Subject: subject, Header: nats.Header{}, Data: []byte(`{
+	  "SubscriptionEvent": "created",
+	  "ProductId": "0f6b4c1e-8d2a-4f3b-9c5e-7a1d2b3c4e5f",
+	  "ProductName": "S2B_MSIL2A_20261121T103319_N0511_R108_T32TQM_20261121T132945.SAFE",
+	  "value": {"Attributes": [{"Name": "productType", "Value": "S2MSI2A", "ValueType": "String"}]}
+	}`)}
+	m.Header.Set(event.HeaderCollection, "SENTINEL-2")
+	m.Header.Set(event.HeaderObjectURL, "s3://products/SENTINEL-2/S2MSI2A/2026/11/21/S2B_MSIL2A_20261121T103319_N0511_R108_T32TQM_20261121T132945.SAFE.zip")
+	m.Header.Set(event.HeaderObjectSize, "1132462080")
+	m.Header.Set(event.HeaderChecksumPrefix+"MD5", "9f1a4c0c2d7b6e0f3a8b1c2d3e4f5a6b")
+	m.Header.Set(event.HeaderFetchTook, "41.237s")
+
+	f, err := event.DecodeFetchedData(m.Data, m.Header)
+	if err != nil {
+		panic(err) // a consumer logs it and terminates the message
+	}
+	if f.Deleted {
+		return // the product was removed from the target (FETCH_ON_DELETE=delete)
+	}
+	if !f.Verified() {
+		fmt.Println("stored unverified:", f.Unverified)
+	}
+	fmt.Println(f.Event, f.Collection, f.ProductType, f.ProductName)
+	fmt.Println(f.ObjectURL)
+	fmt.Println(f.Size, "bytes, MD5", f.Checksums["MD5"], "in", f.Took)
+	// Output:
+	// consume cdse.fetched.created.SENTINEL-2.S2MSI2A from CDSE_FETCHED
+	// created SENTINEL-2 S2MSI2A S2B_MSIL2A_20261121T103319_N0511_R108_T32TQM_20261121T132945.SAFE
+	// s3://products/SENTINEL-2/S2MSI2A/2026/11/21/S2B_MSIL2A_20261121T103319_N0511_R108_T32TQM_20261121T132945.SAFE.zip
+	// 1132462080 bytes, MD5 9f1a4c0c2d7b6e0f3a8b1c2d3e4f5a6b in 41.237s
+}
+
+// A failed event is a product event the fetcher gave up; its body may be
+// what failed, a message that is not a notification. With a jetstream.Msg,
+// call event.DecodeFailed(msg).
+func ExampleDecodeFailedData() {
+	for _, m := range []*nats.Msg{
+		{Subject: event.DefaultFailedPrefix + ".SENTINEL-2.S2MSI2A", Header: nats.Header{event.HeaderFetchError: {"checksum mismatch"}},
+			Data: []byte(`{"SubscriptionEvent": "created", "ProductId": "0f6b4c1e-8d2a-4f3b-9c5e-7a1d2b3c4e5f"}`)},
+		{Subject: event.DefaultFailedPrefix + ".UNKNOWN.UNKNOWN", Header: nats.Header{event.HeaderFetchError: {"undecodable"}},
+			Data: []byte("<html>")},
+	} {
+		f, err := event.DecodeFailedData(m.Data, m.Header)
+		if err != nil {
+			panic(err)
+		}
+		if f.Notification == nil {
+			fmt.Printf("%q given up: %s (%v)\n", f.Data, f.Reason, f.DecodeErr)
+			continue
+		}
+		fmt.Println(f.Notification.Event, f.ProductID, "given up:", f.Reason)
+	}
+	// Output:
+	// created 0f6b4c1e-8d2a-4f3b-9c5e-7a1d2b3c4e5f given up: checksum mismatch
+	// "<html>" given up: undecodable (event: not a catalogue notification)
+}
