@@ -116,7 +116,7 @@ chart-lint: ## lint and render-test the Helm chart (with the Helm Go module; `he
 .PHONY: image
 image: ## build the container image without a container engine into bin/image.tar (IMAGE to name it; docker/podman load, crane push)
 	rm -rf bin/image-root && mkdir -p bin/image-root
-	CGO_ENABLED=0 GOOS=linux GOARCH=amd64 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o bin/image-root/ ./cmd/receiver ./cmd/register
+	CGO_ENABLED=0 GOOS=linux GOARCH=amd64 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o bin/image-root/ ./cmd/receiver ./cmd/register ./cmd/fetcher
 	cd tools && $(GO) run ./imagebuild -bin ../bin/image-root -o ../bin/image.tar -tag $(or $(IMAGE),cdse-receiver:$(VERSION)) \
 		-version $(VERSION) -revision $(REVISION) -created $$(git log -1 --format=%ct 2>/dev/null || echo 0)
 

@@ -1,7 +1,9 @@
 // Command imagebuild builds the receiver's container image without a
 // container engine (none runs where this project is built and tested):
-// the static receiver and register binaries on an empty base (they carry
-// their CA roots, golang.org/x/crypto/x509roots/fallback), user 65532, OCI
+// the static receiver, register and fetcher binaries on an empty base
+// (they carry their CA roots, golang.org/x/crypto/x509roots/fallback; the
+// receiver is the entrypoint, the chart's fetcher Deployment sets its
+// command to /usr/local/bin/fetcher), user 65532, OCI
 // labels, written as an image tarball (the `docker save` layout, OCI
 // layers) that `docker load`, `podman load` and `crane push` take. `make image` runs it; it is the release path.
 package main
@@ -26,7 +28,7 @@ import (
 
 // Options say what goes into the image.
 type Options struct {
-	// BinDir holds the linux binaries receiver and register.
+	// BinDir holds the linux binaries of Binaries.
 	BinDir                    string
 	Version, Revision, Source string
 	// Created is the image's creation time (the commit's, for a
@@ -40,13 +42,13 @@ type Options struct {
 const User = "65532:65532"
 
 // Binaries are installed in /usr/local/bin.
-var Binaries = []string{"receiver", "register"}
+var Binaries = []string{"receiver", "register", "fetcher"}
 
 func main() {
 	var o Options
 	var out string
 	var created int64
-	flag.StringVar(&o.BinDir, "bin", "", "directory with the linux binaries receiver and register")
+	flag.StringVar(&o.BinDir, "bin", "", "directory with the linux binaries receiver, register and fetcher")
 	flag.StringVar(&out, "o", "bin/image.tar", "the image tarball to write")
 	flag.StringVar(&o.Tag, "tag", "cdse-receiver:dev", "the image's name in the tarball")
 	flag.StringVar(&o.Version, "version", "dev", "org.opencontainers.image.version")
@@ -99,7 +101,9 @@ func Build(o Options) (v1.Image, error) {
 	cf.Config.Entrypoint = []string{"/usr/local/bin/receiver"}
 	cf.Config.WorkingDir = "/"
 	cf.Config.Env = []string{"PATH=/usr/local/bin", "RECEIVER_DATA_DIR=/data"}
-	cf.Config.ExposedPorts = map[string]struct{}{"8080/tcp": {}, "9090/tcp": {}, "4222/tcp": {}}
+	// The receiver's webhook, admin and embedded NATS ports; the fetcher's
+	// admin port (FETCH_ADMIN_ADDR).
+	cf.Config.ExposedPorts = map[string]struct{}{"8080/tcp": {}, "9090/tcp": {}, "4222/tcp": {}, "9091/tcp": {}}
 	cf.Config.Volumes = map[string]struct{}{"/data": {}}
 	cf.Config.Labels = map[string]string{
 		"org.opencontainers.image.title":       "cdse-jetstream receiver",

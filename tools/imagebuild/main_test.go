@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -17,7 +18,8 @@ import (
 )
 
 // The image make image builds: loaded back from its tarball, it has the
-// user, entrypoint and labels, and the binaries in it run.
+// user, entrypoint and labels, and the binaries in it run (the receiver,
+// register, and the fetcher the chart runs from the same image).
 func TestImage(t *testing.T) {
 	if runtime.GOOS != "linux" || runtime.GOARCH != "amd64" {
 		t.Skip("the image is linux/amd64; its binaries run only there")
@@ -25,7 +27,7 @@ func TestImage(t *testing.T) {
 	bin := t.TempDir()
 	build := exec.Command("go", "build", "-C", filepath.Join("..", ".."), "-trimpath",
 		"-ldflags", "-s -w -X github.com/prometheus/common/version.Version=v9.9.9-image -X github.com/prometheus/common/version.Revision=cafe123",
-		"-o", bin+string(os.PathSeparator), "./cmd/receiver", "./cmd/register")
+		"-o", bin+string(os.PathSeparator), "./cmd/receiver", "./cmd/register", "./cmd/fetcher")
 	build.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH=amd64")
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
@@ -52,7 +54,8 @@ func TestImage(t *testing.T) {
 		"entrypoint":   strings.Join(c.Entrypoint, " ") == "/usr/local/bin/receiver",
 		"platform":     cf.OS == "linux" && cf.Architecture == "amd64",
 		"data dir env": strings.Contains(strings.Join(c.Env, " "), "RECEIVER_DATA_DIR=/data"),
-		"ports":        len(c.ExposedPorts) == 3,
+		"ports":        len(c.ExposedPorts) == 4,
+		"fetcher port": func() bool { _, ok := c.ExposedPorts["9091/tcp"]; return ok }(),
 		"source":       c.Labels["org.opencontainers.image.source"] == "https://github.com/cdse-jetstream/receiver",
 		"revision":     c.Labels["org.opencontainers.image.revision"] == "cafe123",
 		"version":      c.Labels["org.opencontainers.image.version"] == "v9.9.9-image",
@@ -98,6 +101,11 @@ func TestImage(t *testing.T) {
 	}
 	if h := seen["data/"]; h == nil || h.Uid != 65532 {
 		t.Errorf("/data: %+v", h)
+	}
+	for _, b := range []string{"receiver", "register", "fetcher"} {
+		if !slices.Contains(Binaries, b) {
+			t.Errorf("%s is not among the image's binaries %v", b, Binaries)
+		}
 	}
 	for _, b := range Binaries {
 		h := seen["usr/local/bin/"+b]
