@@ -17,15 +17,23 @@ func BenchmarkParse(b *testing.B) {
 			b.Fatal(err)
 		}
 		body := buf.Bytes()
-		b.Run(name, func(b *testing.B) {
-			b.SetBytes(int64(len(body)))
-			b.ReportAllocs()
-			for b.Loop() {
-				if _, err := Parse(body, 100); err != nil {
-					b.Fatal(err)
-				}
+		// With the entity's offsets (a receiver with interests), and
+		// without (ParseOptions.NoEntity: the receiver without).
+		for _, o := range []ParseOptions{{Max: 100}, {Max: 100, NoEntity: true}} {
+			sub := name
+			if o.NoEntity {
+				sub += "/no-entity"
 			}
-		})
+			b.Run(sub, func(b *testing.B) {
+				b.SetBytes(int64(len(body)))
+				b.ReportAllocs()
+				for b.Loop() {
+					if _, err := ParseWith(body, o); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
+		}
 	}
 }
 

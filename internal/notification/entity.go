@@ -93,7 +93,7 @@ var ErrNotEntity = errors.New("not a product entity (a JSON object)")
 // use).
 func ReadEntity(raw []byte) (Entity, error) {
 	var n Notification
-	end, _ := n.readProduct(raw, 0) // a member the receiver would refuse is still one to read
+	end, _ := n.readProduct(raw, 0, true) // a member the receiver would refuse is still one to read
 	if end < 0 || jsonscan.SkipSpace(raw, end) != len(raw) {
 		return Entity{}, ErrNotEntity
 	}

@@ -132,6 +132,26 @@ const (
 // array of them. The result is all-or-nothing: the first invalid element makes
 // the whole body invalid. max bounds the number of elements of an array.
 func Parse(body []byte, max int) ([]Notification, error) {
+	return ParseWith(body, ParseOptions{Max: max})
+}
+
+// ParseOptions tune ParseWith.
+type ParseOptions struct {
+	// Max bounds the number of elements of an array body.
+	Max int
+	// NoEntity leaves Notification.Entity empty: a receiver without
+	// interests reads none of the offsets, and noting those of some 23
+	// attributes is an allocation and four spans each on every
+	// notification (bench/RESULTS.md, 2026-11-24: the drift against
+	// b8ff6f7). A reader of an empty Entity reads the entity whole
+	// (productfilter.FromNotification), so this is only ever slower,
+	// never wrong.
+	NoEntity bool
+}
+
+// ParseWith is Parse with options.
+func ParseWith(body []byte, o ParseOptions) ([]Notification, error) {
+	max, note := o.Max, !o.NoEntity
 	if len(bytes.TrimSpace(body)) == 0 {
 		return nil, &ValidationError{Index: -1, Reason: "empty body", Syntax: true}
 	}
@@ -147,7 +167,7 @@ func Parse(body []byte, max int) ([]Notification, error) {
 		if dup >= 0 {
 			return nil, duplicateError(body, dup, -1)
 		}
-		n, err := decode(body, -1)
+		n, err := decode(body, -1, note)
 		if err != nil {
 			return nil, err
 		}
@@ -174,7 +194,7 @@ func Parse(body []byte, max int) ([]Notification, error) {
 		}
 		out := make([]Notification, len(elems))
 		for i, e := range elems {
-			if out[i], err = decode(e, i); err != nil {
+			if out[i], err = decode(e, i, note); err != nil {
 				return nil, err
 			}
 		}
@@ -197,7 +217,7 @@ func Decode(raw []byte) (Notification, error) {
 	if dup >= 0 {
 		return Notification{}, duplicateError(raw, dup, -1)
 	}
-	return decode(raw, -1)
+	return decode(raw, -1, true)
 }
 
 // duplicateError says which member name repeats (the name literal starts
@@ -211,7 +231,7 @@ func duplicateError(b []byte, at, idx int) error {
 		Reason: fmt.Sprintf("duplicate member (the name repeats, exactly or in another case, in one object at offset %d): a reader could take either", at)}
 }
 
-func decode(raw []byte, idx int) (Notification, error) {
+func decode(raw []byte, idx int, note bool) (Notification, error) {
 	bad := func(field, reason string) (Notification, error) {
 		return Notification{}, &ValidationError{Index: idx, Field: field, Reason: reason}
 	}
@@ -224,7 +244,7 @@ func decode(raw []byte, idx int) (Notification, error) {
 	_, err := jsonscan.WalkObject(raw, 0, KnownName, func(name string, i int) int {
 		end := -1
 		if (name == "value" || name == "Value") && raw[i] == '{' && productErr == nil {
-			end, productErr = n.readProduct(raw, i)
+			end, productErr = n.readProduct(raw, i, note)
 		}
 		if end < 0 {
 			end = jsonscan.ValueEnd(raw, i)
@@ -337,10 +357,10 @@ type fieldError struct{ field, reason string }
 // readProduct takes from the product entity that starts at raw[i] the
 // little the receiver needs: Name, ModificationDate and the
 // platformShortName attribute, and notes in n.Entity where the members a
-// filter can name lie. The rest is forwarded untouched in Raw and never
-// decoded. raw is known to be valid JSON. It returns the offset just past
+// filter can name lie (unless note is false). The rest is forwarded
+// untouched in Raw and never decoded. raw is known to be valid JSON. It returns the offset just past
 // the entity, or -1 when it is not an object.
-func (n *Notification) readProduct(raw []byte, i int) (int, *fieldError) {
+func (n *Notification) readProduct(raw []byte, i int, note bool) (int, *fieldError) {
 	if len(raw)-i > maxEntity {
 		return -1, &fieldError{"", "product entity longer than 2 GiB"}
 	}
@@ -359,15 +379,17 @@ func (n *Notification) readProduct(raw []byte, i int) (int, *fieldError) {
 				}
 				return e
 			}
-			if n.Entity.Attributes == nil {
+			if note && n.Entity.Attributes == nil {
 				n.Entity.Attributes = make([]AttributeSpans, 0, 24) // a Sentinel-2 product has 23
 			}
 			e, _ := jsonscan.WalkArray(raw, v, func(a int) int {
 				if raw[a] != '{' {
 					return -1
 				}
-				ae, spans, name, value := attribute(raw, a, i)
-				n.Entity.Attributes = append(n.Entity.Attributes, spans)
+				ae, spans, name, value := attribute(raw, a, i, note)
+				if note {
+					n.Entity.Attributes = append(n.Entity.Attributes, spans)
+				}
 				if value == nil {
 					return ae
 				}
@@ -390,7 +412,7 @@ func (n *Notification) readProduct(raw []byte, i int) (int, *fieldError) {
 			return e
 		}
 		e := jsonscan.ValueEnd(raw, v)
-		if m, ok := memberOf(name); ok {
+		if m, ok := memberOf(name); ok && note {
 			n.Entity.Members[m] = spanAt(v, e, i)
 		}
 		val := raw[v:e]
@@ -458,17 +480,17 @@ func (n *Notification) readProduct(raw []byte, i int) (int, *fieldError) {
 // shapes are ignored: they are the catalogue's business. Nothing is decoded
 // but the name (and only when it has escapes), so the usual twenty-odd
 // attributes cost no allocation.
-func attribute(raw []byte, i, base int) (end int, at AttributeSpans, name string, value []byte) {
+func attribute(raw []byte, i, base int, note bool) (end int, at AttributeSpans, name string, value []byte) {
 	end, err := jsonscan.WalkObject(raw, i, KnownName, func(member string, v int) int {
 		var sp *Span
-		switch member {
-		case "Name":
+		switch {
+		case member == "Name":
 			sp = &at.Name
-		case "Value":
+		case member == "Value":
 			sp = &at.Value
-		case "ValueType":
+		case member == "ValueType" && note:
 			sp = &at.ValueType
-		case "@odata.type":
+		case member == "@odata.type" && note:
 			sp = &at.ODataType
 		default:
 			return -1

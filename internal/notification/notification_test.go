@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
+	"reflect"
 	"strconv"
 	"strings"
 	"testing"
@@ -304,5 +305,34 @@ func TestTemplates(t *testing.T) {
 	}
 	if (event.Template{}).Subject("p", n) != event.DefaultTemplate.Subject("p", n) {
 		t.Error("the zero event.Template is not the default")
+	}
+}
+
+// TestParseNoEntity: without the entity's offsets a notification is the
+// same in every other field, and its Entity is empty (which readers take
+// as "read the entity whole").
+func TestParseNoEntity(t *testing.T) {
+	for _, file := range []string{"created-s2.json", "created-s1.json", "created-s3.json", "created-s5p.json", "modified-s2.json", "deleted-s1.json", "created-short.json"} {
+		t.Run(file, func(t *testing.T) {
+			body := fixtures.Notification(t, file)
+			full, err := Parse(body, 100)
+			if err != nil {
+				t.Fatal(err)
+			}
+			lean, err := ParseWith(body, ParseOptions{Max: 100, NoEntity: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(lean[0].Entity.Attributes) != 0 || lean[0].Entity.Members != (Entity{}).Members {
+				t.Errorf("NoEntity noted %+v", lean[0].Entity)
+			}
+			if file != "created-short.json" && len(full[0].Entity.Attributes) == 0 {
+				t.Error("Parse noted no attribute")
+			}
+			full[0].Entity = Entity{}
+			if !reflect.DeepEqual(full[0], lean[0]) {
+				t.Errorf("differ beyond the Entity:\n%+v\n%+v", full[0], lean[0])
+			}
+		})
 	}
 }

@@ -148,6 +148,10 @@ func TestMatchFixtures(t *testing.T) {
 				if rp, _ := FromNotification(&fx[i].n, &needs); f.Match(&rp) != ok {
 					t.Errorf("%s: %v read as the filter needs, %v read whole", fx[i].name, !ok, ok)
 				}
+				// A notification read without its offsets is read whole.
+				if rp, _ := FromNotification(&fx[i].lean, &needs); f.Match(&rp) != ok {
+					t.Errorf("%s: %v read without the offsets, %v read whole", fx[i].name, !ok, ok)
+				}
 				// Explain agrees with Match, and names a term when false.
 				eok, why := f.Explain(&fx[i].p)
 				if eok != ok || (!ok && why == "") || (ok && why != "") {

@@ -18,6 +18,9 @@ type fixture struct {
 	raw  []byte
 	p    Product
 	n    notification.Notification // as the receiver reads it, with its Entity
+	// lean is the same read without its Entity (notification.ParseOptions
+	// NoEntity, the receiver without interests).
+	lean notification.Notification
 }
 
 // fixtures reads every notification of testdata/notifications that
@@ -61,7 +64,11 @@ func fixtures(tb testing.TB) []fixture {
 		if err != nil {
 			tb.Fatalf("%s: %v", f, err)
 		}
-		out = append(out, fixture{strings.TrimSuffix(filepath.Base(f), ".json"), raw, p, n})
+		lean, err := notification.ParseWith(body, notification.ParseOptions{Max: 1, NoEntity: true})
+		if err != nil {
+			tb.Fatalf("%s: %v", f, err)
+		}
+		out = append(out, fixture{strings.TrimSuffix(filepath.Base(f), ".json"), raw, p, n, lean[0]})
 	}
 	slices.SortFunc(out, func(a, b fixture) int { return strings.Compare(a.name, b.name) })
 	return out

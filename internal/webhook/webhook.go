@@ -248,7 +248,8 @@ func (h *handler) receive(c echo.Context) error {
 	if len(body) == 0 && req.Header.Get(preflight.Header) == "1" {
 		return h.preflight(c)
 	}
-	ns, err := notification.Parse(body, h.o.MaxNotifications)
+	// Without interests nothing reads where the entity's members lie.
+	ns, err := notification.ParseWith(body, notification.ParseOptions{Max: h.o.MaxNotifications, NoEntity: h.o.Route.Interests == nil})
 	if err != nil {
 		// The store may refer to the bytes until its PubAck; the refused
 		// path is rare, so the buffer is simply not reused.
