@@ -1,9 +1,14 @@
 package event_test
 
 import (
+	"context"
 	"fmt"
+	"log"
+	"os"
+	"os/signal"
 
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/cdse-jetstream/receiver/event"
 )
@@ -132,4 +137,57 @@ func ExampleDecodeFailedData() {
 	// Output:
 	// created 0f6b4c1e-8d2a-4f3b-9c5e-7a1d2b3c4e5f given up: checksum mismatch
 	// "<html>" given up: undecodable (event: not a catalogue notification)
+}
+
+// A pipeline waiting for files, over NATS: a durable consumer of the
+// fetched events of its products on the fetcher's stream, acking each after
+// its work. (Compiled, not run: it needs a server. docs/fetching.md shows
+// its middle.)
+func ExampleDecodeFetched() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	nc, err := nats.Connect(nats.DefaultURL)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer nc.Drain()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		log.Fatal(err)
+	}
+
+	subject, _ := event.Filter{Prefix: event.DefaultFetchedPrefix, Event: event.Created, Collection: "SENTINEL-2", ProductType: "S2MSI2A"}.Subject()
+	cons, err := js.CreateOrUpdateConsumer(ctx, event.DefaultFetchedStream, jetstream.ConsumerConfig{
+		Durable: "l2a-processor", FilterSubject: subject, AckPolicy: jetstream.AckExplicitPolicy,
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	cc, err := cons.Consume(func(m jetstream.Msg) {
+		f, err := event.DecodeFetched(m)
+		if err != nil { // not a fetched event
+			log.Print(err)
+			_ = m.Term()
+			return
+		}
+		if !f.Verified() {
+			log.Printf("%s stored unverified: %s", f.ProductName, f.Unverified)
+		}
+		// The object is in place: s3://bucket/key or file:///dir/key.
+		if err := process(ctx, f.ObjectURL, f.Size, f.Notification); err != nil {
+			_ = m.Nak() // the object stays; try again later
+			return
+		}
+		_ = m.Ack()
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer cc.Stop()
+	<-ctx.Done()
+}
+
+// process stands for a pipeline's work on one stored product.
+func process(ctx context.Context, objectURL string, size int64, n *event.Notification) error {
+	return ctx.Err()
 }
