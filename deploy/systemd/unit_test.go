@@ -370,7 +370,15 @@ func TestTheReceiverLoadsTheExample(t *testing.T) {
 // systemd itself reads the unit: `systemd-analyze verify` (no warning at
 // all) and its offline security review, where systemd-analyze is installed
 // (Debian's systemd package). Without it, the checks above stand alone.
+// The fetcher's unit is held to the same.
 func TestSystemdAnalyze(t *testing.T) {
+	for _, tt := range []struct{ unit, bin string }{{unitFile, "receiver"}, {fetcherUnitFile, "fetcher"}} {
+		t.Run(tt.bin, func(t *testing.T) { systemdAnalyze(t, tt.unit, tt.bin) })
+	}
+}
+
+// systemdAnalyze verifies unitFile, whose ExecStart is /usr/local/bin/<binary>.
+func systemdAnalyze(t *testing.T, unitFile, binary string) {
 	bin, err := exec.LookPath("systemd-analyze")
 	if err != nil {
 		t.Log("systemd-analyze is not installed: the unit is checked by the other tests only")
@@ -379,7 +387,7 @@ func TestSystemdAnalyze(t *testing.T) {
 	// verify wants ExecStart's binary: a stand-in, the unit otherwise as
 	// shipped, under its own name.
 	dir := t.TempDir()
-	stub := filepath.Join(dir, "receiver")
+	stub := filepath.Join(dir, binary)
 	if err := os.WriteFile(stub, []byte("#!/bin/sh\nexit 0\n"), 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -387,11 +395,12 @@ func TestSystemdAnalyze(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(string(b), "ExecStart=/usr/local/bin/receiver\n") {
-		t.Fatal("no ExecStart=/usr/local/bin/receiver line")
+	execStart := "ExecStart=/usr/local/bin/" + binary + "\n"
+	if !strings.Contains(string(b), execStart) {
+		t.Fatalf("no %s line", strings.TrimSpace(execStart))
 	}
 	copyFile := filepath.Join(dir, unitFile)
-	if err := os.WriteFile(copyFile, []byte(strings.Replace(string(b), "ExecStart=/usr/local/bin/receiver\n", "ExecStart="+stub+"\n", 1)), 0o644); err != nil {
+	if err := os.WriteFile(copyFile, []byte(strings.Replace(string(b), execStart, "ExecStart="+stub+"\n", 1)), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	out, err := exec.Command(bin, "verify", copyFile).CombinedOutput()
