@@ -1,0 +1,97 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+
+	"github.com/cdse-jetstream/receiver/internal/cli"
+)
+
+// newFailedDrop is `fetcher failed drop SEQ...`: the failed events that
+// will never be fetched (a product withdrawn, one fetched by hand with
+// fetcher get), removed for good, by name (no "drop everything": retry
+// first, then drop what fails again, by name).
+func newFailedDrop(fc *failedCmd) *cobra.Command {
+	var dryRun bool
+	drop := &cobra.Command{Use: "drop SEQ...", Short: "Remove the failed events named for good",
+		Args: func(_ *cobra.Command, args []string) error {
+			if len(args) == 0 {
+				return cli.Usagef("drop needs the sequences of the failed events to remove (see failed list)")
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			only, err := failedSeqs(args)
+			if err != nil {
+				return err
+			}
+			_, store, done, err := fc.open(cmd)
+			if err != nil {
+				return err
+			}
+			defer done()
+			sum, err := failedDrop(cmd.Context(), store, only, dryRun)
+			if err != nil {
+				return failedCtxDone(cmd.Context(), err)
+			}
+			perr := fc.out.Print(cmd.OutOrStdout(), sum, func(w io.Writer) error {
+				tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+				fmt.Fprintln(tw, "SEQ\tPRODUCT\tREASON\tRESULT")
+				for _, it := range sum.Items {
+					fmt.Fprintf(tw, "%d\t%s\t%s\t%s\n", it.Seq, orDash(it.ProductID), cutText(orDash(it.Reason), 80), it.Result)
+				}
+				return tw.Flush()
+			})
+			return errors.Join(perr, errFailedNotFound(sum.NotFound))
+		}}
+	drop.Flags().BoolVar(&dryRun, "dry-run", false, "say what would be removed; remove nothing")
+	return drop
+}
+
+// failedDropSummary is what a drop did.
+type failedDropSummary struct {
+	DryRun   bool             `json:"dryRun"`
+	Dropped  int              `json:"dropped"`
+	NotFound int              `json:"notFound"`
+	Items    []failedDropItem `json:"items"`
+}
+
+// failedDropItem is the fate of one failed event a drop was asked for.
+type failedDropItem struct {
+	Seq       uint64 `json:"seq"`
+	ProductID string `json:"productId,omitempty"`
+	Reason    string `json:"reason,omitempty"`
+	Result    string `json:"result"` // dropped, would-drop, not-found
+}
+
+// failedDrop removes the failed events seqs; a sequence that is not one is
+// an item "not-found", the others are dropped all the same.
+func failedDrop(ctx context.Context, store *failedStore, seqs []uint64, dryRun bool) (failedDropSummary, error) {
+	sum := failedDropSummary{DryRun: dryRun, Items: []failedDropItem{}}
+	for _, seq := range seqs {
+		f, err := store.Get(ctx, seq)
+		if errors.Is(err, errNoFailed) {
+			sum.NotFound++
+			sum.Items = append(sum.Items, failedDropItem{Seq: seq, Result: "not-found"})
+			continue
+		}
+		if err != nil {
+			return sum, err
+		}
+		item := failedDropItem{Seq: seq, ProductID: f.ProductID, Reason: f.Reason, Result: "would-drop"}
+		if !dryRun {
+			if err := store.Remove(ctx, seq); err != nil {
+				return sum, err
+			}
+			item.Result = "dropped"
+			sum.Dropped++
+		}
+		sum.Items = append(sum.Items, item)
+	}
+	return sum, nil
+}

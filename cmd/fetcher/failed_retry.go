@@ -1,0 +1,256 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/spf13/cobra"
+
+	"github.com/cdse-jetstream/receiver/event"
+	"github.com/cdse-jetstream/receiver/internal/fetchconfig"
+)
+
+// The retry queue. A failed product event is put back on the product
+// stream (NATS_STREAM), on a subject of its own outside the product
+// subjects, <fetchRetryPrefix>.<consumer>.<collection>.<productType>, which
+// the fetcher's durable consumer filters beside FETCH_SUBJECTS and no
+// consumer of the product subjects sees. That one consumer's MaxAckPending
+// (FETCH_CONCURRENCY) then caps retries and products together, across
+// every replica: a retry waits for a slot as any product does.
+const (
+	fetchRetryPrefix = "cdse.fetchretry"
+	// headerFetchRetry is set on a retry: the sequence of the failed event
+	// it came from. The fetcher copies Cdse-* headers to its events, so
+	// the retry's fetched (or failed again) event carries it too.
+	headerFetchRetry = "Cdse-Fetch-Retry"
+)
+
+// fetchRetrySubject is where the failed event f is queued again for
+// consumer: the failed subject's collection and product type.
+func fetchRetrySubject(consumer string, f failedEvent) string {
+	return fetchRetryPrefix + "." + consumer + "." + orUnknown(f.Collection) + "." + orUnknown(f.ProductType)
+}
+
+func orUnknown(s string) string {
+	if s == "" {
+		return event.UnknownToken
+	}
+	return s
+}
+
+// newFailedRetry is `fetcher failed retry [SEQ...]`.
+func newFailedRetry(fc *failedCmd) *cobra.Command {
+	var dryRun bool
+	retry := &cobra.Command{Use: "retry [SEQ...]", Short: "Put the failed events (every one, or those named) back to the fetchers, exactly once",
+		RunE: func(cmd *cobra.Command, args []string) error {
+			only, err := failedSeqs(args)
+			if err != nil {
+				return err
+			}
+			cfg, store, done, err := fc.open(cmd)
+			if err != nil {
+				return err
+			}
+			defer done()
+			r := &failedRetrier{store: store, cfg: cfg, routes: map[string]*retryRoute{}}
+			sum, err := r.run(cmd.Context(), only, dryRun)
+			perr := fc.out.Print(cmd.OutOrStdout(), sum, func(w io.Writer) error {
+				tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+				fmt.Fprintln(tw, "SEQ\tPRODUCT\tRESULT\tDETAIL")
+				for _, it := range sum.Items {
+					fmt.Fprintf(tw, "%d\t%s\t%s\t%s\n", it.Seq, orDash(it.ProductID), it.Result, cutText(it.Detail, 100))
+				}
+				if err := tw.Flush(); err != nil {
+					return err
+				}
+				did := "retried"
+				if dryRun {
+					did = "would retry (dry run)"
+				}
+				_, err := fmt.Fprintf(w, "%d checked: %s %d (%d queued, %d already queued)\n", sum.Checked, did, sum.Retried, sum.Queued, sum.Duplicates)
+				return err
+			})
+			if err != nil {
+				// What was done before the error is printed above.
+				return failedCtxDone(cmd.Context(), err)
+			}
+			return errors.Join(perr, errFailedNotFound(sum.NotFound))
+		}}
+	retry.Flags().BoolVar(&dryRun, "dry-run", false, "check and say what would be queued again; queue and remove nothing")
+	return retry
+}
+
+// failedRetrySummary is what a retry did.
+type failedRetrySummary struct {
+	DryRun     bool              `json:"dryRun"`
+	Checked    int               `json:"checked"`
+	Retried    int               `json:"retried"`    // queued (or would be); removed from the failed events unless dry
+	Queued     int               `json:"queued"`     // newly on the product stream
+	Duplicates int               `json:"duplicates"` // queued already by an earlier run (its removal had failed)
+	NotFound   int               `json:"notFound,omitempty"`
+	Items      []failedRetryItem `json:"items"`
+}
+
+// failedRetryItem is the fate of one failed event.
+type failedRetryItem struct {
+	Seq       uint64 `json:"seq"`
+	ProductID string `json:"productId,omitempty"`
+	Result    string `json:"result"` // retried, would-retry, not-found
+	Subject   string `json:"subject,omitempty"`
+	Detail    string `json:"detail,omitempty"`
+}
+
+// retryRoute is what a consumer's retries need, read once: the product
+// stream's subjects and the consumer's filters.
+type retryRoute struct {
+	streamSubjects, filters []string
+}
+
+type failedRetrier struct {
+	store  *failedStore
+	cfg    fetchconfig.Config
+	routes map[string]*retryRoute // by consumer
+}
+
+// run retries every failed event (or those of only), one at a time. Each
+// is published with the Nats-Msg-Id fetchretry/<FETCH_STREAM>/<seq> and
+// removed from the failed events only after its PubAck: run twice (or cut
+// between the two), the second publish is a duplicate the product stream
+// drops, and the product is queued once.
+func (r *failedRetrier) run(ctx context.Context, only []uint64, dryRun bool) (failedRetrySummary, error) {
+	sum := failedRetrySummary{DryRun: dryRun, Items: []failedRetryItem{}}
+	one := func(f failedEvent) error { return r.one(ctx, f, dryRun, &sum) }
+	if len(only) == 0 {
+		return sum, r.store.Each(ctx, one)
+	}
+	for _, seq := range only {
+		f, err := r.store.Get(ctx, seq)
+		if errors.Is(err, errNoFailed) {
+			sum.NotFound++
+			sum.Items = append(sum.Items, failedRetryItem{Seq: seq, Result: "not-found", Detail: "not a failed event (see failed list)"})
+			continue
+		}
+		if err != nil {
+			return sum, err
+		}
+		if err := one(f); err != nil {
+			return sum, err
+		}
+	}
+	return sum, nil
+}
+
+func (r *failedRetrier) one(ctx context.Context, f failedEvent, dryRun bool, sum *failedRetrySummary) error {
+	sum.Checked++
+	consumer := f.Consumer // the one that gave it up
+	if consumer == "" {
+		consumer = r.cfg.Consumer
+	}
+	subject := fetchRetrySubject(consumer, f)
+	if err := r.check(ctx, consumer, subject); err != nil {
+		return fmt.Errorf("failed event %d kept: %w", f.Seq, err)
+	}
+	item := failedRetryItem{Seq: f.Seq, ProductID: f.ProductID, Subject: subject}
+	if dryRun {
+		item.Result, item.Detail = "would-retry", "for consumer "+consumer+" on "+subject
+		sum.Retried++
+		sum.Items = append(sum.Items, item)
+		return nil
+	}
+	h := nats.Header{}
+	for k, v := range f.Header {
+		if strings.HasPrefix(k, "Cdse-") && k != event.HeaderFetchError && k != headerFetchRetry {
+			h[k] = append([]string(nil), v...)
+		}
+	}
+	h.Set(headerFetchRetry, strconv.FormatUint(f.Seq, 10))
+	h.Set(event.HeaderMsgID, "fetchretry/"+r.cfg.Stream+"/"+strconv.FormatUint(f.Seq, 10))
+	pctx, cancel := context.WithTimeout(ctx, failedCallTimeout)
+	ack, err := r.store.js.PublishMsg(pctx, &nats.Msg{Subject: subject, Header: h, Data: f.Body}, jetstream.WithExpectStream(r.cfg.ProductStream))
+	cancel()
+	if err != nil {
+		return fmt.Errorf("retry failed event %d (kept): publish %s: %w", f.Seq, subject, err)
+	}
+	if ack.Duplicate {
+		sum.Duplicates++
+		item.Detail = "already queued by an earlier retry"
+	} else {
+		sum.Queued++
+		item.Detail = fmt.Sprintf("queued for consumer %s: %s #%d", consumer, ack.Stream, ack.Sequence)
+	}
+	if err := r.store.Remove(ctx, f.Seq); err != nil {
+		return fmt.Errorf("failed event %d is queued again, but %w; a second retry finds it a duplicate", f.Seq, err)
+	}
+	item.Result = "retried"
+	sum.Retried++
+	sum.Items = append(sum.Items, item)
+	return nil
+}
+
+// check refuses a retry nobody would fetch: the product stream must take
+// the retry subject, and the consumer must exist and filter it. Otherwise
+// the failed event would be removed for a message no fetcher ever reads.
+func (r *failedRetrier) check(ctx context.Context, consumer, subject string) error {
+	route, ok := r.routes[consumer]
+	if !ok {
+		ctx, cancel := context.WithTimeout(ctx, failedCallTimeout)
+		defer cancel()
+		s, err := r.store.js.Stream(ctx, r.cfg.ProductStream)
+		if err != nil {
+			return fmt.Errorf("product stream %s: %w", r.cfg.ProductStream, err)
+		}
+		c, err := s.Consumer(ctx, consumer)
+		if errors.Is(err, jetstream.ErrConsumerNotFound) {
+			return fmt.Errorf("no consumer %s on %s: no fetcher would take the retry (start the fetcher with FETCH_CONSUMER=%s first)", consumer, r.cfg.ProductStream, consumer)
+		}
+		if err != nil {
+			return fmt.Errorf("consumer %s on %s: %w", consumer, r.cfg.ProductStream, err)
+		}
+		cc := c.CachedInfo().Config
+		route = &retryRoute{streamSubjects: s.CachedInfo().Config.Subjects, filters: cc.FilterSubjects}
+		if cc.FilterSubject != "" {
+			route.filters = append(route.filters, cc.FilterSubject)
+		}
+		r.routes[consumer] = route
+	}
+	if !anySubjectMatches(route.streamSubjects, subject) {
+		return fmt.Errorf("the product stream %s does not take %s, where a retry is queued for the fetcher: its subjects (%s) need %s.> (see docs/fetching.md, Failed products)",
+			r.cfg.ProductStream, subject, strings.Join(route.streamSubjects, ", "), fetchRetryPrefix)
+	}
+	if len(route.filters) > 0 && !anySubjectMatches(route.filters, subject) {
+		return fmt.Errorf("the consumer %s on %s does not take %s: a retry would never be fetched; its subjects (%s) need %s.%s.> (see docs/fetching.md, Failed products)",
+			consumer, r.cfg.ProductStream, subject, strings.Join(route.filters, ", "), fetchRetryPrefix, consumer)
+	}
+	return nil
+}
+
+func anySubjectMatches(filters []string, subject string) bool {
+	for _, f := range filters {
+		if subjectMatches(f, subject) {
+			return true
+		}
+	}
+	return false
+}
+
+// subjectMatches reports whether the NATS filter (with * and >) takes the
+// subject.
+func subjectMatches(filter, subject string) bool {
+	f, s := strings.Split(filter, "."), strings.Split(subject, ".")
+	for i, t := range f {
+		if t == ">" {
+			return len(s) > i
+		}
+		if i >= len(s) || (t != "*" && t != s[i]) {
+			return false
+		}
+	}
+	return len(f) == len(s)
+}
