@@ -125,6 +125,12 @@ var matchCases = []struct {
 	// ... until its foot reaches 39.6: the footprints that go below it.
 	{"OData.CSC.Intersects(area=geography'SRID=4326;POLYGON((-6 37,0 37,0 39.6,-5 39.6,-5 44,-6 44,-6 37))')", []string{s1PushAck, s2L1C, s5pDeleted, s2Offline}},
 	{"Collection/Name eq 'SENTINEL-2' and OData.CSC.Intersects(area=geography'SRID=4326;POLYGON((-4 39,-1 39,-1 41.5,-4 41.5,-4 39))') and Online eq true", []string{s2L1C}},
+	// The area named Footprint= rather than area=, the same test: the CDSE
+	// documentation's On-Demand Production page ("product footprint
+	// intersects with the Brussels metropolitan area") and WASDI's
+	// QueryTranslatorOData write it so.
+	{"OData.CSC.Intersects(Footprint=geography'SRID=4326;POLYGON ((-4 39, -1 39, -1 39.9, -4 39.9, -4 39))')", []string{s1PushAck, s2L1C, s5pDeleted, s2Offline}},
+	{"(Online eq true) and (OData.CSC.Intersects(Footprint=geography'SRID=4326;POLYGON ((11 44, 13 44, 13 47, 11 47, 11 44))'))", []string{s2L2A, s2Modified}},
 }
 
 func TestMatchFixtures(t *testing.T) {
@@ -253,6 +259,9 @@ func TestParseErrors(t *testing.T) {
 		{"OData.CSC.Intersects(area=geography'POINT(0 0)')", "POINT", "expected SRID=4326"},
 		{"OData.CSC.Intersects(area=geography 'SRID=4326;POINT(0 0)')", "'SRID", "right after geography"},
 		{"OData.CSC.Intersects(geography'SRID=4326;POINT(0 0)')", "geography", "area="},
+		{"OData.CSC.Intersects(footprint=geography'SRID=4326;POINT(0 0)')", "footprint", "area= or Footprint="},
+		{"OData.CSC.Intersects(location=geography'SRID=4326;POINT(0 0)')", "location", "area= or Footprint="},
+		{"OData.CSC.Intersects(Footprint geography'SRID=4326;POINT(0 0)')", "geography", "'=' after Footprint"},
 		{"OData.CSC.Intersects(area='SRID=4326;POINT(0 0)')", "'SRID", "geography"},
 		{"OData.CSC.Intersects(area=geography'SRID=4326;LINESTRING(0 0,1 1)')", "LINESTRING", "unsupported geometry"},
 		{"OData.CSC.Intersects(area=geography'SRID=4326;POLYGON((0 0,1 0,1 1,0 1))')", "POLYGON", "invalid"},

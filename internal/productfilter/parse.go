@@ -770,7 +770,9 @@ func (p *parser) attribute() (node, error) {
 	return n, nil
 }
 
-// intersects parses OData.CSC.Intersects(area=geography'SRID=4326;...').
+// intersects parses OData.CSC.Intersects(area=geography'SRID=4326;...'),
+// or with the area named Footprint= (the CDSE documentation's On-Demand
+// Production page, WASDI): the same test of the product's footprint.
 func (p *parser) intersects() (node, error) {
 	p.next()
 	open, err := p.expect(tLParen, "'(' after OData.CSC.Intersects")
@@ -781,10 +783,15 @@ func (p *parser) intersects() (node, error) {
 		return nil, err
 	}
 	defer p.leave()
-	if _, err := p.expectWord("area", "area="); err != nil {
-		return nil, err
+	param := p.tok
+	if !p.isWord("area") && !p.isWord("Footprint") {
+		if param.kind == tWord && p.peek().kind == tEquals {
+			return nil, errAt(param.pos, "expected area= or Footprint=, found %s", quote(param.text))
+		}
+		return nil, p.unexpected("area=")
 	}
-	if _, err := p.expect(tEquals, "'=' after area"); err != nil {
+	p.next()
+	if _, err := p.expect(tEquals, "'=' after "+param.text); err != nil {
 		return nil, err
 	}
 	g, err := p.expectWord("geography", "geography'SRID=4326;...'")

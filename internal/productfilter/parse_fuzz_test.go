@@ -43,6 +43,11 @@ func FuzzParseFilter(f *testing.F) {
 		"Name eq 'it''s' or Name eq ''''",
 		"OData.CSC.Intersects(area=geography'SRID=4326;MULTIPOLYGON(((179 -16,-179 -16,-179 -17,179 -17,179 -16)))')",
 		"OData.CSC.Intersects(area=geography'SRID=4326;POINT(180 90)')",
+		// The forms of issue 32, at their edges.
+		"OData.CSC.Intersects(Footprint=geography'SRID=4326;POINT(0 0)')",
+		"OData.CSC.Intersects(Footprint=)",
+		"OData.CSC.Intersects(Footprint geography'SRID=4326;POINT(0 0)')",
+		"OData.CSC.Intersects(footprint=geography'SRID=4326;POINT(0 0)')",
 		// Nesting at and past the limit, every way.
 		nest(depthLimit, "Online eq true"),
 		nest(depthLimit+1, "Online eq true"),
