@@ -41,6 +41,7 @@ type Config struct {
 	Stream          string        `koanf:"FETCH_STREAM" flag:"fetch-stream" help:"stream of the fetched and failed events (the fetcher declares it)"`
 	DedupeWindow    time.Duration `koanf:"FETCH_DEDUPE_WINDOW" flag:"dedupe-window" help:"that stream's duplicate window: how long a fetched event is recognised as already stored"`
 	ShutdownTimeout time.Duration `koanf:"FETCH_SHUTDOWN_TIMEOUT" flag:"shutdown-timeout" help:"after SIGTERM, running downloads get this long before they are cut (the partial object is kept to resume)"`
+	AckWait         time.Duration `koanf:"FETCH_ACK_WAIT" flag:"ack-wait" help:"a product event taken by a replica that then says nothing this long (killed, its node lost) goes to another; a running download renews it"`
 	PartialMaxAge   time.Duration `koanf:"FETCH_PARTIAL_MAX_AGE" flag:"partial-max-age" help:"unfinished downloads untouched this long are removed from the target (partial files; S3 multipart uploads started this long ago), at start and hourly"`
 	DownloadURL     string        `koanf:"CDSE_DOWNLOAD_URL" flag:"cdse-download-url" help:"download service base: <url>/Products(<id>)/$value"`
 
@@ -90,6 +91,7 @@ func Default() Config {
 		DedupeWindow:     24 * time.Hour,
 		ShutdownTimeout:  30 * time.Second,
 		PartialMaxAge:    24 * time.Hour,
+		AckWait:          2 * time.Minute,
 		DownloadURL:      cdse.DownloadURL,
 		NATSURL:          "nats://127.0.0.1:4222",
 		ProductStream:    event.DefaultStream,
@@ -216,6 +218,9 @@ func (c Config) Validate() error {
 	}
 	if c.DedupeWindow < time.Second {
 		bad("FETCH_DEDUPE_WINDOW %s: want at least 1s", c.DedupeWindow)
+	}
+	if c.AckWait < 5*time.Second {
+		bad("FETCH_ACK_WAIT %s: want at least 5s", c.AckWait)
 	}
 	if c.PartialMaxAge < time.Hour {
 		bad("FETCH_PARTIAL_MAX_AGE %s: want at least 1h (a younger partial may be a download still running)", c.PartialMaxAge)

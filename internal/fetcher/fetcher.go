@@ -32,16 +32,9 @@ import (
 	"github.com/cdse-jetstream/receiver/internal/retry"
 )
 
-// AckWait is how long a delivered product event stays with one replica
-// without word from it; the engine's progress keeps a long download's
-// message (InProgress at most every ackRefresh).
-const (
-	AckWait    = 2 * time.Minute
-	ackRefresh = 20 * time.Second
-	// engineAttempts are the tries of one delivery inside the engine (a
-	// cut download resumes); FETCH_MAX_ATTEMPTS counts deliveries.
-	engineAttempts = 3
-)
+// engineAttempts are the tries of one delivery inside the engine (a cut
+// download resumes); FETCH_MAX_ATTEMPTS counts deliveries.
+const engineAttempts = 3
 
 // Engine is what the fetcher needs of internal/fetch (a *fetch.Fetcher).
 type Engine interface {
@@ -210,7 +203,7 @@ func (a *App) declare(ctx context.Context) (jetstream.Consumer, error) {
 		Description:    "fetcher: downloads each product event",
 		FilterSubjects: a.cfg.SubjectList(),
 		AckPolicy:      jetstream.AckExplicitPolicy,
-		AckWait:        AckWait,
+		AckWait:        a.cfg.AckWait,
 		// The deployment-wide cap on downloads: NATS delivers no more
 		// unacked messages than this to all replicas together.
 		MaxAckPending: a.cfg.Concurrency,
@@ -346,8 +339,10 @@ func (a *App) handle(ctx context.Context, m jetstream.Msg) {
 		pub = deletedMsg(a.cfg.FetchedPrefix, a.cfg.Consumer, n, m.Headers(), a.parts.Target.URL(key))
 	default:
 		var last time.Time
+		// A long download keeps its message with InProgress, four times
+		// an AckWait: one lost or late still leaves three.
 		progress := func() {
-			if time.Since(last) >= ackRefresh {
+			if time.Since(last) >= a.cfg.AckWait/4 {
 				last = time.Now()
 				_ = m.InProgress()
 			}

@@ -125,6 +125,24 @@ func (w *world) notifyEvent(t *testing.T, event string, ps ...*cdsesim.Product) 
 // bound.
 func (w *world) fetcher(t *testing.T, env map[string]string) (admin string, logs *bins.SyncBuffer, stop func() time.Duration) {
 	t.Helper()
+	p := w.startFetcher(t, env)
+	return p.admin, p.logs, p.stop
+}
+
+// fetcherProc is a running fetcher binary.
+type fetcherProc struct {
+	admin string
+	logs  *bins.SyncBuffer
+	// stop sends SIGTERM and waits for the exit (bounded), returning
+	// how long the fetcher took; kill sends SIGKILL and waits.
+	stop func() time.Duration
+	kill func()
+}
+
+// startFetcher is fetcher, with a kill -9 too.
+func (w *world) startFetcher(t *testing.T, env map[string]string) *fetcherProc {
+	t.Helper()
+	var admin string
 	bin := bins.Build(t, "github.com/cdse-jetstream/receiver/cmd/fetcher")
 	port := natstest.FreePort(t)
 	admin = fmt.Sprintf("127.0.0.1:%d", port)
@@ -142,7 +160,7 @@ func (w *world) fetcher(t *testing.T, env map[string]string) (admin string, logs
 	for k, v := range all {
 		cmd.Env = append(cmd.Env, k+"="+v)
 	}
-	logs = &bins.SyncBuffer{}
+	logs := &bins.SyncBuffer{}
 	cmd.Stdout, cmd.Stderr = logs, logs
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -151,9 +169,7 @@ func (w *world) fetcher(t *testing.T, env map[string]string) (admin string, logs
 	go func() { exited <- cmd.Wait() }()
 	var once sync.Once
 	var took time.Duration
-	// stop sends SIGTERM and waits for the exit (bounded), returning how
-	// long the fetcher took to exit.
-	stop = func() time.Duration {
+	stop := func() time.Duration {
 		once.Do(func() {
 			start := time.Now()
 			_ = cmd.Process.Signal(syscall.SIGTERM)
@@ -171,6 +187,16 @@ func (w *world) fetcher(t *testing.T, env map[string]string) (admin string, logs
 		})
 		return took
 	}
+	kill := func() {
+		once.Do(func() {
+			_ = cmd.Process.Kill()
+			select {
+			case <-exited:
+			case <-time.After(20 * time.Second):
+				t.Errorf("fetcher still running 20s after SIGKILL")
+			}
+		})
+	}
 	t.Cleanup(func() {
 		stop()
 		if t.Failed() {
@@ -180,7 +206,7 @@ func (w *world) fetcher(t *testing.T, env map[string]string) (admin string, logs
 	if err := scrape.Status("http://"+admin+"/readyz", http.StatusOK, 20*time.Second); err != nil {
 		t.Fatalf("fetcher not ready: %v\n%s", err, logs)
 	}
-	return admin, logs, stop
+	return &fetcherProc{admin: admin, logs: logs, stop: stop, kill: kill}
 }
 
 // events waits until the fetcher's stream holds n messages, then a moment
