@@ -7,6 +7,7 @@
 package fetcher
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -87,6 +88,7 @@ type App struct {
 	ready    atomic.Bool // the stream and consumer are declared
 	outcomes *prometheus.CounterVec
 	running  prometheus.Gauge
+	oldest   prometheus.Gauge
 }
 
 // New is a fetcher of cfg (validated) over parts; reg serves /metrics.
@@ -95,8 +97,10 @@ func New(cfg fetchconfig.Config, parts Parts, reg *prometheus.Registry, log logr
 		outcomes: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "cdse_fetcher_events_total",
 			Help: "Product events handled, by outcome: fetched, unchanged, deleted, kept, failed (given up), retried."}, []string{"outcome"}),
 		running: prometheus.NewGauge(prometheus.GaugeOpts{Name: "cdse_fetcher_running", Help: "Product events being handled by this replica."}),
+		oldest: prometheus.NewGauge(prometheus.GaugeOpts{Name: "cdse_fetcher_oldest_unfetched_age_seconds",
+			Help: "Age of the oldest product event the fetcher's consumer has not acknowledged (stored in the stream that long ago), 0 when none: how far the fetchers are behind, whatever the cause."}),
 	}
-	if err := errors.Join(reg.Register(a.outcomes), reg.Register(a.running)); err != nil {
+	if err := errors.Join(reg.Register(a.outcomes), reg.Register(a.running), reg.Register(a.oldest)); err != nil {
 		return nil, err
 	}
 	return a, nil
@@ -249,6 +253,7 @@ func (a *App) consume(ctx context.Context) error {
 	}
 	a.ready.Store(true)
 	defer a.ready.Store(false)
+	go a.watchBacklog(ctx, c)
 	// work outlives ctx by FETCH_SHUTDOWN_TIMEOUT: running downloads may
 	// end after SIGTERM, and are cut after that.
 	work, cut := context.WithCancel(context.WithoutCancel(ctx))
@@ -303,6 +308,72 @@ func (a *App) consume(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// backlogEvery is how often the oldest unfetched event is looked up.
+const backlogEvery = 15 * time.Second
+
+// watchBacklog keeps cdse_fetcher_oldest_unfetched_age_seconds until ctx
+// ends.
+func (a *App) watchBacklog(ctx context.Context, c jetstream.Consumer) {
+	t := time.NewTimer(0)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		if age, err := a.oldestUnfetched(ctx, c); err != nil {
+			a.log.WithError(err).Debug("cannot look up the oldest unfetched event")
+		} else {
+			a.oldest.Set(age.Seconds())
+		}
+		t.Reset(backlogEvery)
+	}
+}
+
+// oldestUnfetched is the age of the first message after the consumer's ack
+// floor on its filter subjects: the oldest one not acknowledged (waiting,
+// being fetched, or Nak'd to be tried later); 0 when none is. Every
+// replica reports the same consumer's; the alert takes the maximum.
+func (a *App) oldestUnfetched(ctx context.Context, c jetstream.Consumer) (time.Duration, error) {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	info, err := c.Info(ctx)
+	if err != nil {
+		return 0, err
+	}
+	if info.NumPending == 0 && info.NumAckPending == 0 {
+		return 0, nil
+	}
+	s, err := a.js.Stream(ctx, a.cfg.ProductStream)
+	if err != nil {
+		return 0, err
+	}
+	subjects := info.Config.FilterSubjects
+	if len(subjects) == 0 {
+		subjects = []string{cmp.Or(info.Config.FilterSubject, ">")}
+	}
+	var first time.Time
+	for _, subj := range subjects {
+		// The next message on subj from the ack floor on (a direct
+		// get's next_by_subj: one message, whatever the backlog).
+		m, err := s.GetMsg(ctx, info.AckFloor.Stream+1, jetstream.WithGetMsgSubject(subj))
+		if errors.Is(err, jetstream.ErrMsgNotFound) {
+			continue
+		}
+		if err != nil {
+			return 0, err
+		}
+		if first.IsZero() || m.Time.Before(first) {
+			first = m.Time
+		}
+	}
+	if first.IsZero() {
+		return 0, nil
+	}
+	return max(time.Since(first), 0), nil
 }
 
 // handle is one product event, to its ack: fetched (or deleted) and its
