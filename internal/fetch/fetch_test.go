@@ -569,3 +569,74 @@ func TestBoundedMemory(t *testing.T) {
 		t.Errorf("heap grew by %d MiB", grow>>20)
 	}
 }
+
+// TestNoSpaceAndTooLarge: a target without room for the product, a disk
+// that fills up mid-download, and a download service sending more bytes
+// than the product's length are failures of their own, permanent (not
+// retried as if the network had failed), and nothing reaches the final
+// name.
+func TestNoSpaceAndTooLarge(t *testing.T) {
+	f := setup(t, cdsesim.Options{})
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	tgt, err := NewFileTarget(f.dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fe := f.fetcher(t, f.options(), tgt)
+	requests := func(id string) int {
+		n := 0
+		for _, r := range f.sim.DownloadLog() {
+			if r.Product == id && r.Host != f.catalog.Listener.Addr().String() {
+				n++
+			}
+		}
+		return n
+	}
+
+	// More than the directory's free space (an exabyte): refused before a
+	// byte is asked for.
+	p, _ := f.product(t, sized(1<<20))
+	huge := p
+	huge.ContentLength = 1 << 60
+	if _, err := fe.Fetch(ctx, huge, "huge.zip", nil); !errors.Is(err, ErrNoSpace) || !Permanent(err) {
+		t.Errorf("a product larger than the free space: %v", err)
+	}
+	if n := requests(p.ID); n != 0 {
+		t.Errorf("%d download requests for a product that cannot fit", n)
+	}
+
+	// The disk fills up mid-download: the partial file is /dev/full,
+	// whose writes fail with ENOSPC as a full file system's do.
+	if _, err := os.Stat("/dev/full"); err != nil {
+		t.Fatalf("this test needs /dev/full: %v", err)
+	}
+	full, _ := f.product(t, sized(1<<20))
+	if err := os.MkdirAll(filepath.Join(f.dir, partialDir), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("/dev/full", filepath.Join(f.dir, partialDir, "full.zip.part")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := fe.Fetch(ctx, full, "full.zip", nil); !errors.Is(err, ErrNoSpace) || !Permanent(err) {
+		t.Errorf("ENOSPC while writing: %v", err)
+	}
+	if n := requests(full.ID); n != 1 {
+		t.Errorf("%d download requests after ENOSPC, want 1 (not retried)", n)
+	}
+
+	// The notification says 1 MiB, the service sends 2.
+	big, _ := f.product(t, sized(2<<20))
+	big.ContentLength = 1 << 20
+	if _, err := fe.Fetch(ctx, big, "big.zip", nil); !errors.Is(err, ErrTooLarge) || !Permanent(err) {
+		t.Errorf("more bytes than the length: %v", err)
+	}
+	for _, k := range []string{"huge.zip", "full.zip", "big.zip"} {
+		if _, ok, err := tgt.Stat(ctx, k); ok || err != nil {
+			t.Errorf("%s under its final name: %v %v", k, ok, err)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(f.dir, partialDir, "big.zip.part")); !os.IsNotExist(err) {
+		t.Errorf("the oversized bytes are kept: %v", err)
+	}
+}
