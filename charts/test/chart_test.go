@@ -350,6 +350,7 @@ nats: {embedded: {consumerPassword: x}}`, "auth.password"},
 		{"quarantine above the product prefix", base + "nats: {embedded: {consumerPassword: x}, quarantine: {subjectPrefix: cdse}}\n", "must not overlap"},
 		{"quarantine on the product stream", base + "nats: {embedded: {consumerPassword: x}, quarantine: {stream: CDSE_PRODUCTS}}\n", "must differ"},
 		{"schema: quarantine size", base + "nats: {embedded: {consumerPassword: x}, quarantine: {maxBytes: lots}}\n", "maxBytes"},
+		{"schema: download quota", base + "metrics: {prometheusRule: {fetchQuotaBytes: 12TB}}\n", "fetchQuotaBytes"},
 	}
 	assertRefused(t, tests)
 }
@@ -382,12 +383,13 @@ func TestPrometheusRule(t *testing.T) {
 		t.Error("a PrometheusRule by default")
 	}
 	m := mustRender(t, values(t, base+`
-metrics: {prometheusRule: {enabled: true, labels: {release: kps}, maxSilenceSeconds: 7200, maxMissedShare: 0.2}}
+metrics: {prometheusRule: {enabled: true, labels: {release: kps}, maxSilenceSeconds: 7200, maxMissedShare: 0.2, fetchQuotaBytes: 24e12}}
 `))
 	type rules struct {
 		Groups []struct {
-			Name  string `json:"name"`
-			Rules []struct {
+			Name     string `json:"name"`
+			Interval string `json:"interval"`
+			Rules    []struct {
 				Alert       string            `json:"alert"`
 				Expr        string            `json:"expr"`
 				For         string            `json:"for"`
@@ -411,16 +413,20 @@ metrics: {prometheusRule: {enabled: true, labels: {release: kps}, maxSilenceSeco
 	if err := yaml.Unmarshal(b, &file); err != nil {
 		t.Fatal(err)
 	}
-	if pr.Metadata.Labels["release"] != "kps" || len(pr.Spec.Groups) != len(file.Groups) || len(file.Groups) != 2 {
+	if pr.Metadata.Labels["release"] != "kps" || len(pr.Spec.Groups) != len(file.Groups) || len(file.Groups) != 4 {
 		t.Fatalf("PrometheusRule %+v", pr)
 	}
 	for g := range file.Groups {
+		if pr.Spec.Groups[g].Name != file.Groups[g].Name || pr.Spec.Groups[g].Interval != file.Groups[g].Interval {
+			t.Errorf("group %d: %q every %q, want %q every %q", g, pr.Spec.Groups[g].Name, pr.Spec.Groups[g].Interval, file.Groups[g].Name, file.Groups[g].Interval)
+		}
 		if len(pr.Spec.Groups[g].Rules) != len(file.Groups[g].Rules) {
 			t.Fatalf("group %d: %d rules, want %d", g, len(pr.Spec.Groups[g].Rules), len(file.Groups[g].Rules))
 		}
 		for i, got := range pr.Spec.Groups[g].Rules {
 			want := file.Groups[g].Rules[i]
-			for alert, threshold := range map[string][2]string{"CdseReceiverSilent": {"> 21600", "> 7200"}, "CdseReceiverPushMissing": {"ratio6h > 0.05", "ratio6h > 0.2"}} {
+			for alert, threshold := range map[string][2]string{"CdseReceiverSilent": {"> 21600", "> 7200"}, "CdseReceiverPushMissing": {"ratio6h > 0.05", "ratio6h > 0.2"},
+				"CdseFetcherQuotaNear": {"> 0.8 * 12e12", "> 0.8 * 2.4e+13"}} {
 				if want.Alert == alert {
 					want.Expr = strings.Replace(want.Expr, threshold[0], threshold[1], 1)
 					if want.Expr == file.Groups[g].Rules[i].Expr {
