@@ -28,7 +28,7 @@ const (
 // awsNames are the variables of the S3 target (fetch.S3OptionsFromEnv),
 // which are not the fetcher's settings; true: a secret, from its _FILE.
 var awsNames = map[string]bool{
-	"AWS_ENDPOINT_URL_S3": false, "AWS_ENDPOINT_URL": false, "AWS_REGION": false, "FETCH_S3_PATH_STYLE": false,
+	"AWS_ENDPOINT_URL_S3": false, "AWS_ENDPOINT_URL": false, "AWS_REGION": false,
 	"AWS_ACCESS_KEY_ID": false, "AWS_SECRET_ACCESS_KEY": true, "AWS_SESSION_TOKEN": true,
 }
 
@@ -294,8 +294,8 @@ func TestTheFetcherLoadsTheExample(t *testing.T) {
 		t.Errorf("the S3 lines: target %q", c.Target)
 	}
 	o, err := fetch.S3OptionsFromEnv(func(name string) string { return s3[name] })
-	if err != nil || o.AccessKeyID == "" || !strings.HasPrefix(o.SecretAccessKey, "a-long-password-for-") || o.Endpoint == "" || o.PathStyle == nil {
-		t.Errorf("the S3 lines: %+v, %v", o, err)
+	if err != nil || o.AccessKeyID == "" || !strings.HasPrefix(o.SecretAccessKey, "a-long-password-for-") || o.Endpoint == "" || c.S3PathStyleOption() == nil {
+		t.Errorf("the S3 lines: %+v, path style %q, %v", o, c.S3PathStyle, err)
 	}
 }
 

@@ -43,7 +43,7 @@ func TestKnownEnvCoversTheCode(t *testing.T) {
 	read := regexp.MustCompile(`(?:[Gg]etenv\("|env\.|env\["|\$\{?)([A-Z][A-Z0-9_]+)`)
 	root := filepath.Join("..", "..")
 	var checked int
-	for _, dir := range []string{"cmd", "examples", "scripts"} {
+	for _, dir := range []string{"cmd", "internal", "examples", "scripts"} {
 		err := filepath.WalkDir(filepath.Join(root, dir), func(path string, d fs.DirEntry, err error) error {
 			if err != nil {
 				return err

@@ -20,7 +20,6 @@ func TestS3OptionsFromEnv(t *testing.T) {
 	if err := os.WriteFile(secret, []byte("from-file\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	yes := true
 	tests := []struct {
 		name string
 		env  map[string]string
@@ -29,11 +28,10 @@ func TestS3OptionsFromEnv(t *testing.T) {
 	}{
 		{"s3 endpoint first", map[string]string{"AWS_ENDPOINT_URL_S3": "http://127.0.0.1:9000", "AWS_ENDPOINT_URL": "http://other", "AWS_REGION": "eu-central-1"},
 			S3Options{Endpoint: "http://127.0.0.1:9000", Region: "eu-central-1"}, ""},
-		{"keys from a file", map[string]string{"AWS_ACCESS_KEY_ID": "id", "AWS_SECRET_ACCESS_KEY_FILE": secret, "FETCH_S3_PATH_STYLE": "true"},
-			S3Options{AccessKeyID: "id", SecretAccessKey: "from-file", PathStyle: &yes}, ""},
+		{"keys from a file", map[string]string{"AWS_ACCESS_KEY_ID": "id", "AWS_SECRET_ACCESS_KEY_FILE": secret},
+			S3Options{AccessKeyID: "id", SecretAccessKey: "from-file"}, ""},
 		{"both a key and its file", map[string]string{"AWS_ACCESS_KEY_ID": "id", "AWS_SECRET_ACCESS_KEY": "s", "AWS_SECRET_ACCESS_KEY_FILE": secret}, S3Options{}, "both"},
 		{"half a key", map[string]string{"AWS_ACCESS_KEY_ID": "id"}, S3Options{}, "together"},
-		{"bad path style", map[string]string{"FETCH_S3_PATH_STYLE": "maybe"}, S3Options{}, "FETCH_S3_PATH_STYLE"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -8,7 +8,6 @@ import (
 	"net"
 	"net/url"
 	"os"
-	"strconv"
 	"strings"
 	"time"
 
@@ -42,8 +41,9 @@ type S3Options struct {
 // S3OptionsFromEnv reads the S3 target's settings the AWS way:
 // AWS_ENDPOINT_URL_S3 before AWS_ENDPOINT_URL, AWS_REGION,
 // AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN (each key
-// also from a file named by its _FILE, less the trailing newline), and
-// FETCH_S3_PATH_STYLE (true/false).
+// also from a file named by its _FILE, less the trailing newline). The
+// fetcher's own S3 settings (FETCH_S3_*) are in its settings
+// (internal/fetchconfig).
 func S3OptionsFromEnv(getenv func(string) string) (S3Options, error) {
 	var o S3Options
 	o.Endpoint = getenv("AWS_ENDPOINT_URL_S3")
@@ -70,13 +70,6 @@ func S3OptionsFromEnv(getenv func(string) string) (S3Options, error) {
 	}
 	if (o.AccessKeyID == "") != (o.SecretAccessKey == "") {
 		return o, errors.New("AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY go together")
-	}
-	if v := getenv("FETCH_S3_PATH_STYLE"); v != "" {
-		b, err := strconv.ParseBool(v)
-		if err != nil {
-			return o, fmt.Errorf("FETCH_S3_PATH_STYLE %q: true or false", v)
-		}
-		o.PathStyle = &b
 	}
 	return o, nil
 }

@@ -41,6 +41,9 @@ type Config struct {
 	Stream          string        `koanf:"FETCH_STREAM" flag:"fetch-stream" help:"stream of the fetched and failed events (the fetcher declares it)"`
 	DedupeWindow    time.Duration `koanf:"FETCH_DEDUPE_WINDOW" flag:"dedupe-window" help:"that stream's duplicate window: how long a fetched event is recognised as already stored"`
 	ShutdownTimeout time.Duration `koanf:"FETCH_SHUTDOWN_TIMEOUT" flag:"shutdown-timeout" help:"after SIGTERM, running downloads get this long before they are cut (the partial object is kept to resume)"`
+	S3PathStyle     string        `koanf:"FETCH_S3_PATH_STYLE" flag:"s3-path-style" help:"S3 addressing: true (endpoint/bucket/key), false (bucket.endpoint/key); empty: true for an IP or localhost endpoint"`
+	S3PartSize      int64         `koanf:"FETCH_S3_PART_SIZE" flag:"s3-part-size" help:"S3 multipart part size (5MiB to 5GiB): a product of up to 10 000 parts; memory is about (FETCH_S3_CONCURRENCY + 1) parts a download"`
+	S3Concurrency   int           `koanf:"FETCH_S3_CONCURRENCY" flag:"s3-concurrency" help:"parts of one download sent to S3 at once"`
 	AckWait         time.Duration `koanf:"FETCH_ACK_WAIT" flag:"ack-wait" help:"a product event taken by a replica that then says nothing this long (killed, its node lost) goes to another; a running download renews it"`
 	PartialMaxAge   time.Duration `koanf:"FETCH_PARTIAL_MAX_AGE" flag:"partial-max-age" help:"unfinished downloads untouched this long are removed from the target (partial files; S3 multipart uploads started this long ago), at start and hourly"`
 	DownloadURL     string        `koanf:"CDSE_DOWNLOAD_URL" flag:"cdse-download-url" help:"download service base: <url>/Products(<id>)/$value"`
@@ -92,6 +95,8 @@ func Default() Config {
 		ShutdownTimeout:  30 * time.Second,
 		PartialMaxAge:    24 * time.Hour,
 		AckWait:          2 * time.Minute,
+		S3PartSize:       8 << 20,
+		S3Concurrency:    2,
 		DownloadURL:      cdse.DownloadURL,
 		NATSURL:          "nats://127.0.0.1:4222",
 		ProductStream:    event.DefaultStream,
@@ -129,6 +134,16 @@ func (c Config) SubjectList() []string {
 		out = append(out, c.SubjectPrefix+".deleted.>")
 	}
 	return out
+}
+
+// S3PathStyleOption is FETCH_S3_PATH_STYLE for fetch.S3Options: nil when
+// empty (decided by the endpoint).
+func (c Config) S3PathStyleOption() *bool {
+	if c.S3PathStyle == "" {
+		return nil
+	}
+	b := c.S3PathStyle == "true"
+	return &b
 }
 
 // TrustedHostList is FETCH_TRUSTED_HOSTS as a list.
@@ -218,6 +233,15 @@ func (c Config) Validate() error {
 	}
 	if c.DedupeWindow < time.Second {
 		bad("FETCH_DEDUPE_WINDOW %s: want at least 1s", c.DedupeWindow)
+	}
+	if c.S3PathStyle != "" && c.S3PathStyle != "true" && c.S3PathStyle != "false" {
+		bad("FETCH_S3_PATH_STYLE %q: want true, false or empty", c.S3PathStyle)
+	}
+	if c.S3PartSize < 5<<20 || c.S3PartSize > 5<<30 {
+		bad("FETCH_S3_PART_SIZE %d: want 5MiB to 5GiB (S3's limits of a part)", c.S3PartSize)
+	}
+	if c.S3Concurrency < 1 || c.S3Concurrency > 64 {
+		bad("FETCH_S3_CONCURRENCY %d: want 1 to 64", c.S3Concurrency)
 	}
 	if c.AckWait < 5*time.Second {
 		bad("FETCH_ACK_WAIT %s: want at least 5s", c.AckWait)

@@ -59,6 +59,7 @@ func Build(ctx context.Context, cfg fetchconfig.Config, getenv func(string) stri
 	if err != nil {
 		return Parts{}, fmt.Errorf("S3 settings: %w", err)
 	}
+	s3.PathStyle, s3.PartSize, s3.Concurrency = cfg.S3PathStyleOption(), cfg.S3PartSize, cfg.S3Concurrency
 	target, err := fetch.ParseTarget(ctx, cfg.Target, s3)
 	if err != nil {
 		return Parts{}, fmt.Errorf("FETCH_TARGET: %w", err)
