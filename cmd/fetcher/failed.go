@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -87,12 +89,65 @@ func (fc *failedCmd) open(cmd *cobra.Command) (fetchconfig.Config, *failedStore,
 	if err != nil {
 		return cfg, nil, nil, err
 	}
+	calls := &natsCalls{stderr: cmd.ErrOrStderr()}
+	nc.SetErrorHandler(calls.handler)
 	js, err := jetstream.New(nc)
 	if err != nil {
 		nc.Close()
 		return cfg, nil, nil, fmt.Errorf("jetstream: %w", err)
 	}
-	return cfg, &failedStore{js: js, stream: cfg.Stream, prefix: cfg.FailedPrefix}, nc.Close, nil
+	return cfg, &failedStore{js: js, calls: calls, stream: cfg.Stream, prefix: cfg.FailedPrefix}, nc.Close, nil
+}
+
+// natsCalls bounds each NATS request of a verb, and ends at once, with the
+// server's refusal as its error, one that a login may not make (the
+// embedded server's fetcher login may not delete a message of
+// FETCH_STREAM): NATS reports a refused request apart, and never answers
+// it.
+type natsCalls struct {
+	mu     sync.Mutex
+	cancel context.CancelCauseFunc // of the request under way
+	stderr io.Writer
+}
+
+func (c *natsCalls) handler(_ *nats.Conn, _ *nats.Subscription, err error) {
+	if errors.Is(err, nats.ErrPermissionViolation) {
+		if strings.Contains(err.Error(), "$JS.API.CONSUMER.DELETE.") {
+			return // an ordered consumer's clean-up: the server drops it once idle
+		}
+		c.mu.Lock()
+		cancel := c.cancel
+		c.mu.Unlock()
+		if cancel != nil {
+			cancel(err)
+			return
+		}
+	}
+	fmt.Fprintf(c.stderr, "%v\n", err)
+}
+
+// call is ctx for one request: failedCallTimeout, or the refusal.
+func (c *natsCalls) call(ctx context.Context) (context.Context, func()) {
+	ctx, cancelCause := context.WithCancelCause(ctx)
+	ctx, cancel := context.WithTimeout(ctx, failedCallTimeout)
+	c.mu.Lock()
+	c.cancel = cancelCause
+	c.mu.Unlock()
+	return ctx, func() {
+		c.mu.Lock()
+		c.cancel = nil
+		c.mu.Unlock()
+		cancel()
+		cancelCause(nil)
+	}
+}
+
+// refused is the server's refusal that ended the request of ctx, else err.
+func refused(ctx context.Context, err error) error {
+	if cause := context.Cause(ctx); err != nil && errors.Is(cause, nats.ErrPermissionViolation) {
+		return cause
+	}
+	return err
 }
 
 // failedSeqs reads the sequence numbers a verb is given.
@@ -166,6 +221,7 @@ type failedEvent struct {
 // failedStore reads and removes the failed events of FETCH_STREAM.
 type failedStore struct {
 	js     jetstream.JetStream
+	calls  *natsCalls
 	stream string
 	prefix string // FETCH_FAILED_PREFIX
 }
@@ -181,11 +237,11 @@ const failedCallTimeout = 10 * time.Second
 const failedPerFetch = 4
 
 func (r *failedStore) handle(ctx context.Context) (jetstream.Stream, error) {
-	ctx, cancel := context.WithTimeout(ctx, failedCallTimeout)
-	defer cancel()
+	ctx, done := r.calls.call(ctx)
+	defer done()
 	s, err := r.js.Stream(ctx, r.stream)
 	if err != nil {
-		return nil, fmt.Errorf("stream %s: %w", r.stream, err)
+		return nil, fmt.Errorf("stream %s: %w", r.stream, refused(ctx, err))
 	}
 	return s, nil
 }
@@ -223,9 +279,10 @@ func (r *failedStore) each(ctx context.Context, headersOnly bool, fn func(failed
 		return err
 	}
 	filter := r.prefix + ".>"
-	lctx, cancel := context.WithTimeout(ctx, failedCallTimeout)
+	lctx, done := r.calls.call(ctx)
 	last, err := s.GetLastMsgForSubject(lctx, filter)
-	cancel()
+	err = refused(lctx, err)
+	done()
 	if errors.Is(err, jetstream.ErrMsgNotFound) {
 		return nil
 	}
@@ -253,9 +310,10 @@ func (r *failedStore) Get(ctx context.Context, seq uint64) (failedEvent, error) 
 	if err != nil {
 		return failedEvent{}, err
 	}
-	ctx, cancel := context.WithTimeout(ctx, failedCallTimeout)
-	defer cancel()
+	ctx, done := r.calls.call(ctx)
+	defer done()
 	m, err := s.GetMsg(ctx, seq)
+	err = refused(ctx, err)
 	if errors.Is(err, jetstream.ErrMsgNotFound) || (err == nil && !strings.HasPrefix(m.Subject, r.prefix+".")) {
 		// A fetched event's sequence is not a failed event's either.
 		return failedEvent{}, fmt.Errorf("%w: %d", errNoFailed, seq)
@@ -273,10 +331,10 @@ func (r *failedStore) Remove(ctx context.Context, seq uint64) error {
 	if err != nil {
 		return err
 	}
-	ctx, cancel := context.WithTimeout(ctx, failedCallTimeout)
-	defer cancel()
+	ctx, done := r.calls.call(ctx)
+	defer done()
 	if err := s.DeleteMsg(ctx, seq); err != nil && !errors.Is(err, jetstream.ErrMsgNotFound) {
-		return fmt.Errorf("remove failed event %d: %w", seq, err)
+		return fmt.Errorf("remove failed event %d: %w", seq, refused(ctx, err))
 	}
 	return nil
 }

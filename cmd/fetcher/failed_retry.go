@@ -61,6 +61,10 @@ func newFailedRetry(fc *failedCmd) *cobra.Command {
 			defer done()
 			r := &failedRetrier{store: store, cfg: cfg, routes: map[string]*retryRoute{}}
 			sum, err := r.run(cmd.Context(), only, dryRun)
+			if err != nil && len(sum.Items) == 0 {
+				return failedCtxDone(cmd.Context(), err)
+			}
+			// What was done before an error is printed, then the error.
 			perr := fc.out.Print(cmd.OutOrStdout(), sum, func(w io.Writer) error {
 				tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 				fmt.Fprintln(tw, "SEQ\tPRODUCT\tRESULT\tDETAIL")
@@ -78,7 +82,6 @@ func newFailedRetry(fc *failedCmd) *cobra.Command {
 				return err
 			})
 			if err != nil {
-				// What was done before the error is printed above.
 				return failedCtxDone(cmd.Context(), err)
 			}
 			return errors.Join(perr, errFailedNotFound(sum.NotFound))
@@ -172,9 +175,10 @@ func (r *failedRetrier) one(ctx context.Context, f failedEvent, dryRun bool, sum
 	}
 	h.Set(headerFetchRetry, strconv.FormatUint(f.Seq, 10))
 	h.Set(event.HeaderMsgID, "fetchretry/"+r.cfg.Stream+"/"+strconv.FormatUint(f.Seq, 10))
-	pctx, cancel := context.WithTimeout(ctx, failedCallTimeout)
+	pctx, done := r.store.calls.call(ctx)
 	ack, err := r.store.js.PublishMsg(pctx, &nats.Msg{Subject: subject, Header: h, Data: f.Body}, jetstream.WithExpectStream(r.cfg.ProductStream))
-	cancel()
+	err = refused(pctx, err)
+	done()
 	if err != nil {
 		return fmt.Errorf("retry failed event %d (kept): publish %s: %w", f.Seq, subject, err)
 	}
@@ -200,13 +204,14 @@ func (r *failedRetrier) one(ctx context.Context, f failedEvent, dryRun bool, sum
 func (r *failedRetrier) check(ctx context.Context, consumer, subject string) error {
 	route, ok := r.routes[consumer]
 	if !ok {
-		ctx, cancel := context.WithTimeout(ctx, failedCallTimeout)
-		defer cancel()
+		ctx, done := r.store.calls.call(ctx)
+		defer done()
 		s, err := r.store.js.Stream(ctx, r.cfg.ProductStream)
 		if err != nil {
-			return fmt.Errorf("product stream %s: %w", r.cfg.ProductStream, err)
+			return fmt.Errorf("product stream %s: %w", r.cfg.ProductStream, refused(ctx, err))
 		}
 		c, err := s.Consumer(ctx, consumer)
+		err = refused(ctx, err)
 		if errors.Is(err, jetstream.ErrConsumerNotFound) {
 			return fmt.Errorf("no consumer %s on %s: no fetcher would take the retry (start the fetcher with FETCH_CONSUMER=%s first)", consumer, r.cfg.ProductStream, consumer)
 		}
