@@ -275,3 +275,40 @@ func TestFailedRetryNeedsItsConsumer(t *testing.T) {
 		t.Errorf("%d retries queued for no consumer", n)
 	}
 }
+
+// TestFailedWithTheEmbeddedFetcherLogin: the fetcher's login on the
+// receiver's embedded server lists and shows the failed events; a verb it
+// may not do (deleting a message of CDSE_FETCHED, until its login may) is
+// refused at once with NATS's refusal, not after a timeout.
+func TestFailedWithTheEmbeddedFetcherLogin(t *testing.T) {
+	w := startWorld(t, true)
+	p := w.sim.Generate(cdsesim.Sentinel2, 1)[0]
+	notFound(t, w, p)
+	dir := t.TempDir()
+	w.fetcher(t, map[string]string{"FETCH_TARGET": "file://" + dir, "NATS_USER": fetcherUser, "NATS_PASSWORD": fetcherPassword})
+	w.notify(t, p)
+	_, failed := w.events(t, 1)
+	if len(failed) != 1 {
+		t.Fatalf("%d failed events, want 1", len(failed))
+	}
+	bin := bins.Build(t, "github.com/cdse-jetstream/receiver/cmd/fetcher")
+	env := map[string]string{"NATS_URL": w.receiver.NATSURL, "NATS_USER": fetcherUser, "NATS_PASSWORD": fetcherPassword,
+		"FETCH_TARGET": "file://" + dir, "CDSE_USERNAME": user, "CDSE_PASSWORD": password}
+	code, out, errOut := bins.Run(t, bin, env, "failed", "list", "-o", "json")
+	var l []failedEntry
+	if err := json.Unmarshal([]byte(out), &l); err != nil || code != 0 || len(l) != 1 || l[0].ProductID != p.ID || errOut != "" {
+		t.Fatalf("failed list: exit %d %v: %s%s", code, err, out, errOut)
+	}
+	if code, out, errOut := bins.Run(t, bin, env, "failed", "show", fmt.Sprint(l[0].Seq)); code != 0 || out != string(failed[0].Data) {
+		t.Errorf("failed show: exit %d: %s%s", code, out, errOut)
+	}
+	start := time.Now()
+	code, out, errOut = bins.Run(t, bin, env, "failed", "drop", fmt.Sprint(l[0].Seq))
+	took := time.Since(start)
+	switch {
+	case code == 0 && strings.Contains(out, "dropped"): // the login may delete
+	case code == 1 && strings.Contains(errOut, "permissions violation") && took < 5*time.Second:
+	default:
+		t.Errorf("failed drop: exit %d after %s: %s%s", code, took, out, errOut)
+	}
+}
