@@ -2,10 +2,12 @@ package productfilter
 
 import (
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 )
 
 // The fixtures, by their file names in testdata/notifications.
@@ -131,6 +133,13 @@ var matchCases = []struct {
 	// QueryTranslatorOData write it so.
 	{"OData.CSC.Intersects(Footprint=geography'SRID=4326;POLYGON ((-4 39, -1 39, -1 39.9, -4 39.9, -4 39))')", []string{s1PushAck, s2L1C, s5pDeleted, s2Offline}},
 	{"(Online eq true) and (OData.CSC.Intersects(Footprint=geography'SRID=4326;POLYGON ((11 44, 13 44, 13 47, 11 47, 11 44))'))", []string{s2L2A, s2Modified}},
+	// A MULTIPOINT area: any of its points in the footprint. EODAG's
+	// tutorial tuto_search_location_tile sends the centres of tiles so
+	// (Shapely's spelling, each point in parentheses); WKT's other
+	// spelling without them is the same geometry.
+	{"OData.CSC.Intersects(area=geography'SRID=4326;MULTIPOINT ((12 45.5), (6.5 52.5))')", []string{s1, s2L2A, s1Deleted, s2Modified}},
+	{"OData.CSC.Intersects(area=geography'SRID=4326;MULTIPOINT (12 45.5, 6.5 52.5)')", []string{s1, s2L2A, s1Deleted, s2Modified}},
+	{"OData.CSC.Intersects(area=geography'SRID=4326;MULTIPOINT ((12 47), (0 0), (6.5 54))')", nil},
 }
 
 func TestMatchFixtures(t *testing.T) {
@@ -264,6 +273,10 @@ func TestParseErrors(t *testing.T) {
 		{"OData.CSC.Intersects(Footprint geography'SRID=4326;POINT(0 0)')", "geography", "'=' after Footprint"},
 		{"OData.CSC.Intersects(area='SRID=4326;POINT(0 0)')", "'SRID", "geography"},
 		{"OData.CSC.Intersects(area=geography'SRID=4326;LINESTRING(0 0,1 1)')", "LINESTRING", "unsupported geometry"},
+		{"OData.CSC.Intersects(area=geography'SRID=4326;MULTILINESTRING((0 0,1 1))')", "MULTILINESTRING", "use POINT, MULTIPOINT, POLYGON or MULTIPOLYGON"},
+		{"OData.CSC.Intersects(area=geography'SRID=4326;MULTIPOINT EMPTY')", "MULTIPOINT", "empty"},
+		{"OData.CSC.Intersects(area=geography'SRID=4326;MULTIPOINT ((0 0), (0 95))')", "MULTIPOINT", "out of range"},
+		{"OData.CSC.Intersects(area=geography'SRID=4326;MULTIPOINT ((0 0), (1)')", "MULTIPOINT", "invalid WKT"},
 		{"OData.CSC.Intersects(area=geography'SRID=4326;POLYGON((0 0,1 0,1 1,0 1))')", "POLYGON", "invalid"},
 		{"OData.CSC.Intersects(area=geography'SRID=4326;POLYGON((0 0,1 1,1 0,0 1,0 0))')", "POLYGON", "invalid geometry"},
 		{"OData.CSC.Intersects(area=geography'SRID=4326;POLYGON((0 0,1 0,1 1,0 0)')", "POLYGON", "invalid WKT"},
@@ -290,6 +303,59 @@ func TestParseErrors(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestMultiPointAreaLimit: a MULTIPOINT area is tested point by point
+// (each against the footprint's pieces, by envelope first), so its points
+// are capped as a footprint's pieces are: 1 000, far above the few dozen
+// tile centres a client sends, refused at the geometry beyond. At the
+// cap, against a footprint at the cap of pieces, an evaluation takes
+// about what MaxAreaWork allows the exact tests (10 to 20 ms).
+func TestMultiPointAreaLimit(t *testing.T) {
+	for _, tt := range []struct {
+		n  int
+		ok bool
+	}{{1000, true}, {1001, false}} {
+		filter := "OData.CSC.Intersects(area=geography'SRID=4326;" + multiPoint(tt.n) + "')"
+		_, err := Parse(filter)
+		var se *SyntaxError
+		switch {
+		case tt.ok && err != nil:
+			t.Errorf("%d points: %v", tt.n, err)
+		case !tt.ok && (!errors.As(err, &se) || se.Pos != strings.Index(filter, "MULTIPOINT") || !strings.Contains(se.Msg, "more than 1000 points")):
+			t.Errorf("%d points: %v, want a refusal at the geometry", tt.n, err)
+		}
+	}
+	f, err := Parse("OData.CSC.Intersects(area=geography'SRID=4326;" + multiPoint(1000) + "')")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// 1 000 pieces beside the points, meeting none: every pair of pieces
+	// is compared by envelope.
+	p := footprintEntity(t, multi("POLYGON((5.001 0.001, 5.009 0.001, 5.009 0.009, 5.001 0.001))", MaxFootprintParts), "")
+	if why := p.FootprintUnevaluated(); why != "" {
+		t.Fatalf("footprint not tested: %s", why)
+	}
+	start := time.Now()
+	if m, why := f.Evaluate(&p); m || why != "" {
+		t.Errorf("Evaluate = %v, %q; want false", m, why)
+	}
+	if d := time.Since(start); d > time.Second {
+		t.Errorf("an evaluation took %v", d)
+	}
+}
+
+// multiPoint is a MULTIPOINT of n points along the equator.
+func multiPoint(n int) string {
+	var b strings.Builder
+	b.WriteString("MULTIPOINT (")
+	for i := range n {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		fmt.Fprintf(&b, "(%g 0)", float64(i)/100)
+	}
+	return b.String() + ")"
 }
 
 func TestExplain(t *testing.T) {
@@ -382,6 +448,10 @@ func TestIntersectsGeometry(t *testing.T) {
 		{"crossing area, crossing footprint", crossing, "", "POLYGON((179.8 -16.4, -179.8 -16.4, -179.8 -16.5, 179.8 -16.5, 179.8 -16.4))", true},
 		{"area written unwrapped (179..181), footprint west", west, "", "POLYGON((179 -16, 181 -16, 181 -17, 179 -17, 179 -16))", true},
 		{"multipolygon area across, footprint west", west, "", "MULTIPOLYGON(((10 10, 11 10, 11 11, 10 11, 10 10)), ((179 -16, -179 -16, -179 -17, 179 -17, 179 -16)))", true},
+		{"multipoint area, a point west of -180 in crossing footprint", crossing, "", "MULTIPOINT((0 -16.5), (-179.9 -16.5))", true},
+		{"multipoint area, a point east of 180 in crossing footprint", crossing, "", "MULTIPOINT((179.9 -16.5), (0 -16.5))", true},
+		{"multipoint area, no point in crossing footprint", crossing, "", "MULTIPOINT((0 -16.5), (170 -16.5))", false},
+		{"multipoint area with an empty point", east, "", "MULTIPOINT(EMPTY, (179.7 -16.4))", true},
 		{"point west of -180 in crossing footprint", crossing, "", "POINT(-179.9 -16.5)", true},
 		{"point east of 180 in crossing footprint", crossing, "", "POINT(179.9 -16.5)", true},
 		{"point at 0 not in crossing footprint", crossing, "", "POINT(0 -16.5)", false},

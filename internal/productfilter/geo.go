@@ -75,6 +75,22 @@ func normalize(g geom.Geometry) []part {
 	return []part{newPart(g)}
 }
 
+// pointParts are the pieces of a MULTIPOINT area: a piece per point, so
+// that each is tested alone, by its envelope first, and an exact test
+// costs what intersects counts (a multipoint tested whole against a
+// polygon costs its points times the polygon's vertices). An empty point
+// is no piece. A footprint (normalize) stays one piece, as the caps count
+// it.
+func pointParts(mp geom.MultiPoint) []part {
+	parts := make([]part, 0, mp.NumPoints())
+	for i := range mp.NumPoints() {
+		if pt := mp.PointN(i); !pt.IsEmpty() {
+			parts = append(parts, newPart(pt.AsGeometry()))
+		}
+	}
+	return parts
+}
+
 func polygonParts(polys []geom.Polygon) []part {
 	var parts []part
 	plain := polys[:0:0]

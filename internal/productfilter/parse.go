@@ -114,6 +114,13 @@ const MaxDepth = 100
 // so what a filter costs is bounded whatever the input.
 const MaxLength = 1 << 20
 
+// MaxAreaPoints is the most points a MULTIPOINT area may have. Each point
+// is a piece of its own, compared by envelope with each of a footprint's
+// pieces (at most MaxFootprintParts): 1 000 × 1 000 envelopes cost about
+// 10 ms, what MaxAreaWork allows the exact tests. A client sends a few
+// dozen points (EODAG, the centres of the tiles it wants).
+const MaxAreaPoints = 1000
+
 type parser struct {
 	src     string
 	tok     token
@@ -837,8 +844,14 @@ func parseArea(s string, pos int) ([]part, *SyntaxError) {
 	}
 	switch {
 	case g.IsPoint(), g.IsPolygon(), g.IsMultiPolygon():
+	case g.IsMultiPoint():
+		// Tested point by point (normalize): capped as a footprint's
+		// pieces are, so that what one area costs stays bounded.
+		if n := g.MustAsMultiPoint().NumPoints(); n > MaxAreaPoints {
+			return nil, errAt(wpos, "a MULTIPOINT area has more than %d points (%d)", MaxAreaPoints, n)
+		}
 	default:
-		return nil, errAt(wpos, "unsupported geometry %s: use POINT, POLYGON or MULTIPOLYGON", g.Type())
+		return nil, errAt(wpos, "unsupported geometry %s: use POINT, MULTIPOINT, POLYGON or MULTIPOLYGON", g.Type())
 	}
 	if g.IsEmpty() {
 		return nil, errAt(wpos, "the area is empty")
@@ -849,7 +862,12 @@ func parseArea(s string, pos int) ([]part, *SyntaxError) {
 			return nil, errAt(wpos, "coordinates out of range (longitude latitude): %v %v", xy.X, xy.Y)
 		}
 	}
-	parts := normalize(g)
+	var parts []part
+	if g.IsMultiPoint() {
+		parts = pointParts(g.MustAsMultiPoint())
+	} else {
+		parts = normalize(g)
+	}
 	for _, pt := range parts {
 		if err := pt.g.Validate(); err != nil {
 			return nil, errAt(wpos, "invalid geometry: %v", err)

@@ -48,6 +48,12 @@ func FuzzParseFilter(f *testing.F) {
 		"OData.CSC.Intersects(Footprint=)",
 		"OData.CSC.Intersects(Footprint geography'SRID=4326;POINT(0 0)')",
 		"OData.CSC.Intersects(footprint=geography'SRID=4326;POINT(0 0)')",
+		"OData.CSC.Intersects(area=geography'SRID=4326;MULTIPOINT EMPTY')",
+		"OData.CSC.Intersects(area=geography'SRID=4326;MULTIPOINT (EMPTY)')",
+		"OData.CSC.Intersects(area=geography'SRID=4326;MULTIPOINT (EMPTY, (179.9 -16.5))')",
+		"OData.CSC.Intersects(area=geography'SRID=4326;MULTIPOINT ((1e400 0), (0 0))')",
+		"OData.CSC.Intersects(area=geography'SRID=4326;MULTIPOINT (0 0, 1)')",
+		"OData.CSC.Intersects(area=geography'SRID=4326;MULTIPOINT Z ((0 0 1))')",
 		// Nesting at and past the limit, every way.
 		nest(depthLimit, "Online eq true"),
 		nest(depthLimit+1, "Online eq true"),
