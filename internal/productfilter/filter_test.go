@@ -140,6 +140,15 @@ var matchCases = []struct {
 	{"OData.CSC.Intersects(area=geography'SRID=4326;MULTIPOINT ((12 45.5), (6.5 52.5))')", []string{s1, s2L2A, s1Deleted, s2Modified}},
 	{"OData.CSC.Intersects(area=geography'SRID=4326;MULTIPOINT (12 45.5, 6.5 52.5)')", []string{s1, s2L2A, s1Deleted, s2Modified}},
 	{"OData.CSC.Intersects(area=geography'SRID=4326;MULTIPOINT ((12 47), (0 0), (6.5 54))')", nil},
+	// Property names in lower case: the CDSE OData page's DeletedProducts
+	// example writes attributes/..., the Sentinel-1 COG page
+	// contains(name,'COG') (dates moved to the fixtures').
+	{"Attributes/OData.CSC.IntegerAttribute/any(att:att/Name eq 'orbitNumber' and att/OData.CSC.IntegerAttribute/Value eq 61234) and attributes/OData.CSC.StringAttribute/any(att:att/Name eq 'orbitDirection' and att/OData.CSC.StringAttribute/Value eq 'DESCENDING')", []string{s1, s1Deleted}},
+	{"attributes/OData.CSC.StringAttribute/any(att:att/Name eq 'orbitDirection' and att/OData.CSC.StringAttribute/Value eq 'DESCENDING')", []string{s1PushAck, s1, s3, s1Deleted}},
+	{"contains(name,'COG') and ContentDate/Start gt 2026-11-21T00:00:00.000Z and ContentDate/Start lt 2026-11-22T00:00:00.000Z", []string{s1, s1Deleted}},
+	{"startswith(name,'S5P') or endswith(name,'.SEN3')", []string{s3, s5p, s5pDeleted}},
+	{"name eq 'S2B_MSIL2A_20261121T103319_N0511_R108_T32TQM_20261121T132945.SAFE'", []string{s2L2A, s2Modified}},
+	{"not (name ne 'S2B_MSIL2A_20261121T103319_N0511_R108_T32TQM_20261121T132945.SAFE')", []string{s2L2A, s2Modified}},
 }
 
 func TestMatchFixtures(t *testing.T) {
@@ -188,6 +197,55 @@ func TestMatchFixtures(t *testing.T) {
 	}
 }
 
+// spellings pairs each other spelling of issue 32 that the receiver
+// accepts with the documented spelling it means, and where it is used.
+var spellings = []struct {
+	form, means, source string
+}{
+	{"attributes/OData.CSC.StringAttribute/any(att:att/Name eq 'orbitDirection' and att/OData.CSC.StringAttribute/Value eq 'DESCENDING')",
+		"Attributes/OData.CSC.StringAttribute/any(att:att/Name eq 'orbitDirection' and att/OData.CSC.StringAttribute/Value eq 'DESCENDING')",
+		"CDSE OData docs, DeletedProducts example"},
+	{"contains(name,'COG')", "contains(Name,'COG')", "CDSE docs, Sentinel-1 COG page"},
+	{"startswith(name,'S2') and endswith(name,'.SAFE')", "startswith(Name,'S2') and endswith(Name,'.SAFE')", "Name's other functions, with contains(name,...)"},
+	{"name ne 'x' and not (name eq 'S2B_MSIL2A_20261121T103319_N0511_R108_T32TQM_20261121T132945.SAFE')",
+		"Name ne 'x' and not (Name eq 'S2B_MSIL2A_20261121T103319_N0511_R108_T32TQM_20261121T132945.SAFE')", "Name's comparisons, with contains(name,...)"},
+	{"OData.CSC.Intersects(Footprint=geography'SRID=4326;POLYGON ((11 44, 13 44, 13 47, 11 47, 11 44))')",
+		"OData.CSC.Intersects(area=geography'SRID=4326;POLYGON ((11 44, 13 44, 13 47, 11 47, 11 44))')", "CDSE docs, On-Demand Production page; WASDI"},
+}
+
+// TestSpellingsMeanTheSame: each accepted spelling matches exactly the
+// fixtures its documented spelling matches (some, so that the test says
+// something), reading the same of a product.
+func TestSpellingsMeanTheSame(t *testing.T) {
+	fx := fixtures(t)
+	for _, tt := range spellings {
+		t.Run(tt.source, func(t *testing.T) {
+			f, err := Parse(tt.form)
+			if err != nil {
+				t.Fatal(err)
+			}
+			g, err := Parse(tt.means)
+			if err != nil {
+				t.Fatal(err)
+			}
+			n := 0
+			for i := range fx {
+				if got, want := f.Match(&fx[i].p), g.Match(&fx[i].p); got != want {
+					t.Errorf("%s: %v, the documented spelling %v", fx[i].name, got, want)
+				} else if got {
+					n++
+				}
+			}
+			if n == 0 {
+				t.Error("matches no fixture: the comparison says nothing")
+			}
+			if fmt.Sprint(f.Needs()) != fmt.Sprint(g.Needs()) {
+				t.Errorf("needs %v, the documented spelling %v", f.Needs(), g.Needs())
+			}
+		})
+	}
+}
+
 // TestParseErrors: what is not supported is refused, at the right place.
 // at is the text the error must point at (its first occurrence), or "" for
 // the end of the filter.
@@ -200,7 +258,13 @@ func TestParseErrors(t *testing.T) {
 		{"Foo/Bar eq 'x'", "Foo/Bar", "unknown property"},
 		{"Collection/Name eq 'SENTINEL-2' and CloudCover le 10", "CloudCover", "unknown property"},
 		{"collection/name eq 'SENTINEL-2'", "collection/name", "case-sensitive: Collection/Name"},
-		{"attributes/OData.CSC.StringAttribute/any(att:att/Name eq 'productType' and att/OData.CSC.StringAttribute/Value eq 'S2MSI2A')", "attributes/", "case-sensitive: Attributes/"},
+		{"ATTRIBUTES/OData.CSC.StringAttribute/any(att:att/Name eq 'productType' and att/OData.CSC.StringAttribute/Value eq 'S2MSI2A')", "ATTRIBUTES/", "case-sensitive: Attributes/"},
+		{"attributes/OData.CSC.StringAttribute/any(att:att/name eq 'productType' and att/OData.CSC.StringAttribute/Value eq 'S2MSI2A')", "att/name", "att/Name"},
+		{"NAME eq 'S2B'", "NAME", "case-sensitive: Name"},
+		{"contains(NAME,'S2')", "NAME", "only Name"},
+		{"not name eq 'S2B'", "name eq", "write not (name"},
+		{"name gt 'S2B'", "gt", "name supports only eq and ne"},
+		{"Collection/name eq 'SENTINEL-2'", "Collection/name", "case-sensitive: Collection/Name"},
 		{"Footprint eq 'POINT(0 0)'", "Footprint", "OData.CSC.Intersects"},
 		{"substringof('S2',Name)", "substringof", "unsupported function"},
 		{"OData.CSC.Within(area=geography'SRID=4326;POINT(0 0)')", "OData.CSC.Within", "unsupported function"},

@@ -231,7 +231,7 @@ func caseHint(t token) string {
 			return " (names are case-sensitive: " + name + ")"
 		}
 	}
-	if pre, rest, ok := strings.Cut(t.text, "/"); ok && pre != "Attributes" && strings.EqualFold(pre, "Attributes") {
+	if pre, rest, ok := strings.Cut(t.text, "/"); ok && pre != "Attributes" && pre != "attributes" && strings.EqualFold(pre, "Attributes") {
 		return " (names are case-sensitive: Attributes/" + rest + ")"
 	}
 	if t.text != "OData.CSC.Intersects" && strings.EqualFold(t.text, "OData.CSC.Intersects") {
@@ -357,8 +357,8 @@ func (p *parser) unary() (node, int, int, error) {
 	defer p.leave()
 	p.next()
 	t := p.tok
-	if t.kind == tWord && t.text != "not" && !functions[t.text] && !strings.HasPrefix(t.text, "Attributes/") {
-		if _, ok := properties[t.text]; ok {
+	if t.kind == tWord && t.text != "not" && !functions[t.text] && !isAttributes(t.text) {
+		if _, ok := lookupProperty(t.text); ok {
 			return nil, 0, 0, errAt(t.pos, "not applies to the condition that follows it: write not (%s ...)", t.text)
 		}
 	}
@@ -397,10 +397,10 @@ func (p *parser) primary() (node, int, int, error) {
 			n, err = p.nameFunction()
 		case t.text == "OData.CSC.Intersects":
 			n, err = p.intersects()
-		case strings.HasPrefix(t.text, "Attributes/"):
+		case isAttributes(t.text):
 			n, err = p.attribute()
 		default:
-			prop, ok := properties[t.text]
+			prop, ok := lookupProperty(t.text)
 			if !ok {
 				return nil, 0, 0, p.unknownWord()
 			}
@@ -461,6 +461,30 @@ var properties = map[string]property{
 	"DeletionDate":      {kind: propTime, time: fieldDeletion},
 	"Online":            {kind: propOnline},
 	"ContentLength":     {kind: propLength},
+}
+
+// lowerCase are the property names accepted in lower case too, because
+// the CDSE documentation writes them so and the catalogue answers:
+// contains(name,'COG') on the Sentinel-1 COG page (and Name's other
+// uses with it). The catalogue does not document whether its names are
+// case-insensitive; the other names keep their case (collection/name is
+// refused, naming Collection/Name), as does attributes/ (isAttributes).
+var lowerCase = map[string]string{"name": "Name"}
+
+// lookupProperty is the property a word names.
+func lookupProperty(w string) (property, bool) {
+	if canonical, ok := lowerCase[w]; ok {
+		w = canonical
+	}
+	prop, ok := properties[w]
+	return prop, ok
+}
+
+// isAttributes reports whether w is a path into the attributes:
+// Attributes/..., or attributes/... as the CDSE OData page's
+// DeletedProducts example writes it.
+func isAttributes(w string) bool {
+	return strings.HasPrefix(w, "Attributes/") || strings.HasPrefix(w, "attributes/")
 }
 
 // operator reads a comparison operator after the property (or attribute
@@ -661,10 +685,12 @@ func (p *parser) nameFunction() (node, error) {
 		return nil, err
 	}
 	defer p.leave()
-	if p.tok.kind == tWord && p.tok.text != "Name" {
+	if p.tok.kind == tWord && p.tok.text != "Name" && p.tok.text != "name" {
 		return nil, errAt(p.tok.pos, "%s supports only Name, not %s", fn.text, quote(p.tok.text))
 	}
-	if _, err := p.expectWord("Name", "Name"); err != nil {
+	if p.isWord("name") {
+		p.next()
+	} else if _, err := p.expectWord("Name", "Name"); err != nil {
 		return nil, err
 	}
 	if _, err := p.expect(tComma, "','"); err != nil {
@@ -684,11 +710,11 @@ func (p *parser) nameFunction() (node, error) {
 
 // attribute parses Attributes/OData.CSC.<T>Attribute/any(att:att/Name eq
 // 'name' and att/OData.CSC.<T>Attribute/Value <op> <literal>), the one
-// form the catalogue documents.
+// form the catalogue documents (attributes/... too, isAttributes).
 func (p *parser) attribute() (node, error) {
 	path := p.tok
 	const prefix = "Attributes/OData.CSC."
-	rest, ok := strings.CutPrefix(path.text, prefix)
+	rest, ok := strings.CutPrefix("A"+path.text[1:], prefix)
 	if !ok {
 		return nil, errAt(path.pos, "expected Attributes/OData.CSC.<Type>Attribute/any(...), found %s", quote(path.text))
 	}

@@ -18,6 +18,9 @@ func FuzzParseFilter(f *testing.F) {
 	for _, tt := range matchCases {
 		f.Add(tt.filter)
 	}
+	for _, tt := range spellings {
+		f.Add(tt.form)
+	}
 	for _, s := range []string{
 		// Literals at their edges: huge, non-finite, NaN in the spellings
 		// OData and Go know.
@@ -54,6 +57,8 @@ func FuzzParseFilter(f *testing.F) {
 		"OData.CSC.Intersects(area=geography'SRID=4326;MULTIPOINT ((1e400 0), (0 0))')",
 		"OData.CSC.Intersects(area=geography'SRID=4326;MULTIPOINT (0 0, 1)')",
 		"OData.CSC.Intersects(area=geography'SRID=4326;MULTIPOINT Z ((0 0 1))')",
+		"name", "not name", "contains(name)", "contains(name,", "attributes/", "attributes/OData.CSC.", "a/OData.CSC.StringAttribute/any(",
+		"attributes/OData.CSC.StringAttribute/any(att:att/Name eq 'x' and att/OData.CSC.StringAttribute/Value eq 'y')",
 		// Nesting at and past the limit, every way.
 		nest(depthLimit, "Online eq true"),
 		nest(depthLimit+1, "Online eq true"),
