@@ -11,7 +11,7 @@ import (
 	"io"
 	"sync"
 
-	"lukechampine.com/blake3"
+	"github.com/zeebo/blake3"
 )
 
 // A product's bytes are the AES-CTR keystream of a key derived from its id:
@@ -82,7 +82,7 @@ type sums struct {
 // computeSums streams the product through MD5 and BLAKE3 with a bounded
 // buffer.
 func computeSums(id string, n int64) (md5Hex, blake3Hex string) {
-	m, b := md5.New(), blake3.New(32, nil)
+	m, b := md5.New(), blake3.New()
 	buf := make([]byte, 256<<10)
 	if _, err := io.CopyBuffer(io.MultiWriter(m, b), newContentReader(id, 0, n), buf); err != nil {
 		panic(fmt.Sprintf("cdsesim: hashing product %s: %v", id, err)) // hashes and the keystream never fail

@@ -18,7 +18,7 @@ import (
 	"testing"
 	"time"
 
-	"lukechampine.com/blake3"
+	"github.com/zeebo/blake3"
 )
 
 const (

@@ -25,8 +25,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/sirupsen/logrus"
+	"github.com/zeebo/blake3"
 	"golang.org/x/oauth2"
-	"lukechampine.com/blake3"
 
 	"github.com/cdse-jetstream/receiver/internal/retry"
 )
@@ -362,7 +362,7 @@ type hashes struct {
 	md5, b3 hash.Hash
 }
 
-func newHashes() *hashes { return &hashes{md5: md5.New(), b3: blake3.New(32, nil)} }
+func newHashes() *hashes { return &hashes{md5: md5.New(), b3: blake3.New()} }
 
 func (h *hashes) Write(p []byte) (int, error) {
 	h.md5.Write(p)
