@@ -82,6 +82,10 @@ bench-headers: ## what the consumer headers cost: this tree's receiver against t
 	$(GO) build -tags benchbaseheaders -o "$$d/receiver" ./cmd/receiver && \
 	$(GO) run ./bench/cmd/bench -compare "$$d/receiver" $(or $(BENCHFLAGS),-rounds 12 -duration 5s)
 
+.PHONY: bench-fetch
+bench-fetch: ## the fetcher (fetcher get, both hashes) against a plain copy of the same bytes at the live 20 MB/s a connection, 1 and 4 streams, into a directory and a real S3 store; the hashing ceiling; peak RSS of a 2 GiB product (BENCHFLAGS, e.g. -rounds 5 -mib 400 -rss-mib 4096)
+	$(GO) test ./bench/fetch -run '^$$' -bench Fetch -benchtime 1x -timeout 60m -v -args $(BENCHFLAGS)
+
 .PHONY: bench-grow
 bench-grow: ## cost as the stream grows: restart time, RSS, throughput and p99 with 0/100k/1M/5M messages, embedded and external, and NATS_EMBEDDED_SYNC=always (GROWFLAGS)
 	$(GO) run ./bench/cmd/grow -sizes $(or $(SIZES),0,100000,1000000,5000000) -sync $(GROWFLAGS)

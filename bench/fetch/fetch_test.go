@@ -1,0 +1,357 @@
+// Package fetch is `make bench-fetch`: the fetcher binary (`fetcher get`,
+// both hashes on) against a plain copy of the same bytes from the same
+// simulator, in the same rounds, into a directory and into a real S3
+// store (versitygw); the hashing ceiling unthrottled; and the fetcher's
+// peak RSS for a large product. It is a benchmark, not a test: `go test`
+// runs nothing here unless asked for -bench.
+//
+//	make bench-fetch                      # 3 rounds of 200 MiB products, 2 GiB for the RSS
+//	make bench-fetch BENCHFLAGS='-rounds 5 -mib 400 -rss-mib 4096'
+package fetch
+
+import (
+	"context"
+	"crypto/md5"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/zeebo/blake3"
+
+	"github.com/cdse-jetstream/receiver/internal/cdselogin"
+	"github.com/cdse-jetstream/receiver/internal/cdsesim"
+	"github.com/cdse-jetstream/receiver/internal/testkit/bins"
+	"github.com/cdse-jetstream/receiver/internal/testkit/s3test"
+)
+
+var (
+	rounds  = flag.Int("rounds", 3, "rounds of the throttled comparison (the modes take turns in each)")
+	mib     = flag.Int64("mib", 200, "size of a product of the throttled comparison, MiB")
+	rate    = flag.Int64("rate", 20_000_000, "the simulator's rate per connection, bytes a second (the live general account's 20 MB/s)")
+	rssMiB  = flag.Int64("rss-mib", 2048, "size of the product whose peak RSS is measured, MiB (0: skip)")
+	partMiB = flag.Int64("part-mib", 8, "FETCH_S3_PART_SIZE of the runs, MiB")
+	s3Conc  = flag.Int("s3-concurrency", 2, "FETCH_S3_CONCURRENCY of the runs")
+)
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	bins.Cleanup()
+	os.Exit(code)
+}
+
+const user, password = "bench", "bench-pw"
+
+// world is the simulator on two hosts (catalogue 127.0.0.1, download
+// localhost), the S3 store and the fetcher binary.
+type world struct {
+	sim      *cdsesim.Sim
+	catalog  string // OData root on the catalogue host
+	download string // OData root on the download host
+	tokenURL string
+	s3       *s3test.Server
+	fetcher  string
+	dir      string
+}
+
+func start(b *testing.B) *world {
+	b.Helper()
+	ln, err := net.Listen("tcp", "localhost:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	w := &world{download: "http://" + ln.Addr().String() + "/odata/v1", dir: b.TempDir()}
+	w.sim = cdsesim.New(cdsesim.Options{Users: map[string]cdsesim.User{user: {Password: password}},
+		DownloadURL: w.download, DownloadRate: *rate, MaxDownloads: -1, Seed: 1})
+	cat := httptest.NewServer(w.sim.Handler())
+	dl := httptest.NewUnstartedServer(w.sim.Handler())
+	dl.Listener.Close()
+	dl.Listener = ln
+	dl.Start()
+	b.Cleanup(func() { cat.Close(); dl.Close(); w.sim.Close() })
+	w.catalog, w.tokenURL = cat.URL+"/odata/v1", cat.URL+cdsesim.TokenPath
+	w.s3 = s3test.Start(b)
+	w.fetcher = bins.Build(b, "github.com/cdse-jetstream/receiver/cmd/fetcher")
+	return w
+}
+
+// products are n new products of size bytes (both checksums).
+func (w *world) products(n int, size int64) []*cdsesim.Product {
+	return w.sim.GenerateWith(cdsesim.Sentinel2, n, func(p *cdsesim.Product) { p.ContentLength = size })
+}
+
+// run is one measured transfer of every product at once.
+type run struct {
+	bytes  int64
+	wall   time.Duration
+	cpu    time.Duration // of the fetcher processes (user + system)
+	maxRSS int64         // the largest peak RSS of one fetcher process, bytes
+}
+
+func (r run) mbps() float64 { return float64(r.bytes) / r.wall.Seconds() / 1e6 }
+
+// fetch runs `fetcher get` for each product at once into target.
+func (w *world) fetch(b *testing.B, target string, ps []*cdsesim.Product, extra ...string) run {
+	b.Helper()
+	env := []string{"PATH=" + os.Getenv("PATH"), "HOME=" + b.TempDir(),
+		"FETCH_TARGET=" + target, "CDSE_USERNAME=" + user, "CDSE_PASSWORD=" + password,
+		"CDSE_TOKEN_URL=" + w.tokenURL, "CDSE_CATALOGUE_URL=" + w.catalog, "CDSE_DOWNLOAD_URL=" + w.download,
+		"FETCH_TRUSTED_HOSTS=localhost", "LOG_LEVEL=warn",
+		fmt.Sprintf("FETCH_S3_PART_SIZE=%dMiB", *partMiB), fmt.Sprintf("FETCH_S3_CONCURRENCY=%d", *s3Conc),
+		"AWS_CONFIG_FILE=/nonexistent", "AWS_SHARED_CREDENTIALS_FILE=/nonexistent", "AWS_EC2_METADATA_DISABLED=true"}
+	for k, v := range w.s3.Env() {
+		env = append(env, k+"="+v)
+	}
+	env = append(env, extra...)
+	var (
+		mu  sync.Mutex
+		out run
+		wg  sync.WaitGroup
+	)
+	startAt := time.Now()
+	for _, p := range ps {
+		cmd := exec.Command(w.fetcher, "get", p.ID)
+		cmd.Env = env
+		var logs strings.Builder
+		cmd.Stdout, cmd.Stderr = &logs, &logs
+		if err := cmd.Start(); err != nil {
+			b.Fatal(err)
+		}
+		wg.Add(1)
+		exited := make(chan struct{})
+		hwm := peakRSS(cmd.Process.Pid, exited)
+		go func() {
+			defer wg.Done()
+			err := cmd.Wait()
+			close(exited)
+			rss := <-hwm
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil {
+				b.Errorf("fetcher get %s: %v\n%s", p.ID, err, logs.String())
+				return
+			}
+			ru := cmd.ProcessState.SysUsage().(*syscall.Rusage)
+			out.cpu += time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+			out.maxRSS = max(out.maxRSS, rss)
+			out.bytes += p.ContentLength
+		}()
+	}
+	wg.Wait()
+	out.wall = time.Since(startAt)
+	return out
+}
+
+// peakRSS sends the process's peak RSS (VmHWM), read every 20 ms until
+// exited is closed. Not the rusage of wait4: Linux counts in a child's
+// ru_maxrss the RSS of the parent it was forked from (this benchmark, with
+// the simulator in it), which hid the fetcher's own.
+func peakRSS(pid int, exited <-chan struct{}) <-chan int64 {
+	out := make(chan int64, 1)
+	go func() {
+		var peak int64
+		tick := time.NewTicker(20 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid)); err == nil {
+				for _, l := range strings.Split(string(b), "\n") {
+					var kb int64
+					if _, err := fmt.Sscanf(l, "VmHWM: %d kB", &kb); err == nil {
+						peak = max(peak, kb<<10)
+					}
+				}
+			}
+			select {
+			case <-exited:
+				out <- peak
+				return
+			case <-tick.C:
+			}
+		}
+	}()
+	return out
+}
+
+// copyPlain downloads each product at once to io.Discard with Go's HTTP
+// client straight from the download host: the reference.
+func (w *world) copyPlain(b *testing.B, ps []*cdsesim.Product) run {
+	b.Helper()
+	ts := cdselogin.NewPasswordSource(cdselogin.PasswordConfig{TokenURL: w.tokenURL, Username: user, Password: password})
+	ctx := context.Background()
+	tok, err := ts.Token(ctx)
+	if err != nil {
+		b.Fatal(err)
+	}
+	var (
+		mu  sync.Mutex
+		out run
+		wg  sync.WaitGroup
+	)
+	startAt := time.Now()
+	for _, p := range ps {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			req, _ := http.NewRequestWithContext(ctx, http.MethodGet, w.download+"/Products("+p.ID+")/$value", nil)
+			req.Header.Set("Authorization", "Bearer "+tok.AccessToken)
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				b.Error(err)
+				return
+			}
+			n, err := io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil || n != p.ContentLength || resp.StatusCode != http.StatusOK {
+				b.Errorf("plain copy of %s: %d %d bytes: %v", p.ID, resp.StatusCode, n, err)
+			}
+			out.bytes += n
+		}()
+	}
+	wg.Wait()
+	out.wall = time.Since(startAt)
+	return out
+}
+
+// clean removes what the runs stored (the disk is not the subject).
+func (w *world) clean(b *testing.B) {
+	b.Helper()
+	entries, _ := os.ReadDir(w.dir)
+	for _, e := range entries {
+		os.RemoveAll(filepath.Join(w.dir, e.Name()))
+	}
+	ctx := context.Background()
+	c := w.s3.Client()
+	list, err := c.ListObjectsV2(ctx, &s3.ListObjectsV2Input{Bucket: aws.String(w.s3.Bucket)})
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, o := range list.Contents {
+		if _, err := c.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: aws.String(w.s3.Bucket), Key: o.Key}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func median(xs []float64) float64 {
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}
+
+// BenchmarkFetch prints the figures of bench/RESULTS.md's fetcher section.
+func BenchmarkFetch(b *testing.B) {
+	w := start(b)
+	size := *mib << 20
+	fmt.Printf("fetcher get against a plain copy (Go's client to io.Discard), %d rounds of %d MiB products at %.0f MB/s a connection; S3 parts %d MiB x %d\n",
+		*rounds, *mib, float64(*rate)/1e6, *partMiB, *s3Conc)
+	type mode struct {
+		name string
+		do   func(ps []*cdsesim.Product) run
+	}
+	modes := []mode{
+		{"plain copy", func(ps []*cdsesim.Product) run { return w.copyPlain(b, ps) }},
+		{"fetcher, directory", func(ps []*cdsesim.Product) run { return w.fetch(b, "file://"+w.dir, ps) }},
+		{"fetcher, S3", func(ps []*cdsesim.Product) run { return w.fetch(b, "s3://"+w.s3.Bucket+"/bench", ps) }},
+	}
+	for _, streams := range []int{1, 4} {
+		mbps := map[string][]float64{}
+		ratios := map[string][]float64{}
+		rss := map[string]int64{}
+		for r := range *rounds {
+			got := map[string]run{}
+			// The modes take turns: each round starts with the next one.
+			for i := range modes {
+				m := modes[(i+r)%len(modes)]
+				res := m.do(w.products(streams, size))
+				w.clean(b)
+				got[m.name] = res
+				mbps[m.name] = append(mbps[m.name], res.mbps())
+				rss[m.name] = max(rss[m.name], res.maxRSS)
+			}
+			for _, m := range modes[1:] {
+				ratios[m.name] = append(ratios[m.name], got[m.name].mbps()/got["plain copy"].mbps())
+			}
+			fmt.Printf("  %d stream(s), round %d: plain %.1f MB/s, directory %.1f (%.3f), S3 %.1f (%.3f)\n", streams, r+1,
+				got["plain copy"].mbps(), got["fetcher, directory"].mbps(), got["fetcher, directory"].mbps()/got["plain copy"].mbps(),
+				got["fetcher, S3"].mbps(), got["fetcher, S3"].mbps()/got["plain copy"].mbps())
+		}
+		for _, m := range modes {
+			line := fmt.Sprintf("%d stream(s) %-20s median %6.1f MB/s", streams, m.name+":", median(mbps[m.name]))
+			if m.name != "plain copy" {
+				line += fmt.Sprintf("  / plain copy: median %.3f (rounds %.3f-%.3f)  peak RSS %.1f MiB",
+					median(ratios[m.name]), slices.Min(ratios[m.name]), slices.Max(ratios[m.name]), float64(rss[m.name])/(1<<20))
+				b.ReportMetric(median(ratios[m.name]), fmt.Sprintf("ratio-%s-%d", strings.TrimPrefix(strings.ReplaceAll(m.name, " ", ""), "fetcher,"), streams))
+			}
+			fmt.Println(line)
+		}
+	}
+
+	// Unthrottled: what the hashes cost, and the fetcher's own ceiling.
+	w.sim.SetDownloadRate(cdsesim.Unthrottled)
+	hashCeiling(b)
+	big := w.products(1, 1<<30)
+	res := w.fetch(b, "file://"+w.dir, big)
+	w.clean(b)
+	fmt.Printf("unthrottled, 1 GiB into the directory: %.0f MB/s, %.0f MB/s per core of the fetcher's CPU (%.2f s), peak RSS %.1f MiB\n",
+		res.mbps(), float64(res.bytes)/res.cpu.Seconds()/1e6, res.cpu.Seconds(), float64(res.maxRSS)/(1<<20))
+
+	if *rssMiB > 0 {
+		for _, t := range []struct{ name, target string }{{"S3", "s3://" + w.s3.Bucket + "/bench"}, {"directory", "file://" + w.dir}} {
+			ps := w.products(1, *rssMiB<<20)
+			res := w.fetch(b, t.target, ps)
+			w.clean(b)
+			fmt.Printf("peak RSS, one %d MiB product into %s (unthrottled, %.0f MB/s): %.1f MiB\n", *rssMiB, t.name, res.mbps(), float64(res.maxRSS)/(1<<20))
+			b.ReportMetric(float64(res.maxRSS)/(1<<20), "rss-MiB-"+t.name)
+		}
+	}
+}
+
+// hashCeiling is MD5 and BLAKE3 over the same bytes in memory, as the
+// engine runs them (one writer feeding both), in MB/s of one core.
+func hashCeiling(b *testing.B) {
+	buf, err := io.ReadAll(cdsesim.ProductContent("ceiling", 64<<20))
+	if err != nil {
+		b.Fatal(err)
+	}
+	// The thread's own CPU: the loop stays on it.
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	for _, h := range []struct {
+		name string
+		w    func() io.Writer
+	}{
+		{"MD5", func() io.Writer { return md5.New() }},
+		{"BLAKE3", func() io.Writer { return blake3.New() }},
+		{"MD5 + BLAKE3", func() io.Writer { return io.MultiWriter(md5.New(), blake3.New()) }},
+	} {
+		var before, after syscall.Rusage
+		_ = syscall.Getrusage(syscall.RUSAGE_THREAD, &before)
+		const times = 8
+		wr := h.w()
+		for range times {
+			_, _ = wr.Write(buf)
+		}
+		_ = syscall.Getrusage(syscall.RUSAGE_THREAD, &after)
+		cpu := time.Duration(after.Utime.Nano() - before.Utime.Nano() + after.Stime.Nano() - before.Stime.Nano())
+		fmt.Printf("hashing ceiling, %-13s %6.0f MB/s per core\n", h.name+":", float64(times*len(buf))/cpu.Seconds()/1e6)
+	}
+}
