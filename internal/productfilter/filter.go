@@ -287,20 +287,34 @@ func (n nameFuncCall) eval(p *Product) bool {
 // that type and name has a value that compares so. An attribute of the
 // same name but another type does not count, as in the catalogue, where
 // each type is its own collection.
+//
+// Its type is numberAttr for a number compared without a cast
+// (Attributes/any(a: a/Name eq 'cloudCover' and a/Value le 30)): the
+// catalogue compares the literal with the value in the value's own type,
+// so such a number compares with integer and double attributes alike.
 type attrAny struct {
-	typ  AttrType
-	name string
-	op   op
-	str  string
-	f    float64
-	i    int64
-	t    time.Time
+	typ   AttrType
+	name  string
+	op    op
+	str   string
+	f     float64 // DoubleAttr, and numberAttr's value
+	i     int64   // IntegerAttr, and numberAttr's value when isInt
+	isInt bool    // numberAttr: the literal is an integer (exactly i)
+	t     time.Time
 }
+
+// numberAttr is the type of a number compared without a cast: an
+// attrAny's only, never an attribute's.
+const numberAttr AttrType = 255
 
 func (n attrAny) eval(p *Product) bool {
 	for i := range p.Attributes {
 		a := &p.Attributes[i]
-		if a.Type != n.typ || a.Name != n.name {
+		if a.Type != n.typ {
+			if n.typ != numberAttr || a.Type != IntegerAttr && a.Type != DoubleAttr || a.Name != n.name {
+				continue
+			}
+		} else if a.Name != n.name {
 			continue
 		}
 		var c int
@@ -313,6 +327,15 @@ func (n attrAny) eval(p *Product) bool {
 			c = cmp.Compare(a.Int, n.i)
 		case DateTimeOffsetAttr:
 			c = a.Time.Compare(n.t)
+		case numberAttr:
+			switch {
+			case a.Type == DoubleAttr:
+				c = cmp.Compare(a.Float, n.f)
+			case n.isInt:
+				c = cmp.Compare(a.Int, n.i)
+			default:
+				c = cmp.Compare(float64(a.Int), n.f)
+			}
 		}
 		if n.op.holds(c) {
 			return true

@@ -149,6 +149,25 @@ var matchCases = []struct {
 	{"startswith(name,'S5P') or endswith(name,'.SEN3')", []string{s3, s5p, s5pDeleted}},
 	{"name eq 'S2B_MSIL2A_20261121T103319_N0511_R108_T32TQM_20261121T132945.SAFE'", []string{s2L2A, s2Modified}},
 	{"not (name ne 'S2B_MSIL2A_20261121T103319_N0511_R108_T32TQM_20261121T132945.SAFE')", []string{s2L2A, s2Modified}},
+	// The lambda's value without the cast: of the any()'s type. The CDSE
+	// docs' On-Demand Production page (i0/Value eq 'RAW', here the
+	// fixtures' S2MSI2A), WASDI's QueryTranslatorOData (i0/Value ge 0.0 on
+	// cloudCover, i0/Value on integers).
+	{"(Collection/Name eq 'SENTINEL-2') and (Attributes/OData.CSC.StringAttribute/any(i0:i0/Name eq 'productType' and i0/Value eq 'S2MSI2A'))", []string{s2L2A, s2Modified}},
+	{"Attributes/OData.CSC.DoubleAttribute/any(i0:i0/Name eq 'cloudCover' and i0/Value ge 0.0) and Attributes/OData.CSC.DoubleAttribute/any(i0:i0/Name eq 'cloudCover' and i0/Value le 30.0)", []string{s1PushAck, s2L1C, s2L2A, s2Offline, s2Modified}},
+	{"Attributes/OData.CSC.IntegerAttribute/any(i0:i0/Name eq 'relativeOrbitNumber' and i0/Value ge 100)", []string{s1PushAck, s2L2A, s3, s2Modified}},
+	{"Attributes/OData.CSC.DateTimeOffsetAttribute/any(i0:i0/Name eq 'processingDate' and i0/Value lt 2025-01-01T00:00:00.000Z)", []string{s1PushAck}},
+	// Nor on the collection (issue 32's Attributes/any(att: ...)): the
+	// literal says the type, as the catalogue compares the literal with
+	// the value's own type (docs/interests.md); a number compares with
+	// integer and double attributes alike.
+	{"Attributes/any(att: att/Name eq 'productType' and att/Value eq 'S2MSI2A')", []string{s2L2A, s2Modified}},
+	{"Attributes/any(a: a/Name eq 'cloudCover' and a/Value le 30)", []string{s1PushAck, s2L1C, s2L2A, s2Offline, s2Modified}},
+	{"Attributes/any(a: a/Name eq 'sliceNumber' and a/Value ge 4)", []string{s1PushAck, s1, s1Deleted}},
+	{"Attributes/any(a: a/Name eq 'sliceNumber' and a/Value eq 4.0)", []string{s1, s1Deleted}},
+	{"Attributes/any(a: a/Name eq 'beginningDateTime' and a/Value eq 2026-11-21T10:33:19.024Z)", []string{s2L2A, s2Modified}},
+	{"Attributes/any(a: a/Name eq 'relativeOrbitNumber' and a/Value eq '108')", nil},
+	{"attributes/any(a: a/Name eq 'productType' and a/OData.CSC.StringAttribute/Value ne 'S2MSI2A') and startswith(Name,'S2')", []string{s2L1C, s2Offline}},
 }
 
 func TestMatchFixtures(t *testing.T) {
@@ -209,6 +228,14 @@ var spellings = []struct {
 	{"startswith(name,'S2') and endswith(name,'.SAFE')", "startswith(Name,'S2') and endswith(Name,'.SAFE')", "Name's other functions, with contains(name,...)"},
 	{"name ne 'x' and not (name eq 'S2B_MSIL2A_20261121T103319_N0511_R108_T32TQM_20261121T132945.SAFE')",
 		"Name ne 'x' and not (Name eq 'S2B_MSIL2A_20261121T103319_N0511_R108_T32TQM_20261121T132945.SAFE')", "Name's comparisons, with contains(name,...)"},
+	{"Attributes/OData.CSC.StringAttribute/any(i0:i0/Name eq 'productType' and i0/Value eq 'S2MSI2A')",
+		"Attributes/OData.CSC.StringAttribute/any(i0:i0/Name eq 'productType' and i0/OData.CSC.StringAttribute/Value eq 'S2MSI2A')", "CDSE docs, On-Demand Production page"},
+	{"Attributes/OData.CSC.DoubleAttribute/any(i0:i0/Name eq 'cloudCover' and i0/Value ge 0.0)",
+		"Attributes/OData.CSC.DoubleAttribute/any(i0:i0/Name eq 'cloudCover' and i0/OData.CSC.DoubleAttribute/Value ge 0.0)", "WASDI, QueryTranslatorOData"},
+	{"Attributes/any(att: att/Name eq 'productType' and att/Value eq 'S2MSI2A')",
+		"Attributes/OData.CSC.StringAttribute/any(att:att/Name eq 'productType' and att/OData.CSC.StringAttribute/Value eq 'S2MSI2A')", "issue 32, Attributes/any"},
+	{"Attributes/any(a: a/Name eq 'relativeOrbitNumber' and a/Value eq 108)",
+		"Attributes/OData.CSC.IntegerAttribute/any(a:a/Name eq 'relativeOrbitNumber' and a/OData.CSC.IntegerAttribute/Value eq 108)", "a script's Attributes/any(a: ... a/Value le n), on an integer"},
 	{"OData.CSC.Intersects(Footprint=geography'SRID=4326;POLYGON ((11 44, 13 44, 13 47, 11 47, 11 44))')",
 		"OData.CSC.Intersects(area=geography'SRID=4326;POLYGON ((11 44, 13 44, 13 47, 11 47, 11 44))')", "CDSE docs, On-Demand Production page; WASDI"},
 }
@@ -326,6 +353,16 @@ func TestParseErrors(t *testing.T) {
 		{"Attributes/OData.CSC.StringAttribute/any(att:att/OData.CSC.StringAttribute/Value eq 'S2MSI2A' and att/Name eq 'productType')", "att/OData", "att/Name"},
 		{"Attributes/OData.CSC.StringAttribute/any(att:att/Name ne 'productType' and att/OData.CSC.StringAttribute/Value eq 'S2MSI2A')", "ne", "eq (the attribute's name"},
 		{"Attributes/OData.CSC.StringAttribute/any(att:att/Name eq 'productType' or att/OData.CSC.StringAttribute/Value eq 'S2MSI2A')", "or", "expected and"},
+		{"Attributes/OData.CSC.StringAttribute/any(i0:i0/Name eq 'productType' and x/Value eq 'S2MSI2A')", "x/Value", "the lambda variable is i0, not x"},
+		{"Attributes/OData.CSC.StringAttribute/any(i0:i0/Name eq 'productType' and i0/value eq 'S2MSI2A')", "i0/value", "i0/Value"},
+		{"Attributes/OData.CSC.StringAttribute/any(i0:i0/Name eq 'productType' and i0/Value eq 5)", "5)", "a string"},
+		{"Attributes/OData.CSC.DoubleAttribute/any(i0:i0/Name eq 'cloudCover' and i0/Value le 'x')", "'x'", "a number"},
+		{"Attributes/any(a: a/Name eq 'productType' and a/Value gt 'S2')", "gt", "only eq and ne"},
+		{"Attributes/any(a: a/Name eq 'cloudCover' and a/Value le NaN)", "NaN", "a string, a number or a date-time"},
+		{"Attributes/any(a: a/Name eq 'cloudCover' and a/Value le 1e999)", "1e999", "not a number"},
+		{"Attributes/any(a: a/Name eq 'x' and a/Value eq 2022-13-03T00:00:00Z)", "2022-13", "not a date-time"},
+		{"Attributes/all(a: a/Name eq 'productType' and a/Value eq 'S2MSI2A')", "all(", "expected any"},
+		{"Attributes/OData.CSC.StringAttribute(a: a/Name eq 'productType' and a/Value eq 'S2MSI2A')", "(a:", "expected any"},
 		{"Attributes/OData.CSC.StringAttribute/any(att:att/Name eq 'productType' and att/OData.CSC.StringAttribute/Value eq 'S2MSI2A'", "", "')' to close any("},
 		// Geography.
 		{"OData.CSC.Intersects(area=geography'SRID=3857;POINT(0 0)')", "3857", "SRID must be 4326"},

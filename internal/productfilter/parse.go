@@ -1,6 +1,7 @@
 package productfilter
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"slices"
@@ -710,22 +711,36 @@ func (p *parser) nameFunction() (node, error) {
 
 // attribute parses Attributes/OData.CSC.<T>Attribute/any(att:att/Name eq
 // 'name' and att/OData.CSC.<T>Attribute/Value <op> <literal>), the one
-// form the catalogue documents (attributes/... too, isAttributes).
+// form the catalogue documents (attributes/... too, isAttributes), and
+// the spellings of it that clients use without a cast: the value as
+// att/Value (the CDSE documentation's On-Demand Production page, WASDI),
+// of the any()'s type, and the collection as Attributes/any(...), where
+// the literal says the type (issue 32; a number compares with integer
+// and double attributes alike).
 func (p *parser) attribute() (node, error) {
 	path := p.tok
 	const prefix = "Attributes/OData.CSC."
-	rest, ok := strings.CutPrefix("A"+path.text[1:], prefix)
-	if !ok {
-		return nil, errAt(path.pos, "expected Attributes/OData.CSC.<Type>Attribute/any(...), found %s", quote(path.text))
-	}
-	typeName, lambda, _ := strings.Cut(rest, "/")
-	typ := AttrTypeOf(strings.TrimSuffix(typeName, "Attribute"))
-	if typ == 0 || !strings.HasSuffix(typeName, "Attribute") {
-		return nil, errAt(path.pos+len(prefix), "unsupported attribute type %s: use StringAttribute, DoubleAttribute, IntegerAttribute or DateTimeOffsetAttribute", quote(typeName))
-	}
-	if lambda != "any" {
-		// After the '/' when there is one (the error is inside the filter).
-		return nil, errAt(min(path.pos+len(prefix)+len(typeName)+1, path.end), "expected any(...) over the attributes, found %s", quote(lambda))
+	canonical := "A" + path.text[1:]
+	var typ AttrType // 0: the collection has no cast
+	var typeName string
+	if canonical != "Attributes/any" {
+		rest, ok := strings.CutPrefix(canonical, prefix)
+		if !ok {
+			if lambda, ok := strings.CutPrefix(canonical, "Attributes/"); ok && !strings.Contains(lambda, "/") && !strings.HasPrefix(lambda, "OData.") {
+				return nil, errAt(path.pos+len("Attributes/"), "expected any(...) over the attributes, found %s", quote(lambda))
+			}
+			return nil, errAt(path.pos, "expected Attributes/OData.CSC.<Type>Attribute/any(...), found %s", quote(path.text))
+		}
+		var lambda string
+		typeName, lambda, _ = strings.Cut(rest, "/")
+		typ = AttrTypeOf(strings.TrimSuffix(typeName, "Attribute"))
+		if typ == 0 || !strings.HasSuffix(typeName, "Attribute") {
+			return nil, errAt(path.pos+len(prefix), "unsupported attribute type %s: use StringAttribute, DoubleAttribute, IntegerAttribute or DateTimeOffsetAttribute", quote(typeName))
+		}
+		if lambda != "any" {
+			// After the '/' when there is one (the error is inside the filter).
+			return nil, errAt(min(path.pos+len(prefix)+len(typeName)+1, path.end), "expected any(...) over the attributes, found %s", quote(lambda))
+		}
 	}
 	p.next()
 	open, err := p.expect(tLParen, "'(' after any")
@@ -762,28 +777,69 @@ func (p *parser) attribute() (node, error) {
 	if _, err := p.expectWord("and", "and"); err != nil {
 		return nil, err
 	}
-	valuePath := v.text + "/OData.CSC." + typeName + "/Value"
-	if t := p.tok; t.kind == tWord && t.text != valuePath {
-		pre, r, _ := strings.Cut(t.text, "/")
-		if other, ok := strings.CutPrefix(r, "OData.CSC."); ok && strings.HasSuffix(other, "/Value") {
-			if pre != v.text {
-				return nil, errAt(t.pos, "the lambda variable is %s, not %s", short(v.text), short(pre))
-			}
-			return nil, errAt(t.pos, "mismatched attribute type: any() is over %s but the value is %s", typeName, short(strings.TrimSuffix(other, "/Value")))
+	// The value: v/Value, of the collection's type, or cast to a type
+	// (v/OData.CSC.<T>Attribute/Value), which must be the collection's
+	// when it has one.
+	valuePath := p.tok
+	want := short(v.text) + "/Value or " + short(v.text) + "/OData.CSC." + cmp.Or(typeName, "<Type>Attribute") + "/Value"
+	if valuePath.kind != tWord {
+		return nil, p.unexpected(want)
+	}
+	pre, r, _ := strings.Cut(valuePath.text, "/")
+	cast, isCast := strings.CutPrefix(r, "OData.CSC.")
+	cast, isValue := strings.CutSuffix(cast, "/Value")
+	switch {
+	case pre != v.text && (r == "Value" || isCast && isValue):
+		return nil, errAt(valuePath.pos, "the lambda variable is %s, not %s", short(v.text), short(pre))
+	case pre == v.text && r == "Value":
+	case pre == v.text && isCast && isValue && cast == typeName:
+	case pre == v.text && isCast && isValue && typ != 0:
+		return nil, errAt(valuePath.pos, "mismatched attribute type: any() is over %s but the value is %s", typeName, short(cast))
+	case pre == v.text && isCast && isValue:
+		if typ = AttrTypeOf(strings.TrimSuffix(cast, "Attribute")); typ == 0 || !strings.HasSuffix(cast, "Attribute") {
+			return nil, errAt(valuePath.pos+len(pre)+len("/OData.CSC."), "unsupported attribute type %s: use StringAttribute, DoubleAttribute, IntegerAttribute or DateTimeOffsetAttribute", quote(cast))
 		}
+	default:
+		return nil, p.unexpected(want)
 	}
-	if _, err := p.expectWord(valuePath, short(v.text)+"/OData.CSC."+typeName+"/Value"); err != nil {
-		return nil, err
-	}
-	o, ot, err := p.operator(valuePath)
+	p.next()
+	o, ot, err := p.operator(valuePath.text)
 	if err != nil {
 		return nil, err
 	}
 	n := attrAny{typ: typ, name: name, op: o}
-	switch typ {
+	if err := p.attrValue(&n, ot); err != nil {
+		return nil, err
+	}
+	if _, err := p.expect(tRParen, "')' to close any("); err != nil {
+		return nil, err
+	}
+	p.attrs = append(p.attrs, name)
+	return n, nil
+}
+
+// attrValue reads the literal n compares attributes' values with, of
+// n's type, or when n has none (no cast) of the type the literal is: a
+// string, a date-time, or a number (numberAttr: integer and double
+// attributes alike).
+func (p *parser) attrValue(n *attrAny, ot token) error {
+	if n.typ == 0 {
+		switch t := p.tok; {
+		case t.kind == tString:
+			n.typ = StringAttr
+		case t.kind == tNumber && looksLikeDateTime(t.text):
+			n.typ = DateTimeOffsetAttr
+		case t.kind == tNumber:
+			n.typ = numberAttr
+		default:
+			return p.unexpected("a string, a number or a date-time")
+		}
+	}
+	var err error
+	switch n.typ {
 	case StringAttr:
-		if o != opEq && o != opNe {
-			return nil, errAt(ot.pos, "StringAttribute values support only eq and ne, not %s", ot.text)
+		if n.op != opEq && n.op != opNe {
+			return errAt(ot.pos, "StringAttribute values support only eq and ne, not %s", ot.text)
 		}
 		n.str, err = p.stringLit()
 	case DoubleAttr:
@@ -792,15 +848,21 @@ func (p *parser) attribute() (node, error) {
 		n.i, err = p.intLit()
 	case DateTimeOffsetAttr:
 		n.t, err = p.timeLit()
+	case numberAttr:
+		lit := p.tok.text
+		if n.f, err = p.floatLit(); err == nil {
+			n.i, err = strconv.ParseInt(lit, 10, 64)
+			n.isInt, err = err == nil, nil
+		}
 	}
-	if err != nil {
-		return nil, err
-	}
-	if _, err := p.expect(tRParen, "')' to close any("); err != nil {
-		return nil, err
-	}
-	p.attrs = append(p.attrs, name)
-	return n, nil
+	return err
+}
+
+// looksLikeDateTime reports whether a number token is meant as a
+// date-time (2022-05-03...): digits and a '-' after the year. Whether it
+// is a valid one, timeLit says.
+func looksLikeDateTime(s string) bool {
+	return len(s) >= 5 && s[4] == '-' && isDigit(s[0]) && isDigit(s[1]) && isDigit(s[2]) && isDigit(s[3])
 }
 
 // intersects parses OData.CSC.Intersects(area=geography'SRID=4326;...'),
