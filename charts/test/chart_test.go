@@ -364,6 +364,10 @@ auth: {password: "a-long-webhook-password"}
 nats: {mode: external, external: {url: "nats://nats:4222"}}
 metrics: {serviceMonitor: {enabled: true}}
 `,
+		"fetcher": fetcherValues + `
+metrics: {serviceMonitor: {enabled: true}, prometheusRule: {enabled: true}, grafanaDashboard: {enabled: true}}
+networkPolicy: {enabled: true}
+`,
 	} {
 		t.Run(name, func(t *testing.T) {
 			res := lint.All(chartDir, values(t, v), "eo", false)

@@ -167,3 +167,84 @@ receiver's and the status check's. */}}
   secret:
     secretName: {{ include "receiver.secretName" . }}
 {{- end }}
+
+{{/* The fetcher's objects (Deployment, Service, ServiceMonitor). */}}
+{{- define "receiver.fetcherName" -}}
+{{- printf "%s-fetcher" (include "receiver.fullname" .) | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{/* The fetcher's pods: not the receiver's selector labels, so that the
+receiver's Services never pick them. */}}
+{{- define "receiver.fetcherSelectorLabels" -}}
+app.kubernetes.io/name: {{ include "receiver.name" . }}-fetcher
+app.kubernetes.io/instance: {{ .Release.Name }}
+{{- end }}
+
+{{- define "receiver.fetcherLabels" -}}
+helm.sh/chart: {{ include "receiver.chart" . }}
+{{ include "receiver.fetcherSelectorLabels" . }}
+app.kubernetes.io/component: fetcher
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+{{- end }}
+
+{{/* Whether the embedded NATS gives the fetcher its login
+(NATS_EMBEDDED_FETCHER_USER/_PASSWORD): "true" or "". */}}
+{{- define "receiver.fetcherLogin" -}}
+{{- if and .Values.fetcher.enabled (eq .Values.nats.mode "embedded") }}true{{ end }}
+{{- end }}
+
+{{/* The Secret holding the fetcher's password of the embedded NATS under
+the key "password": nats.embedded.fetcherPasswordSecret, else the chart's. */}}
+{{- define "receiver.fetcherNATSSecretName" -}}
+{{- .Values.nats.embedded.fetcherPasswordSecret | default (printf "%s-fetcher-nats" (include "receiver.fullname" .) | trunc 63 | trimSuffix "-") }}
+{{- end }}
+
+{{/* The fetcher's password of the embedded NATS: the value, else the one
+the chart's Secret already holds (upgrades keep it), else a new one. */}}
+{{- define "receiver.fetcherNATSPassword" -}}
+{{- if .Values.nats.embedded.fetcherPassword }}
+{{- .Values.nats.embedded.fetcherPassword }}
+{{- else }}
+{{- $s := lookup "v1" "Secret" .Release.Namespace (include "receiver.fetcherNATSSecretName" .) }}
+{{- if and $s $s.data $s.data.password }}
+{{- $s.data.password | b64dec }}
+{{- else }}
+{{- randAlphaNum 32 }}
+{{- end }}
+{{- end }}
+{{- end }}
+
+{{/* The Secret with the fetcher's catalogue login (CDSE_USERNAME,
+CDSE_PASSWORD): its own, else the reconciler's, else register's. */}}
+{{- define "receiver.fetcherCredentialsSecret" -}}
+{{- .Values.fetcher.credentialsSecret | default .Values.reconcile.credentialsSecret | default .Values.register.credentialsSecret }}
+{{- end }}
+
+{{/* Refuses fetcher values that cannot work. */}}
+{{- define "receiver.validateFetcher" -}}
+{{- if .Values.fetcher.enabled }}
+{{- $f := .Values.fetcher }}
+{{- if not $f.target }}
+{{- fail "fetcher.enabled needs fetcher.target: s3://bucket/prefix, or file:///dir on fetcher.persistence.existingClaim" }}
+{{- end }}
+{{- if not (include "receiver.fetcherCredentialsSecret" .) }}
+{{- fail "fetcher.enabled needs fetcher.credentialsSecret (or reconcile.credentialsSecret, register.credentialsSecret): a Secret with CDSE_USERNAME and CDSE_PASSWORD, the account the products are downloaded with" }}
+{{- end }}
+{{- if hasPrefix "file://" $f.target }}
+{{- if not $f.persistence.existingClaim }}
+{{- fail "fetcher.target file://... needs fetcher.persistence.existingClaim: a ReadWriteMany volume every replica writes into (the image's file system is read-only)" }}
+{{- end }}
+{{- $dir := trimSuffix "/" $f.persistence.mountPath }}
+{{- if not (or (eq $f.target (printf "file://%s" $dir)) (hasPrefix (printf "file://%s/" $dir) $f.target)) }}
+{{- fail (printf "fetcher.target %s is not under fetcher.persistence.mountPath %s, where the claim is mounted" $f.target $f.persistence.mountPath) }}
+{{- end }}
+{{- end }}
+{{- if le (int $f.terminationGracePeriodSeconds) (int $f.shutdownTimeoutSeconds) }}
+{{- fail "fetcher.terminationGracePeriodSeconds must exceed fetcher.shutdownTimeoutSeconds: the fetcher hands its cut downloads back to NATS after that timeout, and would be killed first" }}
+{{- end }}
+{{- if and (eq .Values.nats.mode "embedded") (eq .Values.nats.embedded.fetcherUser .Values.nats.embedded.consumerUser) }}
+{{- fail "nats.embedded.fetcherUser must differ from nats.embedded.consumerUser: they are two logins with different rights" }}
+{{- end }}
+{{- end }}
+{{- end }}
