@@ -168,6 +168,13 @@ var matchCases = []struct {
 	{"Attributes/any(a: a/Name eq 'beginningDateTime' and a/Value eq 2026-11-21T10:33:19.024Z)", []string{s2L2A, s2Modified}},
 	{"Attributes/any(a: a/Name eq 'relativeOrbitNumber' and a/Value eq '108')", nil},
 	{"attributes/any(a: a/Name eq 'productType' and a/OData.CSC.StringAttribute/Value ne 'S2MSI2A') and startswith(Name,'S2')", []string{s2L1C, s2Offline}},
+	// Boolean literals in any case: Online eq TRUE (issue 32's report),
+	// True as Python writes it. OData's ABNF makes them case-insensitive
+	// (oasis-tcs/odata-abnf, odata-abnf-testcases.yaml: "Boolean - literals
+	// are case-insensitive", tRUe).
+	{"Online eq TRUE", []string{s1PushAck, s1, s2L1C, s2L2A, s3, s5p, s2Modified}},
+	{"Online eq False", []string{s2Offline}},
+	{"Collection/Name eq 'SENTINEL-2' and Online ne True", []string{s2Offline}},
 }
 
 func TestMatchFixtures(t *testing.T) {
@@ -236,6 +243,7 @@ var spellings = []struct {
 		"Attributes/OData.CSC.StringAttribute/any(att:att/Name eq 'productType' and att/OData.CSC.StringAttribute/Value eq 'S2MSI2A')", "issue 32, Attributes/any"},
 	{"Attributes/any(a: a/Name eq 'relativeOrbitNumber' and a/Value eq 108)",
 		"Attributes/OData.CSC.IntegerAttribute/any(a:a/Name eq 'relativeOrbitNumber' and a/OData.CSC.IntegerAttribute/Value eq 108)", "a script's Attributes/any(a: ... a/Value le n), on an integer"},
+	{"Online eq TRUE", "Online eq true", "issue 32; OData ABNF, boolean literals are case-insensitive"},
 	{"OData.CSC.Intersects(Footprint=geography'SRID=4326;POLYGON ((11 44, 13 44, 13 47, 11 47, 11 44))')",
 		"OData.CSC.Intersects(area=geography'SRID=4326;POLYGON ((11 44, 13 44, 13 47, 11 47, 11 44))')", "CDSE docs, On-Demand Production page; WASDI"},
 }
@@ -335,6 +343,10 @@ func TestParseErrors(t *testing.T) {
 		{"ContentLength gt 1.5", "1.5", "not an integer"},
 		{"ContentLength gt '100'", "'100'", "an integer"},
 		{"Online eq 1", "1", "true or false"},
+		{"Online eq T", "T", "true or false"},
+		{"Online eq 'true'", "'true'", "true or false"},
+		{"Online eq yes", "yes", "true or false"},
+		{"Name eq TRUE", "TRUE", "a string in single quotes, found \"TRUE\""},
 		{"Name eq S2B", "S2B", "a string in single quotes"},
 		// Attributes.
 		{"Attributes/OData.CSC.StringAttribute/any(att:att/Name eq 'productType' and att/OData.CSC.DoubleAttribute/Value eq 5)", "att/OData.CSC.Double", "mismatched attribute type"},

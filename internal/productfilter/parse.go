@@ -215,7 +215,9 @@ func short(s string) string {
 // quote is strconv.Quote of short(s).
 func quote(s string) string { return strconv.Quote(short(s)) }
 
-var keywords = []string{"and", "or", "not", "eq", "ne", "gt", "ge", "lt", "le", "true", "false", "any", "contains", "startswith", "endswith", "area", "geography"}
+// true and false are not among them: OData's boolean literals are
+// case-insensitive (boolLit).
+var keywords = []string{"and", "or", "not", "eq", "ne", "gt", "ge", "lt", "le", "any", "contains", "startswith", "endswith", "area", "geography"}
 
 // caseHint helps with AND, Eq, collection/name: OData is case-sensitive.
 func caseHint(t token) string {
@@ -542,11 +544,10 @@ func (p *parser) comparison(prop property) (node, error) {
 		if o != opEq && o != opNe {
 			return nil, errAt(ot.pos, "Online supports only eq and ne, not %s", ot.text)
 		}
-		if !p.isWord("true") && !p.isWord("false") {
-			return nil, p.unexpected("true or false")
+		v, err := p.boolLit()
+		if err != nil {
+			return nil, err
 		}
-		v := p.tok.text == "true"
-		p.next()
 		p.needs.prop(needOnline)
 		return onlineCmp{op: o, val: v}, nil
 	}
@@ -579,6 +580,21 @@ func (p *parser) timeLit() (time.Time, error) {
 		return v, nil
 	}
 	return time.Time{}, p.unexpected("a date-time such as 2022-05-03T00:00:00.000Z")
+}
+
+// boolLit reads true or false, in any case: OData's ABNF makes boolean
+// literals case-insensitive (its test cases accept tRUe), and clients
+// write TRUE and True (Python's str(True)).
+func (p *parser) boolLit() (bool, error) {
+	if p.tok.kind == tWord {
+		for _, v := range [...]bool{true, false} {
+			if strings.EqualFold(p.tok.text, strconv.FormatBool(v)) {
+				p.next()
+				return v, nil
+			}
+		}
+	}
+	return false, p.unexpected("true or false")
 }
 
 func (p *parser) intLit() (int64, error) {

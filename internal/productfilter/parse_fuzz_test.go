@@ -67,6 +67,7 @@ func FuzzParseFilter(f *testing.F) {
 		"Attributes/any(a:a/Name eq 'x' and a/Value eq 2024-1)",
 		"Attributes/any(a:a/Name eq 'x' and a/OData.CSC.IntegerAttribute/Value eq 1)",
 		"Attributes/OData.CSC.IntegerAttribute/any(i0:i0/Name eq 'x' and i0/Value eq 1.5)",
+		"Online eq tRuE", "Online ne FALSE", "Online eq TRUEE", "Online eq T", "(Online eq True)",
 		// Nesting at and past the limit, every way.
 		nest(depthLimit, "Online eq true"),
 		nest(depthLimit+1, "Online eq true"),
