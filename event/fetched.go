@@ -19,6 +19,12 @@ const (
 	DefaultFetchedPrefix = "cdse.fetched"
 	DefaultFailedPrefix  = "cdse.fetchfailed"
 	DefaultFetchedStream = "CDSE_FETCHED"
+	// FetchRetryPrefix starts the subjects `fetcher failed retry` puts a
+	// given-up product event back on, in the product stream:
+	// <FetchRetryPrefix>.<consumer>.<collection>.<productType>, which only
+	// that fetcher consumer filters (consumers of the product subjects
+	// never see them).
+	FetchRetryPrefix = "cdse.fetchretry"
 )
 
 // Header names the fetcher adds to its events, beside the product's Cdse-*
@@ -41,6 +47,10 @@ const (
 	// HeaderFetchError is why a product event was given up (failed events
 	// only).
 	HeaderFetchError = "Cdse-Fetch-Error"
+	// HeaderFetchRetry is on a product event put back by `fetcher failed
+	// retry` and on the events of its new fetch: the sequence of the
+	// failed event it came from.
+	HeaderFetchRetry = "Cdse-Fetch-Retry"
 )
 
 // ErrNotFetched marks a message that is not a fetched event.

@@ -25,11 +25,8 @@ import (
 // (FETCH_CONCURRENCY) then caps retries and products together, across
 // every replica: a retry waits for a slot as any product does.
 const (
-	fetchRetryPrefix = "cdse.fetchretry"
-	// headerFetchRetry is set on a retry: the sequence of the failed event
-	// it came from. The fetcher copies Cdse-* headers to its events, so
-	// the retry's fetched (or failed again) event carries it too.
-	headerFetchRetry = "Cdse-Fetch-Retry"
+	fetchRetryPrefix = event.FetchRetryPrefix
+	headerFetchRetry = event.HeaderFetchRetry
 )
 
 // fetchRetrySubject is where the failed event f is queued again for

@@ -131,16 +131,21 @@ const FetcherStream = "CDSE_FETCHED"
 // prefixes), and published to. The receiver's streams stay out of reach.
 func fetcherPermissions(denied ...string) *server.Permissions {
 	p := consumerPermissions(denied...)
+	// The fetched and failed events, the retries `fetcher failed retry`
+	// puts back, and removing a failed event once retried or dropped.
 	p.Publish.Allow = append(p.Publish.Allow,
 		"$JS.API.STREAM.CREATE."+FetcherStream, "$JS.API.STREAM.UPDATE."+FetcherStream,
-		topology.PlannedPrefixes[0]+".>", topology.PlannedPrefixes[1]+".>")
+		"$JS.API.STREAM.MSG.DELETE."+FetcherStream,
+		topology.PlannedPrefixes[0]+".>", topology.PlannedPrefixes[1]+".>", topology.RetryPrefix+".>")
 	// A deny wins over an allow in nats-server: the consumers' denials of
-	// stream creation and of the fetched prefixes are dropped here, each
-	// replaced by the narrow allow above.
+	// stream creation, message deletion and the fetcher's prefixes are
+	// dropped here, each replaced by the narrow allow above (what is not
+	// allowed stays denied: deleting a message of another stream too).
 	var deny []string
 	for _, d := range p.Publish.Deny {
 		switch d {
-		case "$JS.API.STREAM.CREATE.>", "$JS.API.STREAM.UPDATE.>", topology.PlannedPrefixes[0] + ".>", topology.PlannedPrefixes[1] + ".>":
+		case "$JS.API.STREAM.CREATE.>", "$JS.API.STREAM.UPDATE.>", "$JS.API.STREAM.MSG.DELETE.>",
+			topology.PlannedPrefixes[0] + ".>", topology.PlannedPrefixes[1] + ".>", topology.RetryPrefix + ".>":
 			continue
 		}
 		deny = append(deny, d)

@@ -7,6 +7,8 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/cdse-jetstream/receiver/internal/topology"
 )
 
 // TestFetcherLogin: with NATS_EMBEDDED_FETCHER_USER the fetcher logs in to
@@ -44,6 +46,23 @@ func TestFetcherLogin(t *testing.T) {
 	if _, err := js.Publish(ctx, "cdse.fetchfailed.SENTINEL-2.S2MSI2A", []byte(`{}`)); err != nil {
 		t.Fatalf("the fetcher publishes a failed fetch: %v", err)
 	}
+	// fetcher failed drop and retry: a failed event removed from its
+	// stream, and a retry on the retry subjects (the product stream
+	// takes them when the receiver declares it; here a core publish,
+	// which the permissions decide).
+	fs, err := js.Stream(ctx, FetcherStream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := fs.DeleteMsg(ctx, 2); err != nil {
+		t.Fatalf("the fetcher deletes a failed event: %v", err)
+	}
+	if err := nc.Publish(topology.RetryPrefix+".fetcher.SENTINEL-2.S2MSI2A", []byte(`{}`)); err != nil {
+		t.Fatal(err)
+	}
+	if err := nc.Flush(); err != nil || nc.LastError() != nil {
+		t.Fatalf("the fetcher publishes a retry: %v %v", err, nc.LastError())
+	}
 	cons, err := js.CreateOrUpdateConsumer(ctx, testStream, jetstream.ConsumerConfig{Durable: "fetcher", AckPolicy: jetstream.AckExplicitPolicy, MaxAckPending: 4})
 	if err != nil {
 		t.Fatalf("the fetcher's durable: %v", err)
@@ -66,6 +85,7 @@ func TestFetcherLogin(t *testing.T) {
 		{"purge the receiver's stream", "$JS.API.STREAM.PURGE." + testStream, `{}`},
 		{"delete the receiver's stream", "$JS.API.STREAM.DELETE." + testStream, ``},
 		{"delete a durable", "$JS.API.CONSUMER.DELETE." + testStream + "." + durableOfAnother, ``},
+		{"delete a message of the receiver's stream", "$JS.API.STREAM.MSG.DELETE." + testStream, `{"seq":1}`},
 		{"answer in the receiver's inbox", f.receiver.NewRespInbox(), `{"stream":"` + testStream + `","seq":99}`},
 	} {
 		t.Run(d.name, func(t *testing.T) {
@@ -74,6 +94,8 @@ func TestFetcherLogin(t *testing.T) {
 	}
 	// The consumers' login still cannot write the fetcher's stream.
 	expectDenied(t, f.srv.ClientURL(), []nats.Option{nats.UserInfo("reader", "reader-pw")}, "cdse.fetched.created.X.Y", []byte(`{}`))
+	expectDenied(t, f.srv.ClientURL(), []nats.Option{nats.UserInfo("reader", "reader-pw")}, topology.RetryPrefix+".fetcher.X.Y", []byte(`{}`))
+	expectDenied(t, f.srv.ClientURL(), []nats.Option{nats.UserInfo("reader", "reader-pw")}, "$JS.API.STREAM.MSG.DELETE."+FetcherStream, []byte(`{"seq":1}`))
 	expectDenied(t, f.srv.ClientURL(), []nats.Option{nats.UserInfo("reader", "reader-pw")}, "$JS.API.STREAM.CREATE."+FetcherStream, []byte(`{"name":"`+FetcherStream+`","subjects":["cdse.fetched.>"]}`))
 }
 

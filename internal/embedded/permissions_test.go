@@ -119,6 +119,7 @@ func TestConsumersCannotChangeTheStreams(t *testing.T) {
 				{"publish a fetched product", "cdse.fetched.created.X.Y", `{}`},
 				{"publish a failed fetch", "cdse.fetchfailed.created.X.Y", `{}`},
 				{"publish a completion", "cdse.complete.created.X.Y", `{}`},
+				{"queue a fetch retry", "cdse.fetchretry.fetcher.X.Y", `{}`},
 				{"purge the stream", "$JS.API.STREAM.PURGE." + testStream, `{}`},
 				{"delete the stream", "$JS.API.STREAM.DELETE." + testStream, ``},
 				{"update the stream", "$JS.API.STREAM.UPDATE." + testStream, `{"name":"` + testStream + `","subjects":["cdse.product.>"],"storage":"memory"}`},

@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -206,7 +207,7 @@ func (a *App) declare(ctx context.Context) (jetstream.Consumer, error) {
 	cc := jetstream.ConsumerConfig{
 		Durable:        a.cfg.Consumer,
 		Description:    "fetcher: downloads each product event",
-		FilterSubjects: a.cfg.SubjectList(),
+		FilterSubjects: ConsumerSubjects(a.cfg),
 		AckPolicy:      jetstream.AckExplicitPolicy,
 		AckWait:        a.cfg.AckWait,
 		// The deployment-wide cap on downloads: NATS delivers no more
@@ -242,6 +243,37 @@ func (a *App) declare(ctx context.Context) (jetstream.Consumer, error) {
 		return nil, fmt.Errorf("consumer %s on %s: %w", a.cfg.Consumer, a.cfg.ProductStream, err)
 	}
 	return c, nil
+}
+
+// ConsumerSubjects are the fetcher consumer's filter subjects: the product
+// subjects of FETCH_SUBJECTS (or their default) and the consumer's retry
+// subject, <event.FetchRetryPrefix>.<FETCH_CONSUMER>.>, where `fetcher
+// failed retry` puts given-up events back (unless a subject listed
+// already covers it: NATS refuses overlapping filters).
+func ConsumerSubjects(cfg fetchconfig.Config) []string {
+	subjects := cfg.SubjectList()
+	retry := event.FetchRetryPrefix + "." + cfg.Consumer + ".>"
+	for _, s := range subjects {
+		if subjectCovers(s, retry) {
+			return subjects
+		}
+	}
+	return append(subjects, retry)
+}
+
+// subjectCovers says whether every subject filter matches is matched by
+// pattern (tokens compared, * and > as NATS reads them).
+func subjectCovers(pattern, filter string) bool {
+	p, f := strings.Split(pattern, "."), strings.Split(filter, ".")
+	for i, tok := range p {
+		if tok == ">" {
+			return len(f) > i
+		}
+		if i >= len(f) || (tok != "*" && tok != f[i]) || (tok == "*" && f[i] == ">") {
+			return false
+		}
+	}
+	return len(p) == len(f)
 }
 
 // consume takes product events until ctx ends; each runs in its own

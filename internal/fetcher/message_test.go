@@ -2,6 +2,7 @@ package fetcher
 
 import (
 	"errors"
+	"fmt"
 	"maps"
 	"os"
 	"path/filepath"
@@ -190,5 +191,29 @@ func TestDefaultsAreEvents(t *testing.T) {
 	if d.FetchedPrefix != event.DefaultFetchedPrefix || d.FailedPrefix != event.DefaultFailedPrefix || d.Stream != event.DefaultFetchedStream {
 		t.Errorf("fetchconfig %s %s %s, event %s %s %s", d.FetchedPrefix, d.FailedPrefix, d.Stream,
 			event.DefaultFetchedPrefix, event.DefaultFailedPrefix, event.DefaultFetchedStream)
+	}
+}
+
+func TestConsumerSubjects(t *testing.T) {
+	for _, tt := range []struct {
+		subjects, consumer string
+		onDelete           string
+		want               string
+	}{
+		{"", "fetcher", "keep", "[cdse.product.created.> cdse.product.modified.> cdse.fetchretry.fetcher.>]"},
+		{"", "alps", "delete", "[cdse.product.created.> cdse.product.modified.> cdse.product.deleted.> cdse.fetchretry.alps.>]"},
+		{"cdse.interest.alps.>", "alps", "keep", "[cdse.interest.alps.> cdse.fetchretry.alps.>]"},
+		// Listed already, or covered: not twice (NATS refuses overlapping filters).
+		{"cdse.product.created.>,cdse.fetchretry.fetcher.>", "fetcher", "keep", "[cdse.product.created.> cdse.fetchretry.fetcher.>]"},
+		{"cdse.fetchretry.*.>", "fetcher", "keep", "[cdse.fetchretry.*.>]"},
+		{">", "fetcher", "keep", "[>]"},
+		// Another consumer's retries do not cover this one's.
+		{"cdse.fetchretry.other.>", "fetcher", "keep", "[cdse.fetchretry.other.> cdse.fetchretry.fetcher.>]"},
+	} {
+		cfg := fetchconfig.Default()
+		cfg.Subjects, cfg.Consumer, cfg.OnDelete = tt.subjects, tt.consumer, tt.onDelete
+		if got := fmt.Sprint(ConsumerSubjects(cfg)); got != tt.want {
+			t.Errorf("%q for %s: %s, want %s", tt.subjects, tt.consumer, got, tt.want)
+		}
 	}
 }

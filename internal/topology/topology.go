@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -49,7 +50,30 @@ type Options struct {
 // a second change to its permissions that could be forgotten: the fetcher
 // and completion streams must take these names (as the defaults of their
 // settings, when they get some, added to the embedded server's deny list).
-var PlannedPrefixes = []string{"cdse.fetched", "cdse.fetchfailed", "cdse.complete"}
+var PlannedPrefixes = []string{"cdse.fetched", "cdse.fetchfailed", "cdse.complete", RetryPrefix}
+
+// RetryPrefix is the subjects of the product stream where `fetcher failed
+// retry` puts a given-up product event back for the fetcher's consumer
+// alone (event.FetchRetryPrefix): the product stream takes them so that
+// that one consumer, whose MaxAckPending is the account's download cap,
+// serves retries and products together.
+const RetryPrefix = "cdse.fetchretry"
+
+// productSubjects are the product stream's subjects: the products, the
+// interests' copies, and the fetcher's retries (unless the product or
+// interest prefix already covers them, which a stream cannot list twice).
+func (o Options) productSubjects() []string {
+	subjects := []string{o.SubjectPrefix + ".>"}
+	if o.InterestPrefix != "" {
+		subjects = append(subjects, o.InterestPrefix+".>")
+	}
+	for _, p := range []string{o.SubjectPrefix, o.InterestPrefix} {
+		if p != "" && (RetryPrefix == p || strings.HasPrefix(RetryPrefix, p+".")) {
+			return subjects
+		}
+	}
+	return append(subjects, RetryPrefix+".>")
+}
 
 // Topology is the receiver's resources on one JetStream context.
 type Topology struct {
@@ -91,10 +115,7 @@ func (t *Topology) LeaseBucket() string { return t.o.Stream + "_STATE_LEASE" }
 // 2xx must survive a server restart.
 func (t *Topology) EnsureProduct(ctx context.Context) (*jetstream.StreamInfo, error) {
 	o := t.o
-	subjects := []string{o.SubjectPrefix + ".>"}
-	if o.InterestPrefix != "" {
-		subjects = append(subjects, o.InterestPrefix+".>")
-	}
+	subjects := o.productSubjects()
 	s, err := t.js.Stream(ctx, o.Stream)
 	if errors.Is(err, jetstream.ErrStreamNotFound) {
 		s, err = t.js.CreateStream(ctx, jetstream.StreamConfig{

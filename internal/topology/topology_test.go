@@ -49,6 +49,23 @@ func TestEnsureStream(t *testing.T) {
 		if info.Config.Storage != jetstream.FileStorage || info.Config.Duplicates != 2*time.Hour {
 			t.Errorf("config %+v", info.Config)
 		}
+		// The products, and the retries fetcher failed retry queues for
+		// the fetcher's consumer alone.
+		if fmt.Sprint(info.Config.Subjects) != "[cdse.product.> cdse.fetchretry.>]" {
+			t.Errorf("subjects %v", info.Config.Subjects)
+		}
+	})
+	t.Run("a prefix that covers the retries", func(t *testing.T) {
+		// A server of its own: cdse.> overlaps the other stream's subjects.
+		js, closeNC := natstest.JetStream(t, natstest.RunJetStream(t).ClientURL())
+		defer closeNC()
+		info, err := topology.New(js, topology.Options{Stream: "C", SubjectPrefix: "cdse", Duplicates: time.Hour}).EnsureProduct(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if fmt.Sprint(info.Config.Subjects) != "[cdse.>]" {
+			t.Errorf("subjects %v", info.Config.Subjects)
+		}
 	})
 	t.Run("idempotent", func(t *testing.T) {
 		if _, err := topology.New(js, o).EnsureProduct(ctx); err != nil {
@@ -68,7 +85,7 @@ func TestEnsureStream(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if fmt.Sprint(info.Config.Subjects) != "[legacy.> cdse.product.>]" || info.Config.Duplicates != time.Hour {
+		if fmt.Sprint(info.Config.Subjects) != "[legacy.> cdse.product.> cdse.fetchretry.>]" || info.Config.Duplicates != time.Hour {
 			t.Errorf("subjects %v duplicates %v", info.Config.Subjects, info.Config.Duplicates)
 		}
 	})
