@@ -301,6 +301,7 @@ type attrAny struct {
 	i     int64   // IntegerAttr, and numberAttr's value when isInt
 	isInt bool    // numberAttr: the literal is an integer (exactly i)
 	t     time.Time
+	b     bool // BooleanAttr
 }
 
 // numberAttr is the type of a number compared without a cast: an
@@ -327,6 +328,10 @@ func (n attrAny) eval(p *Product) bool {
 			c = cmp.Compare(a.Int, n.i)
 		case DateTimeOffsetAttr:
 			c = a.Time.Compare(n.t)
+		case BooleanAttr:
+			if a.Bool != n.b {
+				c = 1 // eq and ne only
+			}
 		case numberAttr:
 			switch {
 			case a.Type == DoubleAttr:

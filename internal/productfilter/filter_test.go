@@ -1,13 +1,17 @@
 package productfilter
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
 	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/cdse-jetstream/receiver/internal/notification"
 )
 
 // The fixtures, by their file names in testdata/notifications.
@@ -281,6 +285,80 @@ func TestSpellingsMeanTheSame(t *testing.T) {
 	}
 }
 
+// TestBooleanAttribute: OData.CSC.BooleanAttribute, which the catalogue
+// gives Sentinel-1 products (sliceProductFlag, in the entity of the CDSE
+// release notes) and CDSETool queries (query.py's _build_attribute_filter:
+// BooleanAttribute/any(att:att/Name eq '...' and
+// att/OData.CSC.BooleanAttribute/Value eq true|false), eq and ne only),
+// read as the receiver reads a notification and as a whole entity.
+func TestBooleanAttribute(t *testing.T) {
+	var body map[string]any
+	raw, err := os.ReadFile("../../testdata/notifications/created-s1.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(raw, &body); err != nil {
+		t.Fatal(err)
+	}
+	flag := func(value any, valueType string) map[string]any {
+		return map[string]any{"@odata.type": "#OData.CSC." + valueType + "Attribute", "Name": "sliceProductFlag", "Value": value, "ValueType": valueType}
+	}
+	products := map[string][]any{
+		"sliced":  {flag(true, "Boolean")},
+		"whole":   {flag(false, "Boolean")},
+		"none":    {},
+		"text":    {flag("true", "String")},   // another type: not a BooleanAttribute
+		"invalid": {flag("false", "Boolean")}, // not a boolean: missing
+	}
+	tests := []struct {
+		filter string
+		want   []string
+	}{
+		{"Attributes/OData.CSC.BooleanAttribute/any(att:att/Name eq 'sliceProductFlag' and att/OData.CSC.BooleanAttribute/Value eq true)", []string{"sliced"}},
+		{"Attributes/OData.CSC.BooleanAttribute/any(att:att/Name eq 'sliceProductFlag' and att/OData.CSC.BooleanAttribute/Value eq false)", []string{"whole"}},
+		{"Attributes/OData.CSC.BooleanAttribute/any(att:att/Name eq 'sliceProductFlag' and att/OData.CSC.BooleanAttribute/Value ne true)", []string{"whole"}},
+		{"Attributes/OData.CSC.BooleanAttribute/any(i0:i0/Name eq 'sliceProductFlag' and i0/Value eq FALSE)", []string{"whole"}},
+		{"Attributes/any(a: a/Name eq 'sliceProductFlag' and a/Value eq true)", []string{"sliced"}},
+		{"not Attributes/OData.CSC.BooleanAttribute/any(att:att/Name eq 'sliceProductFlag' and att/OData.CSC.BooleanAttribute/Value eq true)", []string{"invalid", "none", "text", "whole"}},
+		{"Attributes/OData.CSC.StringAttribute/any(att:att/Name eq 'sliceProductFlag' and att/OData.CSC.StringAttribute/Value eq 'true')", []string{"text"}},
+	}
+	for _, tt := range tests {
+		f, err := Parse(tt.filter)
+		if err != nil {
+			t.Fatalf("%s: %v", tt.filter, err)
+		}
+		needs := f.Needs()
+		var got []string
+		for name, attrs := range products {
+			value := body["value"].(map[string]any)
+			value["Attributes"] = append([]any{map[string]any{"Name": "platformShortName", "Value": "SENTINEL-1", "ValueType": "String"}}, attrs...)
+			raw, err := json.Marshal(body)
+			if err != nil {
+				t.Fatal(err)
+			}
+			n, err := notification.Decode(raw)
+			if err != nil {
+				t.Fatal(err)
+			}
+			whole, err := FromEntity(n.Value)
+			if err != nil {
+				t.Fatal(err)
+			}
+			read, _ := FromNotification(&n, &needs)
+			if f.Match(&whole) != f.Match(&read) {
+				t.Errorf("%s on %s: %v read whole, %v read as the filter needs", tt.filter, name, f.Match(&whole), f.Match(&read))
+			}
+			if f.Match(&whole) {
+				got = append(got, name)
+			}
+		}
+		slices.Sort(got)
+		if !slices.Equal(got, tt.want) {
+			t.Errorf("%s: matches %v, want %v", tt.filter, got, tt.want)
+		}
+	}
+}
+
 // TestParseErrors: what is not supported is refused, at the right place.
 // at is the text the error must point at (its first occurrence), or "" for
 // the end of the filter.
@@ -358,7 +436,12 @@ func TestParseErrors(t *testing.T) {
 		{"Attributes/OData.CSC.DoubleAttribute/any(att:att/Name eq 'cloudCover' and att/OData.CSC.DoubleAttribute/Value le 0x10)", "0x10", "not a number"},
 		{"Attributes/OData.CSC.DoubleAttribute/any(att:att/Name eq 'cloudCover' and att/OData.CSC.DoubleAttribute/Value le NaN)", "NaN", "a number"},
 		{"Attributes/OData.CSC.DateTimeOffsetAttribute/any(att:att/Name eq 'processingDate' and att/OData.CSC.DateTimeOffsetAttribute/Value lt '2025-01-01')", "'2025", "not quoted"},
-		{"Attributes/OData.CSC.BooleanAttribute/any(att:att/Name eq 'x' and att/OData.CSC.BooleanAttribute/Value eq true)", "BooleanAttribute", "unsupported attribute type"},
+		{"Attributes/OData.CSC.GuidAttribute/any(att:att/Name eq 'x' and att/OData.CSC.GuidAttribute/Value eq 'y')", "GuidAttribute", "unsupported attribute type"},
+		{"Attributes/OData.CSC.GuidAttribute/any(att:att/Name eq 'x' and att/OData.CSC.GuidAttribute/Value eq 'y')", "GuidAttribute", "or BooleanAttribute"},
+		{"Attributes/OData.CSC.BooleanAttribute/any(att:att/Name eq 'sliceProductFlag' and att/OData.CSC.BooleanAttribute/Value gt false)", "gt", "BooleanAttribute values support only eq and ne"},
+		{"Attributes/OData.CSC.BooleanAttribute/any(att:att/Name eq 'sliceProductFlag' and att/OData.CSC.BooleanAttribute/Value eq 1)", "1)", "true or false"},
+		{"Attributes/OData.CSC.BooleanAttribute/any(att:att/Name eq 'sliceProductFlag' and att/Value eq 'true')", "'true'", "true or false"},
+		{"Attributes/any(a: a/Name eq 'sliceProductFlag' and a/Value ge true)", "ge", "only eq and ne"},
 		{"Attributes/OData.CSC.StringAttribute/all(att:att/Name eq 'productType' and att/OData.CSC.StringAttribute/Value eq 'S2MSI2A')", "all(", "expected any"},
 		{"Attributes/OData.CSC.StringAttribute/any(att:x/Name eq 'productType' and att/OData.CSC.StringAttribute/Value eq 'S2MSI2A')", "x/Name", "the lambda variable is att"},
 		{"Attributes/OData.CSC.StringAttribute/any(att:att/Name eq 'productType' and x/OData.CSC.StringAttribute/Value eq 'S2MSI2A')", "x/OData", "the lambda variable is att"},
@@ -370,7 +453,7 @@ func TestParseErrors(t *testing.T) {
 		{"Attributes/OData.CSC.StringAttribute/any(i0:i0/Name eq 'productType' and i0/Value eq 5)", "5)", "a string"},
 		{"Attributes/OData.CSC.DoubleAttribute/any(i0:i0/Name eq 'cloudCover' and i0/Value le 'x')", "'x'", "a number"},
 		{"Attributes/any(a: a/Name eq 'productType' and a/Value gt 'S2')", "gt", "only eq and ne"},
-		{"Attributes/any(a: a/Name eq 'cloudCover' and a/Value le NaN)", "NaN", "a string, a number or a date-time"},
+		{"Attributes/any(a: a/Name eq 'cloudCover' and a/Value le NaN)", "NaN", "a string, a number, a date-time, true or false"},
 		{"Attributes/any(a: a/Name eq 'cloudCover' and a/Value le 1e999)", "1e999", "not a number"},
 		{"Attributes/any(a: a/Name eq 'x' and a/Value eq 2022-13-03T00:00:00Z)", "2022-13", "not a date-time"},
 		{"Attributes/all(a: a/Name eq 'productType' and a/Value eq 'S2MSI2A')", "all(", "expected any"},

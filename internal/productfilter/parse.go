@@ -751,7 +751,7 @@ func (p *parser) attribute() (node, error) {
 		typeName, lambda, _ = strings.Cut(rest, "/")
 		typ = AttrTypeOf(strings.TrimSuffix(typeName, "Attribute"))
 		if typ == 0 || !strings.HasSuffix(typeName, "Attribute") {
-			return nil, errAt(path.pos+len(prefix), "unsupported attribute type %s: use StringAttribute, DoubleAttribute, IntegerAttribute or DateTimeOffsetAttribute", quote(typeName))
+			return nil, errAt(path.pos+len(prefix), "unsupported attribute type %s: use "+attributeTypes, quote(typeName))
 		}
 		if lambda != "any" {
 			// After the '/' when there is one (the error is inside the filter).
@@ -813,7 +813,7 @@ func (p *parser) attribute() (node, error) {
 		return nil, errAt(valuePath.pos, "mismatched attribute type: any() is over %s but the value is %s", typeName, short(cast))
 	case pre == v.text && isCast && isValue:
 		if typ = AttrTypeOf(strings.TrimSuffix(cast, "Attribute")); typ == 0 || !strings.HasSuffix(cast, "Attribute") {
-			return nil, errAt(valuePath.pos+len(pre)+len("/OData.CSC."), "unsupported attribute type %s: use StringAttribute, DoubleAttribute, IntegerAttribute or DateTimeOffsetAttribute", quote(cast))
+			return nil, errAt(valuePath.pos+len(pre)+len("/OData.CSC."), "unsupported attribute type %s: use "+attributeTypes, quote(cast))
 		}
 	default:
 		return nil, p.unexpected(want)
@@ -834,10 +834,12 @@ func (p *parser) attribute() (node, error) {
 	return n, nil
 }
 
+const attributeTypes = "StringAttribute, DoubleAttribute, IntegerAttribute, DateTimeOffsetAttribute or BooleanAttribute"
+
 // attrValue reads the literal n compares attributes' values with, of
 // n's type, or when n has none (no cast) of the type the literal is: a
-// string, a date-time, or a number (numberAttr: integer and double
-// attributes alike).
+// string, a date-time, true or false, or a number (numberAttr: integer
+// and double attributes alike).
 func (p *parser) attrValue(n *attrAny, ot token) error {
 	if n.typ == 0 {
 		switch t := p.tok; {
@@ -847,8 +849,10 @@ func (p *parser) attrValue(n *attrAny, ot token) error {
 			n.typ = DateTimeOffsetAttr
 		case t.kind == tNumber:
 			n.typ = numberAttr
+		case t.kind == tWord && (strings.EqualFold(t.text, "true") || strings.EqualFold(t.text, "false")):
+			n.typ = BooleanAttr
 		default:
-			return p.unexpected("a string, a number or a date-time")
+			return p.unexpected("a string, a number, a date-time, true or false")
 		}
 	}
 	var err error
@@ -864,6 +868,11 @@ func (p *parser) attrValue(n *attrAny, ot token) error {
 		n.i, err = p.intLit()
 	case DateTimeOffsetAttr:
 		n.t, err = p.timeLit()
+	case BooleanAttr:
+		if n.op != opEq && n.op != opNe {
+			return errAt(ot.pos, "BooleanAttribute values support only eq and ne, not %s", ot.text)
+		}
+		n.b, err = p.boolLit()
 	case numberAttr:
 		lit := p.tok.text
 		if n.f, err = p.floatLit(); err == nil {

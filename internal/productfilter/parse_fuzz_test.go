@@ -68,6 +68,10 @@ func FuzzParseFilter(f *testing.F) {
 		"Attributes/any(a:a/Name eq 'x' and a/OData.CSC.IntegerAttribute/Value eq 1)",
 		"Attributes/OData.CSC.IntegerAttribute/any(i0:i0/Name eq 'x' and i0/Value eq 1.5)",
 		"Online eq tRuE", "Online ne FALSE", "Online eq TRUEE", "Online eq T", "(Online eq True)",
+		"Attributes/OData.CSC.BooleanAttribute/any(att:att/Name eq 'sliceProductFlag' and att/OData.CSC.BooleanAttribute/Value eq true)",
+		"Attributes/OData.CSC.BooleanAttribute/any(att:att/Name eq 'sliceProductFlag' and att/Value ne FALSE)",
+		"Attributes/OData.CSC.BooleanAttribute/any(att:att/Name eq 'sliceProductFlag' and att/Value lt true)",
+		"Attributes/any(a:a/Name eq 'sliceProductFlag' and a/Value eq tRUE)",
 		// Nesting at and past the limit, every way.
 		nest(depthLimit, "Online eq true"),
 		nest(depthLimit+1, "Online eq true"),

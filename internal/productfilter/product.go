@@ -54,9 +54,10 @@ const (
 	DoubleAttr
 	IntegerAttr
 	DateTimeOffsetAttr
+	BooleanAttr // sliceProductFlag of Sentinel-1 products
 )
 
-var attrTypeNames = [...]string{StringAttr: "String", DoubleAttr: "Double", IntegerAttr: "Integer", DateTimeOffsetAttr: "DateTimeOffset"}
+var attrTypeNames = [...]string{StringAttr: "String", DoubleAttr: "Double", IntegerAttr: "Integer", DateTimeOffsetAttr: "DateTimeOffset", BooleanAttr: "Boolean"}
 
 // String is the catalogue's ValueType name ("Double").
 func (t AttrType) String() string {
@@ -67,7 +68,7 @@ func (t AttrType) String() string {
 }
 
 // AttrTypeOf reads a ValueType ("String", "Double", "Integer",
-// "DateTimeOffset"); 0 for any other.
+// "DateTimeOffset", "Boolean"); 0 for any other.
 func AttrTypeOf(valueType string) AttrType {
 	switch valueType {
 	case "String":
@@ -78,15 +79,19 @@ func AttrTypeOf(valueType string) AttrType {
 		return IntegerAttr
 	case "DateTimeOffset":
 		return DateTimeOffsetAttr
+	case "Boolean":
+		return BooleanAttr
 	}
 	return 0
 }
 
 // Attribute is one typed attribute; the field its Type names holds the
-// value.
+// value. (Bool beside Type takes the padding after it: an Attribute
+// stays 80 bytes, and a product's attributes a slice of them.)
 type Attribute struct {
 	Name  string
 	Type  AttrType
+	Bool  bool
 	Str   string
 	Float float64
 	Int   int64
@@ -425,6 +430,8 @@ func readAttribute(name string, raw []byte, as notification.AttributeSpans) (Att
 		a.Float, ok = f, err == nil
 	case a.Type == IntegerAttr && number(v):
 		a.Int, ok = integer(v)
+	case a.Type == BooleanAttr:
+		a.Bool, ok = boolean(v)
 	default:
 		ok = false
 	}

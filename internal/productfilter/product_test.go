@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/cdse-jetstream/receiver/internal/notification"
 )
@@ -86,6 +87,8 @@ func TestFromEntityOddities(t *testing.T) {
 			{"Name": "platformShortName", "ValueType": "String", "Value": "LANDSAT-8"},
 			{"Name": "f", "ValueType": "DateTimeOffset", "Value": "2024-06-04T12:03:49.113620Z"},
 			{"Name": "g", "ValueType": "String", "Value": {"nested": [1, 2]}},
+			{"Name": "h", "ValueType": "Boolean", "Value": "true"},
+			{"Name": "i", "@odata.type": "#OData.CSC.BooleanAttribute", "Value": false},
 			7
 		]}`)
 	keep := bytes.Clone(raw)
@@ -103,7 +106,7 @@ func TestFromEntityOddities(t *testing.T) {
 	for _, a := range p.Attributes {
 		names = append(names, a.Name+":"+a.Type.String())
 	}
-	if got, want := names, []string{"b:Double", "c:Integer", "platformShortName:String", "f:DateTimeOffset"}; !slices.Equal(got, want) {
+	if got, want := names, []string{"b:Double", "c:Integer", "d:Boolean", "platformShortName:String", "f:DateTimeOffset", "i:Boolean"}; !slices.Equal(got, want) {
 		t.Errorf("attributes %v, want %v", got, want)
 	}
 	if p.Collection != "LANDSAT-8" {
@@ -311,6 +314,24 @@ func TestFromNotificationReadsWhatIsNeeded(t *testing.T) {
 	}
 }
 
+// TestAttributeSize: a product read holds a slice of Attributes, one per
+// attribute a filter names; Bool shares the padding after Type, so the
+// boolean type added nothing to every product read (52 409 B/op instead
+// of 51 769 for BenchmarkRouterMatch/Match when it did not).
+func TestAttributeSize(t *testing.T) {
+	type withoutBool struct {
+		Name  string
+		Type  AttrType
+		Str   string
+		Float float64
+		Int   int64
+		Time  time.Time
+	}
+	if got, want := unsafe.Sizeof(Attribute{}), unsafe.Sizeof(withoutBool{}); got != want {
+		t.Errorf("an Attribute is %d bytes, %d without Bool", got, want)
+	}
+}
+
 // FuzzFromNotification: for every body the receiver accepts, the product
 // read from where the notification's validation found the members is the
 // product read from the entity alone, for each element of an array too
@@ -319,6 +340,11 @@ func FuzzFromNotification(f *testing.F) {
 	for _, fx := range fixtures(f) {
 		f.Add(fx.n.Raw)
 		f.Add([]byte("[ " + string(fx.n.Raw) + ",\n" + string(fx.n.Raw) + "]"))
+		// A BooleanAttribute (Sentinel-1's sliceProductFlag), well and
+		// badly typed.
+		for _, flag := range []string{`true`, `false`, `"true"`, `1`} {
+			f.Add(bytes.Replace(fx.n.Raw, []byte(`"Attributes": [`), []byte(`"Attributes": [{"@odata.type": "#OData.CSC.BooleanAttribute", "Name": "sliceProductFlag", "Value": `+flag+`, "ValueType": "Boolean"},`), 1))
+		}
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {
 		ns, err := notification.Parse(body, 10)
