@@ -200,8 +200,11 @@ func describe(t token) string {
 
 // short cuts what an error shows of a token to 64 bytes: a long literal
 // is named by its position, and an error is not the size of the input.
-func short(s string) string {
-	const most = 64
+func short(s string) string { return clip(s, 64) }
+
+// clip cuts s to at most most bytes (and the ellipsis), on a rune's
+// boundary.
+func clip(s string, most int) string {
 	if len(s) <= most {
 		return s
 	}
@@ -953,7 +956,10 @@ func parseArea(s string, pos int) ([]part, *SyntaxError) {
 	wpos := pos + len("SRID=") + len(srid) + 1
 	g, err := geom.UnmarshalWKT(wkt, geom.NoValidate{})
 	if err != nil {
-		return nil, errAt(wpos, "invalid WKT: %v", err)
+		// The WKT reader's message quotes the token it stopped at, as
+		// long as the input has it: clipped, as an error is never the
+		// size of the input.
+		return nil, errAt(wpos, "invalid WKT: %s", clip(err.Error(), 200))
 	}
 	switch {
 	case g.IsPoint(), g.IsPolygon(), g.IsMultiPolygon():
@@ -983,7 +989,7 @@ func parseArea(s string, pos int) ([]part, *SyntaxError) {
 	}
 	for _, pt := range parts {
 		if err := pt.g.Validate(); err != nil {
-			return nil, errAt(wpos, "invalid geometry: %v", err)
+			return nil, errAt(wpos, "invalid geometry: %s", clip(err.Error(), 200))
 		}
 	}
 	return parts, nil
