@@ -179,6 +179,25 @@ var matchCases = []struct {
 	{"Online eq TRUE", []string{s1PushAck, s1, s2L1C, s2L2A, s3, s5p, s2Modified}},
 	{"Online eq False", []string{s2Offline}},
 	{"Collection/Name eq 'SENTINEL-2' and Online ne True", []string{s2Offline}},
+	// Casts that differ, as EODAG writes its orbit filters: the literal
+	// says which applies, as the catalogue compares a literal with the
+	// value in the value's own type. EODAG's cop_dataspace provider since
+	// its PR 2104 (IntegerAttribute/any ... StringAttribute/Value eq 108):
+	// an integer.
+	{"Attributes/OData.CSC.IntegerAttribute/any(att:att/Name eq 'relativeOrbitNumber' and att/OData.CSC.StringAttribute/Value eq 108)", []string{s2L2A, s2Modified}},
+	{"Attributes/OData.CSC.IntegerAttribute/any(att:att/Name eq 'orbitNumber' and att/OData.CSC.StringAttribute/Value eq 61234)", []string{s1, s1Deleted}},
+	// Before it, quoted: a string, which the catalogue found equal to no
+	// integer (EODAG issue 2098, relative orbit 108: no product).
+	{"Attributes/OData.CSC.IntegerAttribute/any(att:att/Name eq 'relativeOrbitNumber' and att/OData.CSC.StringAttribute/Value eq '108')", nil},
+	// So is issue 32's StringAttribute/any ... StringAttribute/Value eq
+	// '117' (EODAG's sliceNumber, totalSlices, datatakeID are written so):
+	// text, never an integer attribute's value.
+	{"Attributes/OData.CSC.StringAttribute/any(att:att/Name eq 'relativeOrbitNumber' and att/OData.CSC.StringAttribute/Value eq '108')", nil},
+	{"Attributes/OData.CSC.StringAttribute/any(att:att/Name eq 'sliceNumber' and att/OData.CSC.StringAttribute/Value eq '4')", nil},
+	// sentinelsat issue 583, the form a user found to work on the
+	// catalogue: StringAttribute/any ... IntegerAttribute/Value eq 15.
+	{"Attributes/OData.CSC.StringAttribute/any(att:att/Name eq 'relativeOrbitNumber' and att/OData.CSC.IntegerAttribute/Value eq 88)", []string{s1, s1Deleted}},
+	{"Attributes/OData.CSC.IntegerAttribute/any(att:att/Name eq 'relativeOrbitNumber' and att/OData.CSC.StringAttribute/Value ge 150)", []string{s1PushAck, s3}},
 }
 
 func TestMatchFixtures(t *testing.T) {
@@ -248,6 +267,12 @@ var spellings = []struct {
 	{"Attributes/any(a: a/Name eq 'relativeOrbitNumber' and a/Value eq 108)",
 		"Attributes/OData.CSC.IntegerAttribute/any(a:a/Name eq 'relativeOrbitNumber' and a/OData.CSC.IntegerAttribute/Value eq 108)", "a script's Attributes/any(a: ... a/Value le n), on an integer"},
 	{"Online eq TRUE", "Online eq true", "issue 32; OData ABNF, boolean literals are case-insensitive"},
+	{"Attributes/OData.CSC.IntegerAttribute/any(att:att/Name eq 'relativeOrbitNumber' and att/OData.CSC.StringAttribute/Value eq 108)",
+		"Attributes/OData.CSC.IntegerAttribute/any(att:att/Name eq 'relativeOrbitNumber' and att/OData.CSC.IntegerAttribute/Value eq 108)", "EODAG, cop_dataspace orbit filters (PR 2104)"},
+	{"Attributes/OData.CSC.IntegerAttribute/any(att:att/Name eq 'platformShortName' and att/OData.CSC.StringAttribute/Value eq 'SENTINEL-2')",
+		"Attributes/OData.CSC.StringAttribute/any(att:att/Name eq 'platformShortName' and att/OData.CSC.StringAttribute/Value eq 'SENTINEL-2')", "EODAG, a quoted value in a mismatched cast (spatialResolution '{gsd}')"},
+	{"Attributes/OData.CSC.StringAttribute/any(att:att/Name eq 'relativeOrbitNumber' and att/OData.CSC.IntegerAttribute/Value eq 88)",
+		"Attributes/OData.CSC.IntegerAttribute/any(att:att/Name eq 'relativeOrbitNumber' and att/OData.CSC.IntegerAttribute/Value eq 88)", "sentinelsat issue 583"},
 	{"OData.CSC.Intersects(Footprint=geography'SRID=4326;POLYGON ((11 44, 13 44, 13 47, 11 47, 11 44))')",
 		"OData.CSC.Intersects(area=geography'SRID=4326;POLYGON ((11 44, 13 44, 13 47, 11 47, 11 44))')", "CDSE docs, On-Demand Production page; WASDI"},
 }
@@ -427,8 +452,13 @@ func TestParseErrors(t *testing.T) {
 		{"Name eq TRUE", "TRUE", "a string in single quotes, found \"TRUE\""},
 		{"Name eq S2B", "S2B", "a string in single quotes"},
 		// Attributes.
-		{"Attributes/OData.CSC.StringAttribute/any(att:att/Name eq 'productType' and att/OData.CSC.DoubleAttribute/Value eq 5)", "att/OData.CSC.Double", "mismatched attribute type"},
-		{"Attributes/OData.CSC.DoubleAttribute/any(att:att/Name eq 'cloudCover' and att/OData.CSC.StringAttribute/Value eq 'x')", "att/OData.CSC.String", "mismatched attribute type"},
+		{"Attributes/OData.CSC.IntegerAttribute/any(att:att/Name eq 'orbitNumber' and att/OData.CSC.StringAttribute/Value eq 2024-01-01T00:00:00Z)", "2024-01-01", "fits neither IntegerAttribute nor StringAttribute"},
+		{"Attributes/OData.CSC.IntegerAttribute/any(att:att/Name eq 'orbitNumber' and att/OData.CSC.StringAttribute/Value eq true)", "true)", "fits neither IntegerAttribute nor StringAttribute"},
+		{"Attributes/OData.CSC.DoubleAttribute/any(att:att/Name eq 'cloudCover' and att/OData.CSC.IntegerAttribute/Value le 5)", "5)", "fits both DoubleAttribute and IntegerAttribute"},
+		{"Attributes/OData.CSC.IntegerAttribute/any(att:att/Name eq 'orbitNumber' and att/OData.CSC.StringAttribute/Value eq 117.5)", "117.5", "not an integer"},
+		{"Attributes/OData.CSC.IntegerAttribute/any(att:att/Name eq 'orbitNumber' and att/OData.CSC.StringAttribute/Value gt '117')", "gt", "only eq and ne"},
+		{"Attributes/OData.CSC.IntegerAttribute/any(att:att/Name eq 'orbitNumber' and att/OData.CSC.FooAttribute/Value eq 1)", "FooAttribute", "unsupported attribute type"},
+		{"Attributes/OData.CSC.IntegerAttribute/any(att:att/Name eq 'orbitNumber' and att/OData.CSC.StringAttribute/Value eq NaN)", "NaN", "IntegerAttribute nor StringAttribute"},
 		{"Attributes/OData.CSC.StringAttribute/any(att:att/Name eq 'productType' and att/OData.CSC.StringAttribute/Value eq 5)", "5)", "a string"},
 		{"Attributes/OData.CSC.StringAttribute/any(att:att/Name eq 'productType' and att/OData.CSC.StringAttribute/Value gt 'S2')", "gt", "only eq and ne"},
 		{"Attributes/OData.CSC.IntegerAttribute/any(att:att/Name eq 'orbitNumber' and att/OData.CSC.IntegerAttribute/Value eq 1.5)", "1.5", "not an integer"},

@@ -731,11 +731,13 @@ func (p *parser) nameFunction() (node, error) {
 // attribute parses Attributes/OData.CSC.<T>Attribute/any(att:att/Name eq
 // 'name' and att/OData.CSC.<T>Attribute/Value <op> <literal>), the one
 // form the catalogue documents (attributes/... too, isAttributes), and
-// the spellings of it that clients use without a cast: the value as
+// the spellings of it that clients use: the value without a cast, as
 // att/Value (the CDSE documentation's On-Demand Production page, WASDI),
-// of the any()'s type, and the collection as Attributes/any(...), where
-// the literal says the type (issue 32; a number compares with integer
-// and double attributes alike).
+// of the any()'s type; the collection without one, Attributes/any(...),
+// where the literal says the type (issue 32; a number compares with
+// integer and double attributes alike); and the value cast to another
+// type than the collection (EODAG's orbit filters, sentinelsat issue
+// 583), where the literal says which of the two (castOfLiteral).
 func (p *parser) attribute() (node, error) {
 	path := p.tok
 	const prefix = "Attributes/OData.CSC."
@@ -797,8 +799,10 @@ func (p *parser) attribute() (node, error) {
 		return nil, err
 	}
 	// The value: v/Value, of the collection's type, or cast to a type
-	// (v/OData.CSC.<T>Attribute/Value), which must be the collection's
-	// when it has one.
+	// (v/OData.CSC.<T>Attribute/Value). A cast that differs from the
+	// collection's (EODAG's IntegerAttribute/any(... StringAttribute/Value
+	// eq 108)) leaves the literal to say which of the two applies
+	// (attrValue).
 	valuePath := p.tok
 	want := short(v.text) + "/Value or " + short(v.text) + "/OData.CSC." + cmp.Or(typeName, "<Type>Attribute") + "/Value"
 	if valuePath.kind != tWord {
@@ -807,16 +811,21 @@ func (p *parser) attribute() (node, error) {
 	pre, r, _ := strings.Cut(valuePath.text, "/")
 	cast, isCast := strings.CutPrefix(r, "OData.CSC.")
 	cast, isValue := strings.CutSuffix(cast, "/Value")
+	var alt AttrType // the value's cast, when it differs from the collection's
 	switch {
 	case pre != v.text && (r == "Value" || isCast && isValue):
 		return nil, errAt(valuePath.pos, "the lambda variable is %s, not %s", short(v.text), short(pre))
 	case pre == v.text && r == "Value":
 	case pre == v.text && isCast && isValue && cast == typeName:
-	case pre == v.text && isCast && isValue && typ != 0:
-		return nil, errAt(valuePath.pos, "mismatched attribute type: any() is over %s but the value is %s", typeName, short(cast))
 	case pre == v.text && isCast && isValue:
-		if typ = AttrTypeOf(strings.TrimSuffix(cast, "Attribute")); typ == 0 || !strings.HasSuffix(cast, "Attribute") {
+		t := AttrTypeOf(strings.TrimSuffix(cast, "Attribute"))
+		if t == 0 || !strings.HasSuffix(cast, "Attribute") {
 			return nil, errAt(valuePath.pos+len(pre)+len("/OData.CSC."), "unsupported attribute type %s: use "+attributeTypes, quote(cast))
+		}
+		if typ == 0 {
+			typ = t
+		} else {
+			alt = t
 		}
 	default:
 		return nil, p.unexpected(want)
@@ -827,6 +836,11 @@ func (p *parser) attribute() (node, error) {
 		return nil, err
 	}
 	n := attrAny{typ: typ, name: name, op: o}
+	if alt != 0 {
+		if err := p.castOfLiteral(&n, alt); err != nil {
+			return nil, err
+		}
+	}
 	if err := p.attrValue(&n, ot); err != nil {
 		return nil, err
 	}
@@ -884,6 +898,43 @@ func (p *parser) attrValue(n *attrAny, ot token) error {
 		}
 	}
 	return err
+}
+
+// castOfLiteral chooses, for a value cast to alt inside any() over
+// n.typ, the one of the two types the literal is: the catalogue compares
+// a literal with an attribute's value in the value's own type, whatever
+// the casts say (EODAG issue 2098: StringAttribute/Value eq '108' found
+// no product of relative orbit 108; PR 2104: eq 108 found them). A
+// literal of neither type, or of both (a number, for IntegerAttribute
+// and DoubleAttribute), is refused.
+func (p *parser) castOfLiteral(n *attrAny, alt AttrType) error {
+	t := p.tok
+	fits := func(typ AttrType) bool {
+		switch typ {
+		case StringAttr:
+			return t.kind == tString
+		case DateTimeOffsetAttr:
+			return t.kind == tNumber && looksLikeDateTime(t.text)
+		case IntegerAttr, DoubleAttr:
+			return t.kind == tNumber && !looksLikeDateTime(t.text)
+		case BooleanAttr:
+			return t.kind == tWord && (strings.EqualFold(t.text, "true") || strings.EqualFold(t.text, "false"))
+		}
+		return false
+	}
+	if t.kind == tBad || t.kind == tEOF {
+		return p.unexpected("the value")
+	}
+	what := describe(t)
+	switch a, b := fits(n.typ), fits(alt); {
+	case a && b:
+		return errAt(t.pos, "the value %s fits both %sAttribute and %sAttribute: cast the value as any() is", what, n.typ, alt)
+	case b:
+		n.typ = alt
+	case !a:
+		return errAt(t.pos, "the value %s fits neither %sAttribute nor %sAttribute, the types any() and its value are cast to", what, n.typ, alt)
+	}
+	return nil
 }
 
 // looksLikeDateTime reports whether a number token is meant as a

@@ -72,6 +72,12 @@ func FuzzParseFilter(f *testing.F) {
 		"Attributes/OData.CSC.BooleanAttribute/any(att:att/Name eq 'sliceProductFlag' and att/Value ne FALSE)",
 		"Attributes/OData.CSC.BooleanAttribute/any(att:att/Name eq 'sliceProductFlag' and att/Value lt true)",
 		"Attributes/any(a:a/Name eq 'sliceProductFlag' and a/Value eq tRUE)",
+		"Attributes/OData.CSC.IntegerAttribute/any(att:att/Name eq 'relativeOrbitNumber' and att/OData.CSC.StringAttribute/Value eq 117)",
+		"Attributes/OData.CSC.IntegerAttribute/any(att:att/Name eq 'relativeOrbitNumber' and att/OData.CSC.StringAttribute/Value eq '117')",
+		"Attributes/OData.CSC.IntegerAttribute/any(att:att/Name eq 'relativeOrbitNumber' and att/OData.CSC.StringAttribute/Value eq 'unterminated)",
+		"Attributes/OData.CSC.IntegerAttribute/any(att:att/Name eq 'relativeOrbitNumber' and att/OData.CSC.StringAttribute/Value eq",
+		"Attributes/OData.CSC.DateTimeOffsetAttribute/any(att:att/Name eq 'x' and att/OData.CSC.BooleanAttribute/Value ne 2024-01-01)",
+		"Attributes/OData.CSC.DoubleAttribute/any(att:att/Name eq 'x' and att/OData.CSC.IntegerAttribute/Value eq 1)",
 		// Nesting at and past the limit, every way.
 		nest(depthLimit, "Online eq true"),
 		nest(depthLimit+1, "Online eq true"),
