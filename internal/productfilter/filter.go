@@ -9,18 +9,24 @@
 // they two evaluators, a filter the tests exercise against the simulator
 // could mean something else in production, so there is one.
 //
-// The language is what the catalogue's documentation shows for products,
-// and no more: Collection/Name, Name (eq, ne, contains, startswith,
-// endswith), the six comparisons on ContentDate/Start, ContentDate/End,
-// PublicationDate, ModificationDate, OriginDate and DeletionDate, Online,
-// ContentLength, DeletionCause, Id eq (a lookup only), the typed
-// Attributes/OData.CSC.<Type>Attribute/any(...) conditions,
-// OData.CSC.Intersects with a POINT, POLYGON or MULTIPOLYGON in SRID 4326,
-// and, or, not and parentheses. Anything else is a *SyntaxError naming its
-// byte offset, never a condition silently dropped: a filter that matched
-// everything because part of it was not understood would deliver products
-// nobody asked for (or, in the simulator, hide a request the catalogue
-// would refuse).
+// The language is what the catalogue's documentation shows for products:
+// Collection/Name, Name (eq, ne, contains, startswith, endswith), the six
+// comparisons on ContentDate/Start, ContentDate/End, PublicationDate,
+// ModificationDate, OriginDate and DeletionDate, Online, ContentLength,
+// DeletionCause, Id eq (a lookup only), the typed
+// Attributes/OData.CSC.<Type>Attribute/any(...) conditions (String,
+// Double, Integer, DateTimeOffset, Boolean), OData.CSC.Intersects with a
+// POINT, MULTIPOINT, POLYGON or MULTIPOLYGON in SRID 4326, and, or, not
+// and parentheses; and the other spellings of these that the
+// documentation and the widely used clients write (issue 32,
+// docs/interests.md): Intersects(Footprint=...), attributes/ and name in
+// lower case, a lambda's value without a cast (att/Value) and
+// Attributes/any(...), true and false in any case, a value cast to
+// another type than its any() (EODAG's orbit filters). Anything else is a
+// *SyntaxError naming its byte offset, never a condition silently dropped:
+// a filter that matched everything because part of it was not understood
+// would deliver products nobody asked for (or, in the simulator, hide a
+// request the catalogue would refuse).
 package productfilter
 
 import (

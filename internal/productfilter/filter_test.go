@@ -310,6 +310,40 @@ func TestSpellingsMeanTheSame(t *testing.T) {
 	}
 }
 
+// TestDocumentedSpellingsParse: every whole filter in the table of other
+// spellings of docs/interests.md (a code span that starts a condition and
+// elides nothing) is accepted, as the table says.
+func TestDocumentedSpellingsParse(t *testing.T) {
+	doc, err := os.ReadFile("../../docs/interests.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, table, ok := strings.Cut(string(doc), "#### Other spellings the receiver accepts")
+	table, _, ok2 := strings.Cut(table, "\n\n#")
+	if !ok || !ok2 {
+		t.Fatal("docs/interests.md has no table of other spellings")
+	}
+	n := 0
+	for _, line := range strings.Split(table, "\n") {
+		if !strings.HasPrefix(line, "| ") {
+			continue
+		}
+		for i, span := range strings.Split(line, "`") {
+			whole := strings.HasPrefix(span, "Attributes/") || strings.HasPrefix(span, "OData.CSC.Intersects(") || strings.HasPrefix(span, "Online ") || strings.HasPrefix(span, "contains(")
+			if i%2 == 0 || !whole || strings.Contains(span, "...") || strings.Contains(span, "<") {
+				continue
+			}
+			n++
+			if _, err := Parse(span); err != nil {
+				t.Errorf("%s: %v", span, err)
+			}
+		}
+	}
+	if n < 8 {
+		t.Errorf("%d whole filters in the table, want the table's eight or more", n)
+	}
+}
+
 // TestBooleanAttribute: OData.CSC.BooleanAttribute, which the catalogue
 // gives Sentinel-1 products (sliceProductFlag, in the entity of the CDSE
 // release notes) and CDSETool queries (query.py's _build_attribute_filter:
