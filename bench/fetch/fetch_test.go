@@ -12,6 +12,7 @@ package fetch
 import (
 	"context"
 	"crypto/md5"
+	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
@@ -31,12 +32,18 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/zeebo/blake3"
 
+	"github.com/cdse-jetstream/receiver/event"
 	"github.com/cdse-jetstream/receiver/internal/cdselogin"
 	"github.com/cdse-jetstream/receiver/internal/cdsesim"
+	"github.com/cdse-jetstream/receiver/internal/config"
 	"github.com/cdse-jetstream/receiver/internal/testkit/bins"
+	"github.com/cdse-jetstream/receiver/internal/testkit/natstest"
+	"github.com/cdse-jetstream/receiver/internal/testkit/receivertest"
 	"github.com/cdse-jetstream/receiver/internal/testkit/s3test"
+	"github.com/cdse-jetstream/receiver/internal/testkit/scrape"
 )
 
 var (
@@ -66,6 +73,9 @@ type world struct {
 	s3       *s3test.Server
 	fetcher  string
 	dir      string
+	receiver *receivertest.Receiver
+	js       jetstream.JetStream
+	runs     int // fetcher servers started, for their consumers' names
 }
 
 func start(b *testing.B) *world {
@@ -86,7 +96,28 @@ func start(b *testing.B) *world {
 	w.catalog, w.tokenURL = cat.URL+"/odata/v1", cat.URL+cdsesim.TokenPath
 	w.s3 = s3test.Start(b)
 	w.fetcher = bins.Build(b, "github.com/cdse-jetstream/receiver/cmd/fetcher")
+	// The receiver on an external NATS, as in production: the fetcher
+	// servers consume what it stores.
+	ns := natstest.RunJetStream(b)
+	w.receiver = receivertest.Start(b, func(c *config.Config) { c.NATSURL = ns.ClientURL() })
+	js, closeNC := natstest.JetStream(b, ns.ClientURL())
+	b.Cleanup(closeNC)
+	w.js = js
 	return w
+}
+
+// env is the fetcher's environment for target.
+func (w *world) env(b *testing.B, target string, extra ...string) []string {
+	env := []string{"PATH=" + os.Getenv("PATH"), "HOME=" + b.TempDir(),
+		"FETCH_TARGET=" + target, "CDSE_USERNAME=" + user, "CDSE_PASSWORD=" + password,
+		"CDSE_TOKEN_URL=" + w.tokenURL, "CDSE_CATALOGUE_URL=" + w.catalog, "CDSE_DOWNLOAD_URL=" + w.download,
+		"FETCH_TRUSTED_HOSTS=localhost", "LOG_LEVEL=warn", "NATS_URL=" + w.receiver.NATSURL,
+		fmt.Sprintf("FETCH_S3_PART_SIZE=%dMiB", *partMiB), fmt.Sprintf("FETCH_S3_CONCURRENCY=%d", *s3Conc),
+		"AWS_CONFIG_FILE=/nonexistent", "AWS_SHARED_CREDENTIALS_FILE=/nonexistent", "AWS_EC2_METADATA_DISABLED=true"}
+	for k, v := range w.s3.Env() {
+		env = append(env, k+"="+v)
+	}
+	return append(env, extra...)
 }
 
 // products are n new products of size bytes (both checksums).
@@ -104,19 +135,82 @@ type run struct {
 
 func (r run) mbps() float64 { return float64(r.bytes) / r.wall.Seconds() / 1e6 }
 
-// fetch runs `fetcher get` for each product at once into target.
+// serve runs the fetcher as it is deployed: one server, FETCH_CONCURRENCY
+// the number of products, a consumer of its own that starts with what
+// arrives from now; the receiver is sent each product's created
+// notification, and the run ends when every fetched event is stored.
+func (w *world) serve(b *testing.B, target string, ps []*cdsesim.Product) run {
+	b.Helper()
+	w.runs++
+	admin := fmt.Sprintf("127.0.0.1:%d", natstest.FreePort(b))
+	cmd := exec.Command(w.fetcher)
+	cmd.Env = w.env(b, target, "FETCH_ADMIN_ADDR="+admin, "FETCH_START=new", fmt.Sprintf("FETCH_CONSUMER=bench-%d", w.runs),
+		fmt.Sprintf("FETCH_CONCURRENCY=%d", len(ps)))
+	logs := &bins.SyncBuffer{}
+	cmd.Stdout, cmd.Stderr = logs, logs
+	if err := cmd.Start(); err != nil {
+		b.Fatal(err)
+	}
+	defer func() {
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		_ = cmd.Wait()
+	}()
+	if err := scrape.Status("http://"+admin+"/readyz", http.StatusOK, 30*time.Second); err != nil {
+		b.Fatalf("fetcher not ready: %v\n%s", err, logs)
+	}
+	before := natstest.StreamCount(b, w.js, event.DefaultFetchedStream)
+	exited := make(chan struct{})
+	hwm := peakRSS(cmd.Process.Pid, exited)
+	cpu0 := procCPU(cmd.Process.Pid)
+	startAt := time.Now()
+	for _, p := range ps {
+		body, err := json.Marshal(map[string]any{
+			"@odata.context": "$metadata#Notification/$entity", "SubscriptionEvent": "created",
+			"ProductId": p.ID, "ProductName": p.Name, "SubscriptionId": "5f0c0a3e-6d1b-4a57-9d3e-3c2a1b0e9f11",
+			"NotificationDate": time.Now().UTC().Format("2006-01-02T15:04:05.000Z"), "value": p.Entity(),
+		})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if code, answer := w.receiver.Post(b, body); code != http.StatusOK {
+			b.Fatalf("post %s: %d %s", p.ID, code, answer)
+		}
+	}
+	if err := natstest.WaitStreamCount(b, w.js, event.DefaultFetchedStream, before+uint64(len(ps)), 30*time.Minute); err != nil {
+		b.Fatalf("%v\n%s", err, logs)
+	}
+	out := run{wall: time.Since(startAt), cpu: procCPU(cmd.Process.Pid) - cpu0}
+	close(exited)
+	out.maxRSS = <-hwm
+	for _, p := range ps {
+		out.bytes += p.ContentLength
+	}
+	return out
+}
+
+// procCPU is the user and system time of a running process so far
+// (/proc/<pid>/stat, in clock ticks of 10 ms).
+func procCPU(pid int) time.Duration {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0
+	}
+	// The fields after the command name, which is in parentheses.
+	f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+1:]))
+	if len(f) < 13 {
+		return 0
+	}
+	var utime, stime int64
+	_, _ = fmt.Sscan(f[11], &utime)
+	_, _ = fmt.Sscan(f[12], &stime)
+	return time.Duration(utime+stime) * 10 * time.Millisecond
+}
+
+// fetch runs `fetcher get` (one product by hand) for each product at once
+// into target: a process, a login and the catalogue's entity each.
 func (w *world) fetch(b *testing.B, target string, ps []*cdsesim.Product, extra ...string) run {
 	b.Helper()
-	env := []string{"PATH=" + os.Getenv("PATH"), "HOME=" + b.TempDir(),
-		"FETCH_TARGET=" + target, "CDSE_USERNAME=" + user, "CDSE_PASSWORD=" + password,
-		"CDSE_TOKEN_URL=" + w.tokenURL, "CDSE_CATALOGUE_URL=" + w.catalog, "CDSE_DOWNLOAD_URL=" + w.download,
-		"FETCH_TRUSTED_HOSTS=localhost", "LOG_LEVEL=warn",
-		fmt.Sprintf("FETCH_S3_PART_SIZE=%dMiB", *partMiB), fmt.Sprintf("FETCH_S3_CONCURRENCY=%d", *s3Conc),
-		"AWS_CONFIG_FILE=/nonexistent", "AWS_SHARED_CREDENTIALS_FILE=/nonexistent", "AWS_EC2_METADATA_DISABLED=true"}
-	for k, v := range w.s3.Env() {
-		env = append(env, k+"="+v)
-	}
-	env = append(env, extra...)
+	env := w.env(b, target, extra...)
 	var (
 		mu  sync.Mutex
 		out run
@@ -187,15 +281,11 @@ func peakRSS(pid int, exited <-chan struct{}) <-chan int64 {
 }
 
 // copyPlain downloads each product at once to io.Discard with Go's HTTP
-// client straight from the download host: the reference.
+// client straight from the download host, each after a login of its own
+// (what curl after a token request does): the reference.
 func (w *world) copyPlain(b *testing.B, ps []*cdsesim.Product) run {
 	b.Helper()
-	ts := cdselogin.NewPasswordSource(cdselogin.PasswordConfig{TokenURL: w.tokenURL, Username: user, Password: password})
 	ctx := context.Background()
-	tok, err := ts.Token(ctx)
-	if err != nil {
-		b.Fatal(err)
-	}
 	var (
 		mu  sync.Mutex
 		out run
@@ -206,6 +296,12 @@ func (w *world) copyPlain(b *testing.B, ps []*cdsesim.Product) run {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			ts := cdselogin.NewPasswordSource(cdselogin.PasswordConfig{TokenURL: w.tokenURL, Username: user, Password: password})
+			tok, err := ts.Token(ctx)
+			if err != nil {
+				b.Error(err)
+				return
+			}
 			req, _ := http.NewRequestWithContext(ctx, http.MethodGet, w.download+"/Products("+p.ID+")/$value", nil)
 			req.Header.Set("Authorization", "Bearer "+tok.AccessToken)
 			resp, err := http.DefaultClient.Do(req)
@@ -261,7 +357,7 @@ func median(xs []float64) float64 {
 func BenchmarkFetch(b *testing.B) {
 	w := start(b)
 	size := *mib << 20
-	fmt.Printf("fetcher get against a plain copy (Go's client to io.Discard), %d rounds of %d MiB products at %.0f MB/s a connection; S3 parts %d MiB x %d\n",
+	fmt.Printf("the fetcher server (FETCH_CONCURRENCY = streams, products notified through the receiver) against a plain copy (a login, then Go's client to io.Discard), %d rounds of %d MiB products at %.0f MB/s a connection; S3 parts %d MiB x %d\n",
 		*rounds, *mib, float64(*rate)/1e6, *partMiB, *s3Conc)
 	type mode struct {
 		name string
@@ -269,8 +365,8 @@ func BenchmarkFetch(b *testing.B) {
 	}
 	modes := []mode{
 		{"plain copy", func(ps []*cdsesim.Product) run { return w.copyPlain(b, ps) }},
-		{"fetcher, directory", func(ps []*cdsesim.Product) run { return w.fetch(b, "file://"+w.dir, ps) }},
-		{"fetcher, S3", func(ps []*cdsesim.Product) run { return w.fetch(b, "s3://"+w.s3.Bucket+"/bench", ps) }},
+		{"fetcher, directory", func(ps []*cdsesim.Product) run { return w.serve(b, "file://"+w.dir, ps) }},
+		{"fetcher, S3", func(ps []*cdsesim.Product) run { return w.serve(b, "s3://"+w.s3.Bucket+"/bench", ps) }},
 	}
 	for _, streams := range []int{1, 4} {
 		mbps := map[string][]float64{}
@@ -309,9 +405,9 @@ func BenchmarkFetch(b *testing.B) {
 	w.sim.SetDownloadRate(cdsesim.Unthrottled)
 	hashCeiling(b)
 	big := w.products(1, 1<<30)
-	res := w.fetch(b, "file://"+w.dir, big)
+	res := w.serve(b, "file://"+w.dir, big)
 	w.clean(b)
-	fmt.Printf("unthrottled, 1 GiB into the directory: %.0f MB/s, %.0f MB/s per core of the fetcher's CPU (%.2f s), peak RSS %.1f MiB\n",
+	fmt.Printf("unthrottled, 1 GiB into the directory (server): %.0f MB/s, %.0f MB/s per core of the fetcher's CPU (%.2f s), peak RSS %.1f MiB\n",
 		res.mbps(), float64(res.bytes)/res.cpu.Seconds()/1e6, res.cpu.Seconds(), float64(res.maxRSS)/(1<<20))
 
 	if *rssMiB > 0 {
