@@ -4,6 +4,9 @@ import (
 	"context"
 	"os"
 
+	"github.com/KimMachineGun/automemlimit/memlimit"
+	"github.com/cdse-jetstream/receiver/internal/proclimit"
+
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/spf13/cobra"
@@ -50,6 +53,9 @@ func serve(ctx context.Context, cfg fetchconfig.Config, getenv func(string) stri
 			l = l.WithField("did_you_mean", u.Suggest)
 		}
 		l.Warn("environment variable under our prefixes that none of our binaries reads: ignored")
+	}
+	if soft := proclimit.SetMemoryLimit(memlimit.FromCgroup); soft > 0 {
+		log.WithField("gomemlimit_mib", soft>>20).Info("Go memory limit set to 90 % of the container's memory limit")
 	}
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))

@@ -16,6 +16,7 @@ import (
 	"github.com/cdse-jetstream/receiver/internal/cli"
 	"github.com/cdse-jetstream/receiver/internal/config"
 	"github.com/cdse-jetstream/receiver/internal/logging"
+	"github.com/cdse-jetstream/receiver/internal/proclimit"
 	"github.com/cdse-jetstream/receiver/internal/settings"
 )
 
@@ -71,7 +72,7 @@ func serve(ctx context.Context, cfg config.Config, cmd *cobra.Command) error {
 		}
 		l.Warn("environment variable under our prefixes that none of our binaries reads: ignored")
 	}
-	if soft := app.SetMemoryLimit(memlimit.FromCgroup); soft > 0 {
+	if soft := proclimit.SetMemoryLimit(memlimit.FromCgroup); soft > 0 {
 		log.WithField("gomemlimit_mib", soft>>20).Info("Go memory limit set to 90 % of the container's memory limit")
 	}
 	a, err := app.New(cfg, log, prometheus.NewRegistry())

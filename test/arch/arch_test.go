@@ -26,7 +26,7 @@ const module = "github.com/cdse-jetstream/receiver"
 // package is placed deliberately.
 var layers = [][]string{
 	{"event", "internal/buildinfo", "internal/jsonscan", "internal/source", "internal/retry", "internal/preflight/wire", "internal/tlsreload", "internal/logging",
-		"internal/cdse", "internal/acmerules", "internal/redact", "internal/settings"},
+		"internal/cdse", "internal/acmerules", "internal/redact", "internal/settings", "internal/proclimit"},
 	{"internal/notification", "internal/cli", "internal/status", "internal/preflight", "internal/stac", "internal/fetchconfig", "internal/fetch"},
 	{"internal/publish", "internal/natsconn", "internal/topology", "internal/auth", "internal/cdselogin", "internal/catalogclient", "internal/productfilter", "internal/acme"},
 	{"internal/embedded", "internal/ingest", "internal/cdsesim", "internal/interestfile"},
@@ -43,6 +43,7 @@ var layers = [][]string{
 // still one idea.
 var large = map[string]string{
 	"internal/cdsesim":       "the stand-in for the live catalogue and its identity provider, one remote service as users see it",
+	"internal/notification":  "one catalogue notification body read as the receiver must: its JSON validated in one walk (UTF-8, duplicates, depth), the few members it routes by, and where the members a filter reads lie, noted on the way",
 	"internal/fetch":         "one download, from the socket to a verified object: its retries, the token's redirect rule, resume, and the two targets (a directory, S3) it commits into, which share the upload's contract with the download",
 	"internal/productfilter": "the catalogue's $filter language over one product: its grammar, its evaluation (real geometry included) and the view of a product it reads; the simulator and the receiver share it so they cannot disagree",
 }

@@ -1,4 +1,4 @@
-package app
+package proclimit
 
 import (
 	"errors"

@@ -1,4 +1,6 @@
-package app
+// Package proclimit sets what the Go runtime should know of the process's
+// container, for every long-running binary (the receiver, the fetcher).
+package proclimit
 
 import (
 	"math"
@@ -12,7 +14,7 @@ import (
 // container's limit (cgroup v1 or v2, read by automemlimit, as alertmanager
 // does), unless GOMEMLIMIT is set: the garbage collector then works harder
 // as the process nears the limit instead of letting the kernel kill it (the
-// embedded NATS server's caches live in this process too). The remaining
+// receiver's embedded NATS server's caches, the fetcher's S3 parts). The remaining
 // 10 % is for what the runtime does not count exactly (fragmentation, the
 // kernel's own accounting). It returns the limit set, or 0. provider is
 // memlimit.FromCgroup outside tests.
