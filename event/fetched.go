@@ -51,6 +51,11 @@ const (
 	// retry` and on the events of its new fetch: the sequence of the
 	// failed event it came from.
 	HeaderFetchRetry = "Cdse-Fetch-Retry"
+	// HeaderObjectUnchanged is "true" when the object was already stored
+	// with the same size and checksums, so nothing was downloaded (a
+	// modified event whose bytes did not change, a second delivery): a
+	// pipeline that already processed the object may skip it.
+	HeaderObjectUnchanged = "Cdse-Object-Unchanged"
 )
 
 // ErrNotFetched marks a message that is not a fetched event.
@@ -81,6 +86,9 @@ type Fetched struct {
 	// Deleted is set on the event of a deleted product the fetcher
 	// removed from its target: the message carries the object's URL only.
 	Deleted bool
+	// Unchanged is set when the object was already stored with the same
+	// size and checksums and nothing was downloaded (HeaderObjectUnchanged).
+	Unchanged bool
 }
 
 // Verified reports whether at least one checksum verified the stored bytes.
@@ -127,6 +135,7 @@ func DecodeFetchedData(data []byte, h nats.Header) (*Fetched, error) {
 		}
 	}
 	f.Unverified = h.Get(HeaderUnverified)
+	f.Unchanged = h.Get(HeaderObjectUnchanged) == "true"
 	if took := h.Get(HeaderFetchTook); took != "" {
 		if f.Took, err = time.ParseDuration(took); err != nil {
 			return nil, fmt.Errorf("%w: %s %q is not a duration: %w", ErrNotFetched, HeaderFetchTook, took, err)

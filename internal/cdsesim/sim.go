@@ -273,6 +273,18 @@ func (s *Sim) ModifyProduct(id string) error {
 	return s.changeProduct(id, "modified", func(p *Product, now time.Time) { p.ModificationDate = now })
 }
 
+// ReplaceContent is a reprocessed product: new bytes of length (and so
+// new checksums) under the same id, ModificationDate now; it notifies
+// modified and returns the product as it is now.
+func (s *Sim) ReplaceContent(id string, length int64) (*Product, error) {
+	var out *Product
+	err := s.changeProduct(id, "modified", func(p *Product, now time.Time) {
+		p.ModificationDate, p.ContentLength, p.sums = now, length, &sums{}
+		out = p
+	})
+	return out, err
+}
+
 // DeleteProduct removes the product (DeletionCause e.g. "Duplicated product").
 func (s *Sim) DeleteProduct(id, cause string) error {
 	return s.changeProduct(id, "deleted", func(p *Product, now time.Time) { p.DeletionDate, p.DeletionCause = now, cause })

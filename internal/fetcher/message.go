@@ -103,6 +103,9 @@ func fetchedMsg(prefix, consumer string, n *event.Notification, h nats.Header, r
 		}
 		out.Set(event.HeaderUnverified, why)
 	}
+	if r.AlreadyThere {
+		out.Set(event.HeaderObjectUnchanged, "true")
+	}
 	out.Set(event.HeaderFetchTook, r.Took.Round(time.Millisecond).String())
 	out.Set(event.HeaderMsgID, "fetched/"+consumer+"/"+n.ProductID+"/"+string(n.Event)+"/"+ident)
 	return &nats.Msg{

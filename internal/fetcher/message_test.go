@@ -130,6 +130,9 @@ func TestMessagesDecode(t *testing.T) {
 			event.Fetched{ObjectURL: "file:///d/k", Size: 7, Unverified: "no checksum in the catalogue"}, n},
 		{"unverified without a reason", fetchedMsg("cdse.fetched", "f", n, h, fetch.Result{URL: "file:///d/k", Took: time.Second}),
 			event.Fetched{ObjectURL: "file:///d/k", Unverified: "no checksum", Took: time.Second}, n},
+		{"already there", fetchedMsg("cdse.fetched", "f", n, h, fetch.Result{URL: "s3://b/k", Size: 7, AlreadyThere: true,
+			Verified: []fetch.Checksum{{Algorithm: "MD5", Value: "9f1a"}}}),
+			event.Fetched{ObjectURL: "s3://b/k", Size: 7, Unchanged: true, Checksums: map[string]string{"MD5": "9f1a"}}, n},
 		{"deleted", deletedMsg("cdse.fetched", "f", del, nil, "s3://b/gone"),
 			event.Fetched{ObjectURL: "s3://b/gone", Deleted: true}, del},
 	} {
@@ -139,7 +142,7 @@ func TestMessagesDecode(t *testing.T) {
 				t.Fatal(err)
 			}
 			if f.ObjectURL != tc.want.ObjectURL || f.Size != tc.want.Size || f.Took != tc.want.Took || f.Unverified != tc.want.Unverified ||
-				f.Deleted != tc.want.Deleted || !maps.Equal(f.Checksums, tc.want.Checksums) {
+				f.Deleted != tc.want.Deleted || f.Unchanged != tc.want.Unchanged || !maps.Equal(f.Checksums, tc.want.Checksums) {
 				t.Errorf("got  %+v\nwant %+v", *f, tc.want)
 			}
 			if f.ProductID != tc.of.ProductID || f.Event != tc.of.Event || f.ProductType != tc.of.ProductType || f.Collection != tc.of.Collection ||
