@@ -2,7 +2,7 @@
 // deduplicated NATS JetStream feed. One command line (spf13/cobra, as
 // kubectl and helm): the server is the default command (`receiver` and
 // `receiver serve` both run it), and the one-shot commands are siblings,
-// a file each: quarantine, backfill, version, completion. See README.md
+// a file each: quarantine, backfill, trace, version, completion. See README.md
 // and docs/configuration.md; `receiver --help` lists every setting.
 package main
 
@@ -38,7 +38,7 @@ func newRoot(getenv func(string) string) *cobra.Command {
 	root.PersistentFlags().StringVar(&configFile, "config", getenv("RECEIVER_CONFIG"), "YAML file of settings, keys as the environment names (RECEIVER_CONFIG)")
 	serve := newServe(getenv, "serve", &configFile)
 	serve.Short = "Run the receiver (what `receiver` alone does)"
-	root.AddCommand(serve, newQuarantine(getenv, &configFile), newBackfill(getenv, &configFile), newInterests(getenv), newHtpasswd())
+	root.AddCommand(serve, newQuarantine(getenv, &configFile), newBackfill(getenv, &configFile), newInterests(getenv), newHtpasswd(), newTrace(getenv, &configFile))
 	cli.AddVersion(root)
 	return root
 }

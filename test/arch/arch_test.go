@@ -31,7 +31,7 @@ var layers = [][]string{
 	{"internal/publish", "internal/natsconn", "internal/topology", "internal/auth", "internal/cdselogin", "internal/catalogclient", "internal/productfilter", "internal/acme"},
 	{"internal/embedded", "internal/ingest", "internal/cdsesim", "internal/interestfile"},
 	{"internal/quarantine", "internal/interest", "internal/config"},
-	{"internal/webhook", "internal/pull", "internal/reconcile"},
+	{"internal/webhook", "internal/pull", "internal/reconcile", "internal/trace", "internal/watch"},
 	{"internal/backfill"},
 	{"internal/wiring"},
 	{"internal/register"},
