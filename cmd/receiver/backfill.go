@@ -18,6 +18,8 @@ import (
 	"github.com/cdse-jetstream/receiver/internal/catalogclient"
 	"github.com/cdse-jetstream/receiver/internal/cli"
 	"github.com/cdse-jetstream/receiver/internal/config"
+	"github.com/cdse-jetstream/receiver/internal/interest"
+	"github.com/cdse-jetstream/receiver/internal/interestfile"
 	"github.com/cdse-jetstream/receiver/internal/logging"
 	"github.com/cdse-jetstream/receiver/internal/wiring"
 )
@@ -31,14 +33,24 @@ arguments, it continues where it stopped. Needs the catalogue login
 (CDSE_USERNAME, CDSE_PASSWORD or CDSE_PASSWORD_FILE) and the receiver's NATS
 settings.
 
+With --interest NAME (an interest of INTERESTS_FILE), it gives that one
+interest its past: it lists the catalogue with the interest's filter and
+events (unless --filter or --events say otherwise) and stores, exactly once,
+the copies on the interest's subjects that it lacks, also of products the
+product stream already holds. It stores no product message and no other
+interest's copy; a product goes to the interest only if the interest's own
+filter takes it, whatever --filter listed.
+
 ` + commandSettingsHelp
 
 // backfillOptions are the backfill command's flags.
 type backfillOptions struct {
 	config                       *string // the root's --config
 	filter, since, until, events string
+	interest                     string
 	out                          *cli.Output // -o, checked before the run
 	dryRun                       bool
+	eventsSet                    bool // --events given, not its default
 	pageSize                     int
 	rate                         float64
 }
@@ -51,9 +63,11 @@ func newBackfill(getenv func(string) string, configFile *string) *cobra.Command 
 		Short: "Publish a past range of the catalogue, exactly once",
 		Long:  backfillHelp,
 		Example: `  receiver backfill --filter "Collection/Name eq 'SENTINEL-2'" --since 2026-11-01T00:00:00Z --until 2026-11-08T00:00:00Z
-  receiver backfill --filter "Collection/Name eq 'SENTINEL-1'" --since 2026-11-20T00:00:00Z --events deleted --dry-run -o json`,
+  receiver backfill --filter "Collection/Name eq 'SENTINEL-1'" --since 2026-11-20T00:00:00Z --events deleted --dry-run -o json
+  INTERESTS_FILE=interests.yaml receiver backfill --interest s1-grd --since 2026-11-01T00:00:00Z`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			o.eventsSet = cmd.Flags().Changed("events")
 			return backfillRun(cmd.Context(), o, getenv, cmd.OutOrStdout(), cmd.ErrOrStderr())
 		},
 	}
@@ -67,7 +81,8 @@ func (o *backfillOptions) flags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.filter, "filter", "", "OData filter of the products, e.g. \"Collection/Name eq 'SENTINEL-2'\" (required without INTERESTS_FILE, whose union is the default)")
 	fs.StringVar(&o.since, "since", "", "start of the range, RFC 3339 (required), e.g. 2026-11-01T00:00:00Z")
 	fs.StringVar(&o.until, "until", "", "end of the range, RFC 3339, exclusive (default: now)")
-	fs.StringVar(&o.events, "events", "created,modified,deleted", "events to backfill")
+	fs.StringVar(&o.events, "events", "created,modified,deleted", "events to backfill (with --interest: the interest's events)")
+	fs.StringVar(&o.interest, "interest", "", "store only this interest's copies (INTERESTS_FILE), its filter the default --filter")
 	fs.BoolVar(&o.dryRun, "dry-run", false, "count what would be published; publish nothing")
 	fs.IntVar(&o.pageSize, "page-size", 0, "products per catalogue request, at most 1000 (default RECONCILE_PAGE_SIZE)")
 	fs.Float64Var(&o.rate, "rate", 2, "catalogue requests per second, at most")
@@ -109,6 +124,18 @@ func backfillRun(ctx context.Context, o backfillOptions, getenv func(string) str
 	if err != nil {
 		return cli.Usagef("%v", err)
 	}
+	var one *interestfile.Interest
+	if o.interest != "" {
+		if one, err = interestNamed(o.interest, cfg.InterestsFile, interests); err != nil {
+			return err
+		}
+		if strings.TrimSpace(o.filter) == "" {
+			o.filter = one.Filter.String()
+		}
+		if !o.eventsSet {
+			evs = one.Events
+		}
+	}
 	if strings.TrimSpace(o.filter) == "" {
 		// RECONCILE_FILTER, else the interests' union, as the reconciler's.
 		o.filter = wiring.ListingFilter(cfg, interests)
@@ -143,7 +170,7 @@ func backfillRun(ctx context.Context, o backfillOptions, getenv func(string) str
 		return err
 	}
 	api := wiring.Catalogue(cfg)
-	bf := backfill.New(backfill.Options{Filter: o.filter, Since: from, Until: to, Events: evs, Route: route, DryRun: o.dryRun},
+	bf := backfill.New(backfill.Options{Filter: o.filter, Since: from, Until: to, Events: evs, Route: route, DryRun: o.dryRun, Interest: one},
 		catalogclient.NewLister(api, o.pageSize, o.rate), pub, qu, topo, log)
 
 	tty := o.out.Format == "table" && isTerminal(stderr)
@@ -170,9 +197,16 @@ func backfillRun(ctx context.Context, o backfillOptions, getenv func(string) str
 		if sum.DryRun {
 			verb = "WOULD-PUBLISH"
 		}
-		fmt.Fprintf(tw, "EVENT\tLISTED\t%s\tON-STREAM\tQUARANTINED\tUNCHANGED\n", verb)
-		for _, p := range sum.Events {
-			fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\n", p.Event, p.Listed, p.Published, p.OnStream, p.Quarantined, p.Unchanged)
+		if sum.Interest != "" {
+			fmt.Fprintf(tw, "EVENT\tLISTED\t%s\tON-INTEREST\tNOT-TAKEN\tQUARANTINED\tUNCHANGED\n", verb)
+			for _, p := range sum.Events {
+				fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\t%d\n", p.Event, p.Listed, p.Published, p.OnStream, p.NotTaken, p.Quarantined, p.Unchanged)
+			}
+		} else {
+			fmt.Fprintf(tw, "EVENT\tLISTED\t%s\tON-STREAM\tQUARANTINED\tUNCHANGED\n", verb)
+			for _, p := range sum.Events {
+				fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\n", p.Event, p.Listed, p.Published, p.OnStream, p.Quarantined, p.Unchanged)
+			}
 		}
 		if err := tw.Flush(); err != nil {
 			return err
@@ -180,6 +214,23 @@ func backfillRun(ctx context.Context, o backfillOptions, getenv func(string) str
 		_, err := fmt.Fprintf(w, "%d ids read from the stream; resumed: %v; took %s\n", sum.Scanned, sum.Resumed, sum.Took)
 		return err
 	})
+}
+
+// interestNamed is the interest of INTERESTS_FILE called name; an
+// unknown name, or no file, is a usage error that names the known ones.
+func interestNamed(name, file string, r *interest.Router) (*interestfile.Interest, error) {
+	if r == nil {
+		return nil, cli.Usagef("--interest %q needs INTERESTS_FILE, the file that names it", name)
+	}
+	set := r.Current()
+	var known []string
+	for i := range set.Interests {
+		if set.Interests[i].Name == name {
+			return &set.Interests[i], nil
+		}
+		known = append(known, set.Interests[i].Name)
+	}
+	return nil, cli.Usagef("--interest %q is not an interest of %s; its interests: %s", name, file, strings.Join(known, ", "))
 }
 
 // progressLine is "created  1200/3000  40%  520/s  ETA 3s".

@@ -16,6 +16,17 @@
 // in the receiver's KV bucket, under a key derived from the arguments; the
 // same command started again continues from there, and the checkpoint is
 // removed when the run completes.
+//
+// One interest's past (Options.Interest, receiver backfill --interest):
+// the run stores that interest's copies only, for the products of the
+// listing it takes, whether their product message is on the stream or
+// not; never a product message, never another interest's copy. A copy is
+// the one the plain backfill would have stored with the product message:
+// the same subject, data, headers and Nats-Msg-Id (ingest.InterestMsgID of
+// the product message's id, the id live ingest gives it), so a copy stored
+// live and one stored here are one. What the interest's subjects already
+// hold is read first, as the product ids are for a plain backfill (its ids
+// only: bounded by the interest's messages since the range began).
 package backfill
 
 import (
@@ -25,6 +36,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -34,6 +46,9 @@ import (
 	"github.com/cdse-jetstream/receiver/event"
 	"github.com/cdse-jetstream/receiver/internal/catalogclient"
 	"github.com/cdse-jetstream/receiver/internal/ingest"
+	"github.com/cdse-jetstream/receiver/internal/interestfile"
+	"github.com/cdse-jetstream/receiver/internal/notification"
+	"github.com/cdse-jetstream/receiver/internal/productfilter"
 	"github.com/cdse-jetstream/receiver/internal/publish"
 	"github.com/cdse-jetstream/receiver/internal/quarantine"
 	"github.com/cdse-jetstream/receiver/internal/reconcile"
@@ -58,6 +73,12 @@ type Options struct {
 	Route        ingest.Route // how messages are shaped
 	DryRun       bool
 	Now          func() time.Time
+	// Interest, when set, backfills this one interest's copies only (the
+	// package's comment): Route.InterestPrefix says where they go, and
+	// Route.Interests is replaced by this interest alone, evaluated as
+	// live ingest evaluated it when the event arrived (maxSensingAge
+	// against the event's own time, not the run's).
+	Interest *interestfile.Interest
 }
 
 // Streams is what a run needs of internal/topology: the product stream,
@@ -82,15 +103,21 @@ type Progress struct {
 	OnStream    int `json:"onStream"`
 	Quarantined int `json:"quarantined"`
 	Unchanged   int `json:"unchanged"`
+	// NotTaken, for one interest's backfill, are the product events of
+	// the listing that the interest does not take (the receiver's
+	// evaluation of its filter, its events, its maxSensingAge): no copy.
+	NotTaken int `json:"notTaken,omitempty"`
 }
 
 // Summary is what a run did.
 type Summary struct {
-	DryRun  bool       `json:"dryRun"`
-	Resumed bool       `json:"resumed"`
-	Scanned int        `json:"scannedIds"`
-	Events  []Progress `json:"events"`
-	Took    string     `json:"took"`
+	DryRun bool `json:"dryRun"`
+	// Interest is the one interest backfilled, "" for the product stream.
+	Interest string     `json:"interest,omitempty"`
+	Resumed  bool       `json:"resumed"`
+	Scanned  int        `json:"scannedIds"`
+	Events   []Progress `json:"events"`
+	Took     string     `json:"took"`
 }
 
 // Backfill is one run.
@@ -112,6 +139,9 @@ func New(o Options, list *catalogclient.Lister, pub Publisher, qu Quarantine, st
 	}
 	if len(o.Events) == 0 {
 		o.Events = event.Kinds
+	}
+	if o.Interest != nil {
+		o.Route.Interests = only(o.Interest, o.Now)
 	}
 	return &Backfill{o: o, list: list, pub: pub, qu: qu, st: st, log: log}
 }
@@ -135,9 +165,22 @@ func (o Options) key() (string, string) {
 	for _, e := range o.Events {
 		evs = append(evs, string(e))
 	}
-	args := strings.Join([]string{o.Filter, o.Since.UTC().Format(time.RFC3339Nano), o.Until.UTC().Format(time.RFC3339Nano), strings.Join(evs, ",")}, "\x00")
+	parts := []string{o.Filter, o.Since.UTC().Format(time.RFC3339Nano), o.Until.UTC().Format(time.RFC3339Nano), strings.Join(evs, ",")}
+	prefix := "backfill-"
+	if o.Interest != nil {
+		// Its own key: never the plain backfill's checkpoint of the same
+		// filter and range, nor another interest's.
+		parts = append(parts, "interest="+o.Interest.Name)
+		prefix = "backfill-interest-" + o.Interest.Name + "-"
+	}
+	args := strings.Join(parts, "\x00")
 	sum := sha256.Sum256([]byte(args))
-	return "backfill-" + hex.EncodeToString(sum[:8]), args
+	return prefix + hex.EncodeToString(sum[:8]), args
+}
+
+// interestSubjects is the filter of the interest's subjects.
+func (o Options) interestSubjects() string {
+	return o.Route.InterestPrefix + "." + o.Interest.Name + ".>"
 }
 
 // Run backfills and returns what it did. On error the checkpoint holds the
@@ -145,6 +188,14 @@ func (o Options) key() (string, string) {
 func (b *Backfill) Run(ctx context.Context) (Summary, error) {
 	start := time.Now()
 	sum := Summary{DryRun: b.o.DryRun}
+	scanned := ""
+	if b.o.Interest != nil {
+		if b.o.Route.InterestPrefix == "" {
+			return sum, errors.New("backfill of an interest: no interest subject prefix")
+		}
+		sum.Interest = b.o.Interest.Name
+		scanned = b.o.interestSubjects()
+	}
 	kv, err := b.st.State(ctx)
 	if err != nil {
 		return sum, err
@@ -161,7 +212,7 @@ func (b *Backfill) Run(ctx context.Context) (Summary, error) {
 	} else if !errors.Is(err, jetstream.ErrKeyNotFound) {
 		return sum, fmt.Errorf("read checkpoint: %w", err)
 	}
-	seen, err := b.scan(ctx)
+	seen, err := b.scan(ctx, scanned)
 	if err != nil {
 		return sum, err
 	}
@@ -219,7 +270,10 @@ func (b *Backfill) event(ctx context.Context, k catalogclient.Kind, at *cursorAt
 		p.Listed += int64(len(items))
 		p.Unchanged += len(items) - len(ns) - len(refused)
 		p.Quarantined += len(refused)
-		if !b.o.DryRun {
+		// One interest's backfill counts the refused products but keeps
+		// them not again: they reach no interest, and the quarantine is
+		// the plain backfill's (or the live sources') to fill.
+		if !b.o.DryRun && b.o.Interest == nil {
 			for _, e := range refused {
 				if err := b.qu.Put(ctx, e); err != nil {
 					return fmt.Errorf("%s: quarantine a refused product: %w", k.Event, err)
@@ -228,9 +282,34 @@ func (b *Backfill) event(ctx context.Context, k catalogclient.Kind, at *cursorAt
 		}
 		var msgs []publish.Message
 		for _, m := range ingest.Messages(ns, &b.o.Route, ingest.SourceBackfill) {
+			if b.o.Interest != nil {
+				// The copies alone, stored as messages of their own.
+				var copies []publish.Message
+				if m.MakeCopies != nil {
+					copies = m.MakeCopies()
+				}
+				if len(copies) == 0 {
+					p.NotTaken++
+				}
+				for _, c := range copies {
+					if seen[c.MsgID] {
+						p.OnStream++
+						continue
+					}
+					msgs = append(msgs, c)
+				}
+				continue
+			}
 			if seen[m.MsgID] {
 				p.OnStream++
 				continue
+			}
+			if makeCopies := m.MakeCopies; makeCopies != nil {
+				// A copy an interest's backfill stored before its
+				// product message is not stored twice.
+				m.MakeCopies = func() []publish.Message {
+					return slices.DeleteFunc(makeCopies(), func(c publish.Message) bool { return seen[c.MsgID] })
+				}
 			}
 			msgs = append(msgs, m)
 		}
@@ -247,6 +326,9 @@ func (b *Backfill) event(ctx context.Context, k catalogclient.Kind, at *cursorAt
 		}
 		for _, m := range msgs {
 			seen[m.MsgID] = true
+			for _, c := range m.Copies {
+				seen[c.MsgID] = true
+			}
 		}
 		at.Cursor = page.Next
 		rng.After = at.Cursor
@@ -269,24 +351,45 @@ func (b *Backfill) event(ctx context.Context, k catalogclient.Kind, at *cursorAt
 const scanMargin = time.Hour
 
 // scan reads the ids of the messages the stream stored since the range
-// began (headers only) and returns them as a set.
-func (b *Backfill) scan(ctx context.Context) (map[string]bool, error) {
+// began (headers only) and returns them as a set: every message's, or with
+// a filter (one interest's subjects) those on the subjects of the filter.
+func (b *Backfill) scan(ctx context.Context, filter string) (map[string]bool, error) {
 	seen := map[string]bool{}
 	name := b.st.ProductStream()
 	s, err := b.st.JetStream().Stream(ctx, name)
 	if err != nil {
 		return nil, fmt.Errorf("stream %s: %w", name, err)
 	}
-	info, err := s.Info(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("stream %s: %w", name, err)
+	var last uint64
+	var lastTime time.Time
+	if filter == "" {
+		info, err := s.Info(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("stream %s: %w", name, err)
+		}
+		if info.State.Msgs == 0 {
+			return seen, nil
+		}
+		last, lastTime = info.State.LastSeq, info.State.LastTime
+	} else {
+		m, err := s.GetLastMsgForSubject(ctx, filter)
+		if errors.Is(err, jetstream.ErrMsgNotFound) {
+			return seen, nil
+		}
+		if err != nil {
+			return nil, fmt.Errorf("stream %s: last of %s: %w", name, filter, err)
+		}
+		last, lastTime = m.Sequence, m.Time
 	}
-	last := info.State.LastSeq
-	if info.State.Msgs == 0 || info.State.LastTime.Before(b.o.Since.Add(-scanMargin)) {
+	if lastTime.Before(b.o.Since.Add(-scanMargin)) {
 		return seen, nil
 	}
 	from := b.o.Since.Add(-scanMargin)
-	err = topology.ReadTo(ctx, s, jetstream.OrderedConsumerConfig{DeliverPolicy: jetstream.DeliverByStartTimePolicy, OptStartTime: &from, HeadersOnly: true}, 1000, last,
+	cfg := jetstream.OrderedConsumerConfig{DeliverPolicy: jetstream.DeliverByStartTimePolicy, OptStartTime: &from, HeadersOnly: true}
+	if filter != "" {
+		cfg.FilterSubjects = []string{filter}
+	}
+	err = topology.ReadTo(ctx, s, cfg, 1000, last,
 		func(m jetstream.Msg, _ *jetstream.MsgMetadata) error {
 			if id := m.Headers().Get(jetstream.MsgIDHeader); id != "" {
 				seen[id] = true
@@ -297,4 +400,38 @@ func (b *Backfill) scan(ctx context.Context) (map[string]bool, error) {
 		return nil, fmt.Errorf("scan: %w", err)
 	}
 	return seen, nil
+}
+
+// only routes to one interest, as the router evaluates it, at the time
+// the event arrived (its PublicationDate, ModificationDate or
+// DeletionDate; now when it carries none), which is when live ingest
+// evaluated it: a product sensed 40 days before a backfill but 2 days
+// before it was published is within a maxSensingAge of 30d.
+func only(in *interestfile.Interest, now func() time.Time) ingest.Interests {
+	needs := in.Filter.Needs()
+	if in.MaxSensingAge > 0 {
+		needs.AddContentStart()
+	}
+	return &oneInterest{in: in, needs: needs, now: now}
+}
+
+type oneInterest struct {
+	in    *interestfile.Interest
+	needs productfilter.Needs
+	now   func() time.Time
+}
+
+func (o *oneInterest) Match(n *notification.Notification, routes []ingest.Routed) []ingest.Routed {
+	p, ok := productfilter.FromNotification(n, &o.needs)
+	if !ok {
+		return routes
+	}
+	at := n.EventTime()
+	if at.IsZero() {
+		at = o.now()
+	}
+	if ok, why := o.in.Takes(n.Event, &p, at); ok {
+		routes = append(routes, ingest.Routed{Name: o.in.Name, AreaUnevaluated: string(why)})
+	}
+	return routes
 }

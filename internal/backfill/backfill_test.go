@@ -5,10 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/sirupsen/logrus/hooks/test"
 
 	"github.com/cdse-jetstream/receiver/internal/backfill"
@@ -16,8 +20,13 @@ import (
 	"github.com/cdse-jetstream/receiver/internal/cdselogin"
 	"github.com/cdse-jetstream/receiver/internal/cdsesim"
 	"github.com/cdse-jetstream/receiver/internal/ingest"
+	"github.com/cdse-jetstream/receiver/internal/interest"
+	"github.com/cdse-jetstream/receiver/internal/notification"
+	"github.com/cdse-jetstream/receiver/internal/productfilter"
+	"github.com/cdse-jetstream/receiver/internal/publish"
 	"github.com/cdse-jetstream/receiver/internal/testkit/natstest"
 	"github.com/cdse-jetstream/receiver/internal/testkit/publishtest"
+	"github.com/cdse-jetstream/receiver/internal/topology"
 )
 
 // failingAfter is the catalogue's listing that fails from the n-th call
@@ -101,4 +110,135 @@ func TestBackfillExactlyOnceAcrossTiesAndResume(t *testing.T) {
 	if sum, err := run(o, api); err != nil || sum.Resumed || fmt.Sprint(count()) != fmt.Sprint(want) {
 		t.Errorf("a third run: %+v, %v; stream %v", sum, err, count())
 	}
+}
+
+// recorder is the publisher, noting every message it was given and every
+// copy the publish made.
+type recorder struct {
+	backfill.Publisher
+	sent []string // subject " " Nats-Msg-Id
+}
+
+func (r *recorder) Publish(ctx context.Context, msgs []publish.Message) ([]publish.Result, error) {
+	res, err := r.Publisher.Publish(ctx, msgs)
+	for _, m := range msgs {
+		r.sent = append(r.sent, m.Subject+" "+m.MsgID)
+		for _, c := range m.Copies {
+			r.sent = append(r.sent, c.Subject+" "+c.MsgID)
+		}
+	}
+	return res, err
+}
+
+// TestBackfillInterest: one interest's backfill sends that interest's
+// copies only, with the ids live ingest gives them, also of products the
+// product stream lacks; an interest's maxSensingAge is evaluated at the
+// time of each event, not of the run. A plain backfill afterwards sends
+// the product messages and the other interests' copies, not a copy the
+// interest holds (beyond the duplicate window only its own reading of the
+// stream would keep it out).
+func TestBackfillInterest(t *testing.T) {
+	clock := cdsesim.NewClock(time.Date(2026, 11, 1, 6, 0, 0, 0, time.UTC))
+	sim := cdsesim.New(cdsesim.Options{Users: map[string]cdsesim.User{"u": {Password: "pw"}}, Now: clock.Now})
+	srv := httptest.NewServer(sim.Handler())
+	t.Cleanup(func() { srv.Close(); sim.Close() })
+	api := catalogclient.New(srv.URL+"/odata/v1", cdselogin.NewPasswordSource(cdselogin.PasswordConfig{TokenURL: srv.URL + cdsesim.TokenPath, Username: "u", Password: "pw"}), nil)
+	ps := sim.Generate(cdsesim.Sentinel2, 30) // sensed 1 to 4 h before
+	sim.Generate(cdsesim.Sentinel1, 5)
+	env := publishtest.New(t, nil)
+	topo := publishtest.Topology
+	topo.InterestPrefix = "cdse.interest"
+	st := topology.New(env.JS, topo)
+	if _, err := st.EnsureProduct(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(t.TempDir(), "interests.yaml")
+	if err := os.WriteFile(file, []byte(`interests:
+  - name: old
+    filter: Collection/Name eq 'SENTINEL-2'
+  - name: new
+    filter: Collection/Name eq 'SENTINEL-2'
+    maxSensingAge: 6h
+`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	log, _ := test.NewNullLogger()
+	router, err := interest.NewRouter(file, prometheus.NewRegistry(), log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	route := ingest.Route{Prefix: "cdse.product", Interests: router, InterestPrefix: "cdse.interest"}
+	since := time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
+	run := func(o backfill.Options) ([]string, backfill.Summary) {
+		t.Helper()
+		rec := &recorder{Publisher: env.Publisher}
+		sum, err := backfill.New(o, catalogclient.NewLister(api, 10, 1000), rec, env.Quarantine, st, log).Run(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return rec.sent, sum
+	}
+	in := &router.Current().Interests[1]
+	// A month after the products: sensed more than 6 h before the run,
+	// within 6 h of their publication, when live ingest evaluated them.
+	later := func() time.Time { return since.AddDate(0, 1, 0) }
+	o := backfill.Options{Filter: in.Filter.String(), Since: since, Events: in.Events, Route: route, Interest: in, Now: later}
+	sent, sum := run(o)
+	want := map[string]bool{}
+	for _, p := range ps {
+		want["interest/new/created:"+p.ID] = true
+	}
+	if len(sent) != len(want) || sum.Interest != "new" || sum.Events[0].Published != len(ps) {
+		t.Errorf("the interest's backfill sent %d messages, want %d: %v; %+v", len(sent), len(want), sent, sum)
+	}
+	for _, s := range sent {
+		subject, id, _ := strings.Cut(s, " ")
+		if !want[id] || !strings.HasPrefix(subject, "cdse.interest.new.created.SENTINEL-2.S2MSI") {
+			t.Errorf("the interest's backfill sent %s", s)
+		}
+	}
+	if _, sum := run(o); sum.Events[0].Published != 0 || sum.Events[0].OnStream != len(ps) || sum.Scanned != len(ps) {
+		t.Errorf("again: %+v", sum)
+	}
+
+	// The plain backfill: the product messages and old's copies, not
+	// new's again. (The router, at the run's time, would not route to
+	// new anyway: take the maxSensingAge out of its evaluation.)
+	route.Interests = allOf(router)
+	sent, _ = run(backfill.Options{Filter: "Collection/Name eq 'SENTINEL-2'", Since: since, Events: in.Events, Route: route})
+	got := map[string]int{}
+	for _, s := range sent {
+		got[strings.SplitN(s, ".", 4)[2]]++
+		if _, id, _ := strings.Cut(s, " "); want[id] {
+			t.Errorf("the plain backfill sent %s again", s)
+		}
+	}
+	if got["created"] != len(ps) || got["old"] != len(ps) || len(got) != 2 {
+		t.Errorf("the plain backfill sent %v", got)
+	}
+	for id, n := range natstest.CountBy(natstest.StreamMessages(t, env.JS, publishtest.Stream), "Nats-Msg-Id") {
+		if n != 1 {
+			t.Errorf("%s stored %d times", id, n)
+		}
+	}
+}
+
+// allOf routes to every interest of the router's set whose filter and
+// events take the event, whatever their maxSensingAge.
+type allOfSet struct{ r *interest.Router }
+
+func allOf(r *interest.Router) ingest.Interests { return allOfSet{r} }
+
+func (a allOfSet) Match(n *notification.Notification, routes []ingest.Routed) []ingest.Routed {
+	p, ok := productfilter.FromNotification(n, &productfilter.Everything)
+	if !ok {
+		return routes
+	}
+	for _, in := range a.r.Current().Interests {
+		in.MaxSensingAge = 0
+		if ok, _ := in.Takes(n.Event, &p, time.Now()); ok {
+			routes = append(routes, ingest.Routed{Name: in.Name})
+		}
+	}
+	return routes
 }

@@ -16,10 +16,11 @@ import (
 )
 
 type backfillSummary struct {
-	DryRun  bool
-	Resumed bool
-	Scanned int `json:"scannedIds"`
-	Events  []struct {
+	DryRun   bool
+	Interest string
+	Resumed  bool
+	Scanned  int `json:"scannedIds"`
+	Events   []struct {
 		Event                                       string
 		Listed, Total                               int64
 		Published, OnStream, Quarantined, Unchanged int
