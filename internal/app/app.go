@@ -48,6 +48,7 @@ import (
 	"github.com/cdse-jetstream/receiver/internal/source"
 	"github.com/cdse-jetstream/receiver/internal/status"
 	"github.com/cdse-jetstream/receiver/internal/topology"
+	"github.com/cdse-jetstream/receiver/internal/watch"
 	"github.com/cdse-jetstream/receiver/internal/wiring"
 )
 
@@ -75,6 +76,9 @@ type App struct {
 	quarantine *quarantine.Store
 	route      ingest.Route
 	interests  *interest.Router // nil without INTERESTS_FILE
+	// watch reads the receiver's own subscription (nil when off); it is
+	// no source and never gates readiness.
+	watch *watch.Watch
 
 	admin          *http.Server
 	webLn, adminLn net.Listener
@@ -261,6 +265,9 @@ func (a *App) Start(ctx context.Context) error {
 	if err := a.buildSources(); err != nil {
 		return err
 	}
+	if err := a.buildWatch(); err != nil {
+		return err
+	}
 	a.run()
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("start: %w", err)
@@ -361,6 +368,10 @@ func (a *App) run() {
 		return nil
 	})
 	g.Go(func() error { a.reloadCredentials(ctx, 10*time.Second); return nil })
+	if a.watch != nil {
+		// Its failures are logged and in /status: it never ends the group.
+		g.Go(func() error { return a.watch.Run(ctx) })
+	}
 	if a.acmeHTTP != nil {
 		g.Go(func() error {
 			if err := serveUntil(ctx, a.acmeHTTP, a.acmeLn, a.cfg.ShutdownTimeout); err != nil {
@@ -487,8 +498,27 @@ func (a *App) Reload(force bool) {
 		case err != nil:
 			a.log.WithError(err).Error("interests file refused; the last good one stays in force")
 		case changed:
-			a.log.WithField("interests", a.interests.Current().Len()).Info("interests file reloaded")
+			l := a.log.WithField("interests", a.interests.Current().Len())
+			if a.watch == nil {
+				l.Info("interests file reloaded")
+				break
+			}
+			// Said at once, from the subscription last read: the
+			// catalogue sends what its filter says, not the file.
+			id, covers, known := a.watch.Coverage()
+			switch {
+			case !known:
+				l.Info("interests file reloaded")
+			case covers:
+				l.WithFields(logrus.Fields{"subscription": id, "subscription_covers_interests": true}).Info("interests file reloaded")
+			default:
+				l.WithFields(logrus.Fields{"subscription": id, "subscription_covers_interests": false}).
+					Warn("interests file reloaded; the running subscription does not cover them (its filter or events differ): run register apply")
+			}
 		}
+	}
+	if force && a.watch != nil {
+		a.watch.Poke() // SIGHUP reads the subscription again (after register apply)
 	}
 }
 

@@ -18,6 +18,7 @@ import (
 	"github.com/cdse-jetstream/receiver/internal/config"
 	"github.com/cdse-jetstream/receiver/internal/ingest"
 	"github.com/cdse-jetstream/receiver/internal/interest"
+	"github.com/cdse-jetstream/receiver/internal/interestfile"
 	"github.com/cdse-jetstream/receiver/internal/logging"
 	"github.com/cdse-jetstream/receiver/internal/publish"
 	"github.com/cdse-jetstream/receiver/internal/pull"
@@ -26,6 +27,7 @@ import (
 	"github.com/cdse-jetstream/receiver/internal/source"
 	"github.com/cdse-jetstream/receiver/internal/tlsreload"
 	"github.com/cdse-jetstream/receiver/internal/topology"
+	"github.com/cdse-jetstream/receiver/internal/watch"
 	"github.com/cdse-jetstream/receiver/internal/webhook"
 	"github.com/cdse-jetstream/receiver/internal/wiring"
 )
@@ -121,6 +123,34 @@ func buildReconcile(d Deps) (source.Source, error) {
 		return nil, err
 	}
 	return reconcileSource{rec}, nil
+}
+
+// watchMinGap is the least time between two reads of the subscription
+// (SIGHUPs included); tests shorten it.
+var watchMinGap = 5 * time.Second
+
+// buildWatch is the watch of the receiver's own subscription, when the
+// configuration turns it on (config.WatchOn). It is not a source: it
+// stores nothing, and its problems degrade /status, never /readyz.
+func (a *App) buildWatch() error {
+	cfg := a.cfg
+	if !cfg.WatchOn() {
+		return nil
+	}
+	o := watch.Options{Interval: cfg.WatchInterval, MinGap: watchMinGap, ID: cfg.WatchTarget(), Path: cfg.Path,
+		Quiet: cfg.WatchQuiet, Resume: cfg.WatchResume}
+	if a.interests != nil {
+		o.Interests = func() *interestfile.Compiled {
+			c := a.interests.Current().Compile()
+			return &c
+		}
+	}
+	w, err := watch.New(o, a.catalogue(), a.reg, a.log)
+	if err != nil {
+		return err
+	}
+	a.watch = w
+	return nil
 }
 
 // pushSource is the webhook: its listener is bound when it is built (a

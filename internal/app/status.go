@@ -134,6 +134,18 @@ func (a *App) Status(ctx context.Context) status.Receiver {
 		}
 		st.Sources = append(st.Sources, s)
 	}
+	if a.watch != nil {
+		st.Subscription = a.watch.Status()
+	}
+	if a.interests != nil {
+		set := a.interests.Current()
+		c := set.Compile()
+		in := &status.Interests{Count: set.Len(), Filter: c.Filter}
+		for _, e := range c.SubscriptionEvents() {
+			in.Events = append(in.Events, string(e))
+		}
+		st.Interests = in
+	}
 	if a.pub == nil {
 		return st
 	}

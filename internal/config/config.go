@@ -99,6 +99,11 @@ type Config struct {
 	CDSETokenURL     string `koanf:"CDSE_TOKEN_URL" flag:"cdse-token-url" help:"identity provider's token URL"`
 	CDSECatalogueURL string `koanf:"CDSE_CATALOGUE_URL" flag:"cdse-catalogue-url" help:"catalogue's OData base URL; also the base of Cdse-Download-Url and ce-source (none: neither header)"`
 
+	WatchInterval     time.Duration `koanf:"WATCH_INTERVAL" flag:"watch-interval" help:"with the CDSE_* login, read the receiver's own subscription (status, LastNotificationDate, filter) this often (0: off; at least 1m); problems degrade /status, never /readyz"`
+	WatchSubscription string        `koanf:"WATCH_SUBSCRIPTION_ID" flag:"watch-subscription" help:"the subscription the watch reads (default: PULL_SUBSCRIPTION_ID, else the PUSH subscription whose endpoint's path is RECEIVER_PATH, as register status finds it)"`
+	WatchQuiet        time.Duration `koanf:"WATCH_QUIET" flag:"watch-quiet" help:"a subscription without a notification for this long is a problem (the catalogue pauses one after 60 days without)"`
+	WatchResume       bool          `koanf:"WATCH_RESUME" flag:"watch-resume" help:"resume the watched subscription when it is found paused (logged and counted)"`
+
 	LogLevel  string `koanf:"LOG_LEVEL" flag:"log-level" help:"debug, info, warn or error"`
 	LogFormat string `koanf:"LOG_FORMAT" flag:"log-format" help:"json or text"`
 }
@@ -146,9 +151,28 @@ func Default() Config {
 		CDSEClientID:       cdse.ClientID,
 		CDSETokenURL:       cdse.TokenURL,
 		CDSECatalogueURL:   cdse.CatalogueURL,
+		WatchInterval:      10 * time.Minute,
+		WatchQuiet:         30 * 24 * time.Hour,
 		LogLevel:           "info",
 		LogFormat:          "json",
 	}
+}
+
+// WatchOn says whether the receiver watches its own subscription:
+// WATCH_INTERVAL with the catalogue login, and something to watch (an id,
+// the PULL subscription, or the webhook's PUSH subscription).
+func (c Config) WatchOn() bool {
+	return c.WatchInterval > 0 && c.CDSEUsername != "" && c.CDSEPassword != "" &&
+		(c.WatchSubscription != "" || c.PullSubscription != "" || c.Webhook)
+}
+
+// WatchTarget is the subscription the watch reads: an id, or "" for the
+// PUSH subscription whose endpoint's path is RECEIVER_PATH.
+func (c Config) WatchTarget() string {
+	if c.WatchSubscription != "" {
+		return c.WatchSubscription
+	}
+	return c.PullSubscription
 }
 
 // ACMEDomainList is RECEIVER_ACME_DOMAINS as a list.

@@ -270,6 +270,15 @@ func TestValidate(t *testing.T) {
 			c.ReconcileInterval, c.ReconcileFilter, c.CDSEUsername, c.CDSEPassword = time.Hour, "x", "u", "p"
 			c.ReconcileEvents, c.ReconcilePageSize = "created,updated", 5000
 		}, []string{"RECONCILE_EVENTS", "updated", "RECONCILE_PAGE_SIZE"}},
+		{"watch with the login", func(c *Config) { c.CDSEUsername, c.CDSEPassword, c.WatchResume = "u", "p", true }, nil},
+		{"watch settings", func(c *Config) {
+			c.CDSEUsername, c.CDSEPassword, c.WatchInterval, c.WatchQuiet = "u", "p", 10*time.Second, 60*24*time.Hour
+		}, []string{"WATCH_INTERVAL 10s is shorter than 1m", "WATCH_QUIET 1440h0m0s must be more than 0 and less than 1440h"}},
+		{"watch without the login", func(c *Config) { c.WatchSubscription = "x" }, []string{"WATCH_SUBSCRIPTION_ID and WATCH_RESUME need the catalogue login"}},
+		{"watch off but asked for", func(c *Config) {
+			c.CDSEUsername, c.CDSEPassword, c.WatchInterval, c.WatchResume = "u", "p", 0, true
+		}, []string{"need WATCH_INTERVAL"}},
+		{"watch's catalogue url", func(c *Config) { c.CDSEUsername, c.CDSEPassword, c.CDSECatalogueURL = "u", "p", None }, []string{"WATCH_INTERVAL: CDSE_CATALOGUE_URL"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

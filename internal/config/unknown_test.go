@@ -30,7 +30,7 @@ func TestUnknownEnv(t *testing.T) {
 		"NOEQUALS",
 	}
 	got := UnknownEnv(env)
-	want := []UnknownVar{{"RECEIVER_MAX_BODDY", "RECEIVER_MAX_BODY"}, {"RECEIVER_USERNAME_FILE", ""}, {"FETCH_THINGS", ""}, {"WATCH_SUBSCRIPTON_ID", ""}}
+	want := []UnknownVar{{"RECEIVER_MAX_BODDY", "RECEIVER_MAX_BODY"}, {"RECEIVER_USERNAME_FILE", ""}, {"FETCH_THINGS", ""}, {"WATCH_SUBSCRIPTON_ID", "WATCH_SUBSCRIPTION_ID"}}
 	if !slices.Equal(got, want) {
 		t.Errorf("UnknownEnv:\n got %v\nwant %v", got, want)
 	}

@@ -22,7 +22,7 @@ import (
 // once. The one-shot commands validate what they use: the concerns below.
 func (c Config) Validate() error {
 	return c.Check(Config.ValidateWebhook, Config.ValidateAdmin, Config.ValidateNATS, Config.ValidateStreams,
-		Config.ValidateRoute, Config.ValidateSources, Config.ValidateLogging)
+		Config.ValidateRoute, Config.ValidateSources, Config.ValidateWatch, Config.ValidateLogging)
 }
 
 // Check runs the concerns given and reports every problem once: a setting
@@ -337,6 +337,37 @@ func (c Config) ValidateSources() error {
 		}
 		if c.ReconcileLookback > c.DedupeWindow || c.ReconcileOverlap >= c.DedupeWindow {
 			p.add("RECONCILE_LOOKBACK (%s) and RECONCILE_OVERLAP (%s) must fit in RECEIVER_DEDUPE_WINDOW (%s), or products delivered before it would be published again", c.ReconcileLookback, c.ReconcileOverlap, c.DedupeWindow)
+		}
+	}
+	return p.err()
+}
+
+// maxWatchQuiet is the catalogue's pause of a running subscription
+// without a notification: WATCH_QUIET must warn before it.
+const maxWatchQuiet = 60 * 24 * time.Hour
+
+// ValidateWatch checks the subscription watch's settings.
+func (c Config) ValidateWatch() error {
+	var p problems
+	login := c.CDSEUsername != "" && c.CDSEPassword != ""
+	switch {
+	case c.WatchInterval < 0:
+		p.add("WATCH_INTERVAL %s must not be negative (0: off)", c.WatchInterval)
+	case c.WatchInterval > 0 && c.WatchInterval < time.Minute:
+		p.add("WATCH_INTERVAL %s is shorter than 1m: the catalogue's API is shared and rate-limited", c.WatchInterval)
+	}
+	if c.WatchQuiet <= 0 || c.WatchQuiet >= maxWatchQuiet {
+		p.add("WATCH_QUIET %s must be more than 0 and less than 1440h (the catalogue pauses a subscription after 60 days without a notification)", c.WatchQuiet)
+	}
+	if !login && (c.WatchSubscription != "" || c.WatchResume) {
+		p.add("WATCH_SUBSCRIPTION_ID and WATCH_RESUME need the catalogue login: CDSE_USERNAME and CDSE_PASSWORD (or CDSE_PASSWORD_FILE)")
+	}
+	if login && c.WatchInterval == 0 && (c.WatchSubscription != "" || c.WatchResume) {
+		p.add("WATCH_SUBSCRIPTION_ID and WATCH_RESUME need WATCH_INTERVAL (it is 0: the watch is off)")
+	}
+	if c.WatchOn() {
+		if err := c.ValidateCatalogueLogin(); err != nil {
+			p = append(p, fmt.Errorf("WATCH_INTERVAL: %w", err))
 		}
 	}
 	return p.err()

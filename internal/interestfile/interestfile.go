@@ -352,6 +352,15 @@ type Compiled struct {
 	Deleted bool
 }
 
+// SubscriptionEvents are the events of the one subscription that covers
+// the set: Events, or deleted when every interest takes deleted only.
+func (c Compiled) SubscriptionEvents() []event.Kind {
+	if len(c.Events) == 0 {
+		return []event.Kind{event.Deleted}
+	}
+	return c.Events
+}
+
 // Compile is the set as one subscription: (f1) or (f2) or ...
 func (s *Set) Compile() Compiled {
 	var c Compiled

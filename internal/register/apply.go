@@ -7,7 +7,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/cdse-jetstream/receiver/event"
 	"github.com/cdse-jetstream/receiver/internal/catalogclient"
 	"github.com/cdse-jetstream/receiver/internal/cli"
 	"github.com/cdse-jetstream/receiver/internal/interestfile"
@@ -52,12 +51,8 @@ func Plan(path string) (catalogclient.SubscriptionRequest, interestfile.Compiled
 		return catalogclient.SubscriptionRequest{}, interestfile.Compiled{}, cli.Usagef("%v", err)
 	}
 	c := set.Compile()
-	events := c.Events
-	if len(events) == 0 {
-		events = []event.Kind{event.Deleted} // every interest takes deleted only
-	}
 	req := catalogclient.SubscriptionRequest{SubscriptionType: "push", FilterParam: c.Filter, Priority: 1, Status: "running"}
-	for _, e := range events {
+	for _, e := range c.SubscriptionEvents() { // deleted when every interest takes deleted only
 		req.SubscriptionEvent = append(req.SubscriptionEvent, string(e))
 	}
 	return req, c, nil

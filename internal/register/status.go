@@ -92,6 +92,9 @@ func (c *Session) Status(ctx context.Context, o StatusOptions, client *http.Clie
 			} else if q != nil {
 				add("quarantine", checkOK, "empty")
 			}
+			if w := st.Subscription; w != nil { // what the receiver's own watch last read
+				add("watch", preflight.Status(w.Outcome()), "%s", w.Summary())
+			}
 		}
 	}
 	subs, err := c.API.ListSubscriptions(ctx)
@@ -193,6 +196,9 @@ func (r *Report) checkPush(push []catalogclient.Subscription, o StatusOptions, w
 		default:
 			add("credentials", checkOK, "user %q on both sides (passwords are not compared: neither side shows one)", webhook.Username)
 		}
+	}
+	if in := r.Receiver; in != nil && in.Interests != nil { // the interests in force against the running subscription
+		add("interests", preflight.Status(in.Interests.Outcome(s.FilterParam, s.SubscriptionEvent)), "%s", in.Interests.Detail(s.ID, s.FilterParam, s.SubscriptionEvent))
 	}
 	r.checkLast("last notification", s, o, now)
 }

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 )
@@ -31,6 +32,49 @@ type Receiver struct {
 	Quarantine *Stream `json:"quarantine,omitempty"`
 	// Watermarks are the reconciler's, by event.
 	Watermarks map[string]time.Time `json:"reconcileWatermarks,omitempty"`
+	// Subscription is what the watch last read of the receiver's own
+	// subscription (nil when the watch is off: no catalogue login, or
+	// WATCH_INTERVAL=0). Its problems degrade /status, never /readyz.
+	Subscription *Watch `json:"subscriptionWatch,omitempty"`
+	// Interests are what the interests file in force compiles to, the
+	// subscription that covers them (nil without INTERESTS_FILE).
+	Interests *Interests `json:"interests,omitempty"`
+}
+
+// Interests is the one subscription that covers the interests in force:
+// what `register apply` would register now.
+type Interests struct {
+	Count  int      `json:"count"`
+	Filter string   `json:"filter"`
+	Events []string `json:"events"`
+}
+
+// Watch is the receiver's view of its own subscription, as the catalogue
+// listed it at the watch's last read (internal/watch).
+type Watch struct {
+	// Target is what is watched: "id <Id>" (WATCH_SUBSCRIPTION_ID,
+	// PULL_SUBSCRIPTION_ID) or "push to *<path>" (the webhook's path).
+	Target string `json:"target"`
+	// CheckedAt is the last read that succeeded (zero before the first);
+	// Error why the last read failed (the view is then CheckedAt's).
+	CheckedAt time.Time `json:"checkedAt,omitzero"`
+	Error     string    `json:"error,omitempty"`
+	// ID and Status are the subscription's; Status is "missing" when the
+	// account has none that matches (cancelled or deleted).
+	ID     string `json:"id,omitempty"`
+	Status string `json:"status,omitempty"`
+	// LastNotification is the catalogue's LastNotificationDate, or the
+	// SubmissionDate while it has sent nothing.
+	LastNotification *time.Time `json:"lastNotification,omitempty"`
+	Filter           string     `json:"filter,omitempty"`
+	Events           []string   `json:"events,omitempty"`
+	// CoversInterests says whether the subscription's filter and events
+	// are what the interests file compiles to (nil without INTERESTS_FILE).
+	CoversInterests *bool `json:"coversInterests,omitempty"`
+	// Resumed counts the resumes WATCH_RESUME made.
+	Resumed int64 `json:"resumed,omitempty"`
+	// Problems are what an operator must act on; none when all is well.
+	Problems []string `json:"problems,omitempty"`
 }
 
 // Webhook is the PUSH endpoint as the receiver serves it.
@@ -53,6 +97,61 @@ type Source struct {
 	// Stopped is why the source ended while the receiver runs on (a PULL
 	// subscription deleted); the receiver is not ready meanwhile.
 	Stopped string `json:"stopped,omitempty"`
+}
+
+// Covers says whether a subscription of this filter and these events is
+// the one that covers the interests, as `register apply` compares them.
+func (in *Interests) Covers(filter string, events []string) bool {
+	return filter == in.Filter && slices.Equal(slices.Sorted(slices.Values(events)), slices.Sorted(slices.Values(in.Events)))
+}
+
+// Outcome is the check of `register status` (ok or fail) of a running
+// subscription of this filter and these events against the interests.
+func (in *Interests) Outcome(filter string, events []string) string {
+	if in.Covers(filter, events) {
+		return "ok"
+	}
+	return "fail"
+}
+
+// Detail says why Outcome is what it is, for the subscription id.
+func (in *Interests) Detail(id, filter string, events []string) string {
+	if in.Covers(filter, events) {
+		return fmt.Sprintf("%s covers the receiver's %d interests", id, in.Count)
+	}
+	return fmt.Sprintf("%s does not cover the receiver's %d interests (its filter or events differ from what they compile to: events %s, filter %q): the catalogue does not send what an interest added since takes; run register apply",
+		id, in.Count, strings.Join(in.Events, ","), in.Filter)
+}
+
+// Outcome is the check of `register status` of the watch: warn for its
+// problems (as old as its last read: that command reads the catalogue
+// now), skip before its first read, else ok.
+func (w *Watch) Outcome() string {
+	switch {
+	case len(w.Problems) > 0:
+		return "warn"
+	case w.CheckedAt.IsZero():
+		return "skip"
+	}
+	return "ok"
+}
+
+// Summary is the watch in a line.
+func (w *Watch) Summary() string {
+	read := "before its first read"
+	if !w.CheckedAt.IsZero() {
+		read = "read " + w.CheckedAt.UTC().Format(time.RFC3339)
+	}
+	if len(w.Problems) > 0 {
+		return "as the receiver " + read + ": " + strings.Join(w.Problems, "; ")
+	}
+	if w.CheckedAt.IsZero() {
+		return "the receiver has not read its subscription yet"
+	}
+	if w.CoversInterests != nil {
+		read += ", covers the interests in force"
+	}
+	return fmt.Sprintf("%s %s, %s", w.ID, w.Status, read)
 }
 
 // Stream is a stream's state.

@@ -77,10 +77,17 @@ func TestAlertsAndDashboardQueryMetricsThatExist(t *testing.T) {
 	certFile, keyFile := filepath.Join(dir, "tls.crt"), filepath.Join(dir, "tls.key")
 	notAfter := time.Now().Add(30 * 24 * time.Hour).Truncate(time.Second)
 	testcert.Write(t, certFile, keyFile, 1, notAfter)
+	// With interests, the watch of the subscription compares its filter
+	// with them (cdse_receiver_subscription_filter_covers_interests).
+	interests := filepath.Join(dir, "interests.yaml")
+	if err := os.WriteFile(interests, []byte("interests:\n  - name: s2\n    filter: Collection/Name eq 'SENTINEL-2'\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	w.startReceiver(t, func(c *config.Config) {
 		c.TLSCertFile, c.TLSKeyFile = certFile, keyFile
 		c.PullSubscription, c.PullInterval = subs[0].Id, 100*time.Millisecond
 		c.ReconcileInterval, c.ReconcileFilter = time.Hour, "Collection/Name eq 'SENTINEL-2'"
+		c.InterestsFile = interests
 	})
 	scrape := func() string {
 		resp, err := http.Get("http://" + w.app.AdminAddr() + "/metrics")
@@ -91,13 +98,14 @@ func TestAlertsAndDashboardQueryMetricsThatExist(t *testing.T) {
 		b, _ := io.ReadAll(resp.Body)
 		return string(b)
 	}
-	// The PULL source and the reconciler have run once (their first pass
-	// and read are at start).
+	// The PULL source, the reconciler and the subscription's watch have
+	// run once (their first pass and read are at start).
 	deadline := time.Now().Add(10 * time.Second)
 	var text string
 	for {
 		text = scrape()
-		if strings.Contains(text, "cdse_receiver_pull_queue_length ") && strings.Contains(text, "cdse_receiver_reconcile_passes_total 1") || time.Now().After(deadline) {
+		if strings.Contains(text, "cdse_receiver_pull_queue_length ") && strings.Contains(text, "cdse_receiver_reconcile_passes_total 1") &&
+			strings.Contains(text, "cdse_receiver_subscription_status{") || time.Now().After(deadline) {
 			break
 		}
 		time.Sleep(50 * time.Millisecond)
