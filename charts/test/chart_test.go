@@ -417,7 +417,7 @@ metrics: {prometheusRule: {enabled: true, labels: {release: kps}, maxSilenceSeco
 	if err := yaml.Unmarshal(b, &file); err != nil {
 		t.Fatal(err)
 	}
-	if pr.Metadata.Labels["release"] != "kps" || len(pr.Spec.Groups) != len(file.Groups) || len(file.Groups) != 4 {
+	if pr.Metadata.Labels["release"] != "kps" || len(pr.Spec.Groups) != len(file.Groups) || len(file.Groups) != 5 {
 		t.Fatalf("PrometheusRule %+v", pr)
 	}
 	for g := range file.Groups {
