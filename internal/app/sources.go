@@ -150,6 +150,12 @@ func (a *App) buildWatch() error {
 		return err
 	}
 	a.watch = w
+	target := "the PUSH subscription to *" + cfg.Path
+	if o.ID != "" {
+		target = "subscription " + o.ID
+	}
+	a.log.WithFields(logrus.Fields{"watched": target, "interval": cfg.WatchInterval.String(), "quiet": cfg.WatchQuiet.String(), "resume": cfg.WatchResume}).
+		Info("watching the receiver's subscription in the catalogue (WATCH_INTERVAL)")
 	return nil
 }
 

@@ -92,7 +92,7 @@ type Config struct {
 	ReconcileEvents   string        `koanf:"RECONCILE_EVENTS" flag:"reconcile-events" help:"events the reconciler recovers, comma-separated: created, modified, deleted"`
 	ReconcilePageSize int           `koanf:"RECONCILE_PAGE_SIZE" flag:"reconcile-page-size" help:"products per catalogue request of the reconciler and the backfill (at most 1000)"`
 
-	CDSEUsername     string `koanf:"CDSE_USERNAME" flag:"cdse-username" help:"catalogue account of PULL, the reconciler and the backfill"`
+	CDSEUsername     string `koanf:"CDSE_USERNAME" flag:"cdse-username" help:"catalogue account of PULL, the reconciler, the backfill and the subscription's watch (WATCH_INTERVAL)"`
 	CDSEPassword     string `koanf:"CDSE_PASSWORD" secret:"true" help:"catalogue password"`
 	CDSETOTP         string `koanf:"CDSE_TOTP" secret:"true" help:"two-factor code, if the account has two-factor authentication"`
 	CDSEClientID     string `koanf:"CDSE_CLIENT_ID" flag:"cdse-client-id" help:"OAuth2 client of the catalogue login"`
