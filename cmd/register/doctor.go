@@ -6,14 +6,16 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/cdse-jetstream/receiver/internal/cdse"
 	"github.com/cdse-jetstream/receiver/internal/cli"
+	"github.com/cdse-jetstream/receiver/internal/doctor"
 	"github.com/cdse-jetstream/receiver/internal/register"
 )
 
 // newDoctor is `register doctor`: does the live catalogue still answer
 // every request form the receiver relies on?
 func newDoctor(d deps) *cobra.Command {
-	var o register.DoctorOptions
+	var o doctor.DoctorOptions
 	cmd := &cobra.Command{
 		Use:   "doctor",
 		Short: "Check that the catalogue answers every request the receiver relies on (read-only)",
@@ -23,7 +25,13 @@ subscriptions, one subscription, a PULL read (never acknowledged) when the
 account has a PULL subscription, and for created, modified and deleted the
 listings the reconciler and the backfill send (their filter, order, $top,
 $count, the next page, and the walk of a tie with $skip) over a narrow window
-that ends now, so it costs little. It creates and changes nothing. It prints
+that ends now, so it costs little. It also asks, without failing on the
+answer, what the documentation leaves open: whether the catalogue accepts
+the filter forms users paste that the receiver accepts on an assumption
+(lower-case names, a lambda's value without its cast, Footprint= in
+Intersects), and whether the download service answers Range (one byte of a
+listed product, with the token sent to that host only). It creates and
+changes nothing. It prints
 a line per request: its status and what came back, or why it failed (-o
 wide: also the request as sent and what was expected), and exits 1 when the catalogue refused something the receiver
 relies on (see docs/sources.md for what to do then).
@@ -37,11 +45,11 @@ relies on (see docs/sources.md for what to do then).
 			if o.Window <= 0 || o.PageSize < 1 || o.PageSize > 1000 {
 				return cli.Usagef("--window must be positive and --page-size between 1 and 1000")
 			}
-			r, err := register.Doctor(cmd.Context(), d.getenv, o, time.Now())
+			r, err := doctor.Doctor(cmd.Context(), d.getenv, o, time.Now())
 			if err != nil {
 				return err
 			}
-			if err := d.out.Print(cmd.OutOrStdout(), r, func(w io.Writer) error { return register.PrintDoctor(w, r, d.out.Wide()) }); err != nil {
+			if err := d.out.Print(cmd.OutOrStdout(), r, func(w io.Writer) error { return doctor.PrintDoctor(w, r, d.out.Wide()) }); err != nil {
 				return err
 			}
 			if !r.OK {
@@ -58,5 +66,10 @@ relies on (see docs/sources.md for what to do then).
 	f.StringVar(&o.Filter, "filter", filter, "the OData filter to list with (default $RECONCILE_FILTER, else Sentinel-2)")
 	f.DurationVar(&o.Window, "window", time.Hour, "list the products of this window, ending now")
 	f.IntVar(&o.PageSize, "page-size", 20, "products per listing request")
+	download := d.getenv("CDSE_DOWNLOAD_URL")
+	if download == "" {
+		download = cdse.DownloadURL
+	}
+	f.StringVar(&o.DownloadURL, "download-url", download, "the download service whose Range support is probed with one byte of a listed product (default $CDSE_DOWNLOAD_URL, the fetcher's; \"\" skips it)")
 	return cmd
 }

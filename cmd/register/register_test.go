@@ -18,6 +18,7 @@ import (
 	"github.com/cdse-jetstream/receiver/internal/catalogclient"
 	"github.com/cdse-jetstream/receiver/internal/cdsesim"
 	"github.com/cdse-jetstream/receiver/internal/cli"
+	"github.com/cdse-jetstream/receiver/internal/doctor"
 	"github.com/cdse-jetstream/receiver/internal/register"
 )
 
@@ -366,14 +367,18 @@ func TestDoctor(t *testing.T) {
 	if code, _, errOut := h.run("create", "--type", "pull", "--filter", "Collection/Name eq 'SENTINEL-2'"); code != 0 {
 		t.Fatal(errOut)
 	}
-	code, out, errOut := h.run("doctor", "-o", "json")
-	var r register.DoctorReport
+	code, out, errOut := h.run("doctor", "-o", "json", "--download-url", h.env["CDSE_CATALOGUE_URL"])
+	var r doctor.DoctorReport
 	if err := json.Unmarshal([]byte(out), &r); err != nil || code != 0 || !r.OK {
 		t.Fatalf("doctor against the simulator: exit %d, %v\n%s\n%s", code, err, out, errOut)
 	}
 	checks := map[string]bool{}
+	informs := map[string]doctor.Probe{}
 	for _, p := range r.Probes {
 		checks[p.Check] = true
+		if !p.Required {
+			informs[p.Check] = p
+		}
 		if strings.Contains(p.Request, "Id gt") || strings.Contains(p.Request, ",Id") {
 			t.Errorf("doctor sent an undocumented form: %s", p.Request)
 		}
@@ -386,6 +391,28 @@ func TestDoctor(t *testing.T) {
 	if h.sim.Stats().QueueDropped != 0 {
 		t.Error("doctor changed a queue")
 	}
+	// What the documentation leaves open, asked and not required: the
+	// filter forms users paste, and Range on the download service.
+	for _, want := range []string{"filter: lower-case names", "filter: lambda value without cast", "filter: Footprint= in Intersects", "download: Range"} {
+		if p, ok := informs[want]; !ok || !p.OK {
+			t.Errorf("informative probe %q: %+v (informative: %v)", want, p, informs)
+		}
+	}
+	if p := informs["download: Range"]; p.Status != 206 || !strings.Contains(p.Got, "resumes") || !strings.Contains(p.Request, "$value") {
+		t.Errorf("download: Range with ranges served: %+v", p)
+	}
+	h.sim.SetRanges(false)
+	code, out, _ = h.run("doctor", "-o", "json", "--download-url", h.env["CDSE_CATALOGUE_URL"])
+	r = doctor.DoctorReport{}
+	if err := json.Unmarshal([]byte(out), &r); err != nil || code != 0 || !r.OK {
+		t.Fatalf("doctor without ranges: exit %d %v", code, err)
+	}
+	for _, p := range r.Probes {
+		if p.Check == "download: Range" && (p.Status != 200 || !strings.Contains(p.Got, "starts over")) {
+			t.Errorf("download: Range with ranges off: %+v", p)
+		}
+	}
+	h.sim.SetRanges(true)
 
 	h.refuse = func(r *http.Request) bool {
 		return strings.HasSuffix(r.URL.Path, "/DeletedProducts") && r.URL.Query().Get("$count") != ""

@@ -719,3 +719,49 @@ func outcome(res Result, err error) string {
 		return "error"
 	}
 }
+
+// RangeSupport asks the download service for the first byte of product
+// id with Range and If-Range-free, as a resume asks for the rest, and says
+// how it answered: 206 with a Content-Range (a cut download resumes) or 200
+// (it sends the product whole: a cut one starts over), or anything else as
+// an error. The body is closed after the headers (a 200 is not read). auth
+// is the Authorization value, sent to downloadURL's host only: a redirect
+// is reported, not followed. `register doctor` runs it against the live
+// service, whose Range support is not documented.
+func RangeSupport(ctx context.Context, client *http.Client, downloadURL, auth, id string) (status int, detail string, err error) {
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	u := strings.TrimRight(downloadURL, "/") + "/Products(" + url.PathEscape(id) + ")/$value"
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	if err != nil {
+		return 0, "", err
+	}
+	req.Header.Set("Authorization", auth)
+	req.Header.Set("Range", "bytes=0-0")
+	c := *client
+	c.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	resp, err := c.Do(req)
+	if err != nil {
+		return 0, "", err
+	}
+	resp.Body.Close()
+	switch code := resp.StatusCode; {
+	case code == http.StatusPartialContent:
+		first, total, ok := contentRange(resp.Header.Get("Content-Range"))
+		if !ok || first != 0 {
+			return code, "", fmt.Errorf("206 with Content-Range %q, not bytes 0-0/<size>", resp.Header.Get("Content-Range"))
+		}
+		return code, fmt.Sprintf("ranges served (Content-Range of %d bytes, ETag %q): a cut download resumes", total, resp.Header.Get("ETag")), nil
+	case code == http.StatusOK:
+		return code, "Range ignored, the product sent whole: a cut download starts over", nil
+	case code >= 300 && code < 400:
+		// The host only: a redirect's query may carry a signature.
+		host := "?"
+		if loc, err := resp.Location(); err == nil {
+			host = loc.Scheme + "://" + loc.Host
+		}
+		return code, "redirected to " + host + " (the fetcher follows, with the token only to trusted hosts)", nil
+	default:
+		return code, "", fmt.Errorf("%s", resp.Status)
+	}
+}

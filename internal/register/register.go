@@ -78,6 +78,10 @@ func NewSession(getenv func(string) string) (*Session, error) {
 // User is the catalogue account.
 func (s *Session) User() string { return s.cfg.CDSEUsername }
 
+// Config is the settings the session was made with (register doctor sends
+// its probes with them).
+func (s *Session) Config() config.Config { return s.cfg }
+
 // Login checks the login only.
 func (s *Session) Login(ctx context.Context) error {
 	_, err := s.tokens.Token(ctx)

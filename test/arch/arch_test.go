@@ -35,7 +35,7 @@ var layers = [][]string{
 	{"internal/backfill"},
 	{"internal/wiring"},
 	{"internal/register"},
-	{"internal/app", "internal/fetcher"},
+	{"internal/app", "internal/fetcher", "internal/doctor"},
 	{"cmd/receiver", "cmd/register", "cmd/cdse-sim", "examples/subscribe", "cmd/fetcher"},
 }
 

@@ -1,4 +1,7 @@
-package register
+// Package doctor is `register doctor`: does the live catalogue (and the
+// download service) still answer every request form the receiver, register
+// and the fetcher rely on, sent through their own code?
+package doctor
 
 import (
 	"context"
@@ -19,6 +22,8 @@ import (
 	"github.com/cdse-jetstream/receiver/event"
 	"github.com/cdse-jetstream/receiver/internal/catalogclient"
 	"github.com/cdse-jetstream/receiver/internal/cdselogin"
+	"github.com/cdse-jetstream/receiver/internal/fetch"
+	"github.com/cdse-jetstream/receiver/internal/register"
 	"github.com/cdse-jetstream/receiver/internal/wiring"
 )
 
@@ -29,6 +34,19 @@ type DoctorOptions struct {
 	Filter   string
 	Window   time.Duration
 	PageSize int
+	// DownloadURL is the download service the fetcher uses
+	// (CDSE_DOWNLOAD_URL); "" skips its probe.
+	DownloadURL string
+}
+
+// undocumentedForms are filter forms users paste that the catalogue's
+// documentation does not show, which the receiver's evaluator accepts on
+// an assumption (docs/interests.md): doctor asks the live catalogue
+// whether it accepts them too. Each is listed over the window, one product.
+var undocumentedForms = []struct{ check, filter string }{
+	{"filter: lower-case names", "contains(name,'S') and attributes/OData.CSC.StringAttribute/any(att:att/Name eq 'productType' and att/OData.CSC.StringAttribute/Value eq 'S2MSI2A')"},
+	{"filter: lambda value without cast", "Attributes/OData.CSC.StringAttribute/any(att:att/Name eq 'productType' and att/Value eq 'S2MSI2A')"},
+	{"filter: Footprint= in Intersects", "OData.CSC.Intersects(Footprint=geography'SRID=4326;POINT(12 45)')"},
 }
 
 // Probe is one request of the doctor and what came back.
@@ -43,8 +61,9 @@ type Probe struct {
 	// certificate) or the catalogue's message.
 	Cause string `json:"cause,omitempty"`
 	OK    bool   `json:"ok"`
-	// Required is always true: every probe is a form the receiver relies
-	// on, and a failed one fails the command (kept for scripts reading it).
+	// Required: a form the receiver relies on, whose failure fails the
+	// command. The rest inform (filter forms users paste, the download
+	// service's Range) and never fail it.
 	Required bool `json:"required"`
 }
 
@@ -101,16 +120,17 @@ func (r *recorder) take() []sent {
 // (internal/auth, catalogclient.Lister), so what it sends is what the
 // reconciler and the backfill send.
 func Doctor(ctx context.Context, getenv func(string) string, o DoctorOptions, now time.Time) (DoctorReport, error) {
-	s, err := NewSession(getenv)
+	s, err := register.NewSession(getenv)
 	if err != nil {
 		return DoctorReport{}, err
 	}
+	cfg := s.Config()
 	rec := &recorder{next: http.DefaultTransport}
 	hc := &http.Client{Transport: rec, Timeout: 60 * time.Second}
-	login := wiring.Login(s.cfg)
+	login := wiring.Login(cfg)
 	login.HTTPClient = hc
 	tokens := cdselogin.NewPasswordSource(login)
-	api := catalogclient.New(s.cfg.CDSECatalogueURL, tokens, hc)
+	api := catalogclient.New(cfg.CDSECatalogueURL, tokens, hc)
 	api.MaxAttempts = 1 // a probe reports what one request got
 	var r DoctorReport
 	// probe runs f and turns each request it sent into a row.
@@ -142,7 +162,7 @@ func Doctor(ctx context.Context, getenv func(string) string, o DoctorOptions, no
 	}
 	loggedIn := probe("login", "200, an access and a refresh token (password grant)", func() (string, error) {
 		_, err := tokens.Token(ctx)
-		return "logged in as " + s.cfg.CDSEUsername, err
+		return "logged in as " + cfg.CDSEUsername, err
 	})
 	if !loggedIn {
 		return r.done(), nil
@@ -189,6 +209,7 @@ func Doctor(ctx context.Context, getenv func(string) string, o DoctorOptions, no
 	}
 	// The listings, as the reconciler and the backfill send them.
 	rng := catalogclient.Range{Filter: o.Filter, From: now.Add(-o.Window), Until: now}
+	var someProduct string // one listed, for the download probe
 	for _, ev := range event.Kinds {
 		k := catalogclient.KindOf(ev)
 		l := catalogclient.NewLister(api, o.PageSize, 1000)
@@ -203,6 +224,9 @@ func Doctor(ctx context.Context, getenv func(string) string, o DoctorOptions, no
 			}
 			return fmt.Sprintf("%d listed of %d (%s)", len(first.Items), first.Total, k.EntitySet), nil
 		})
+		if listed && len(first.Items) > 0 && someProduct == "" && ev == event.Created {
+			someProduct = first.Items[0].ID
+		}
 		if !listed || len(first.Items) == 0 {
 			if listed {
 				r.Probes = append(r.Probes, Probe{Check: string(ev) + ": next page, a tie", Expected: "a page after the last date", Got: "not checked: nothing listed in the window (widen --window)", OK: true})
@@ -225,13 +249,33 @@ func Doctor(ctx context.Context, getenv func(string) string, o DoctorOptions, no
 			return fmt.Sprintf("%d more at %s", len(p.Items), it.Date.UTC().Format(catalogclient.ODataTime)), err
 		})
 	}
+	// What the receiver does not rely on but users' filters and the
+	// fetcher do: informative rows, which never fail the command.
+	for _, form := range undocumentedForms {
+		probe(form.check, "200: the catalogue accepts it as the receiver's interests do", func() (string, error) {
+			p, err := catalogclient.NewLister(api, 1, 1000).Page(ctx, catalogclient.KindOf(event.Created), catalogclient.Range{Filter: form.filter, From: rng.From, Until: rng.Until}, false)
+			return fmt.Sprintf("accepted (%d listed)", len(p.Items)), err
+		})
+		r.Probes[len(r.Probes)-1].Required = false
+	}
+	if o.DownloadURL != "" && len(someProduct) > 0 {
+		probe("download: Range", "206 with Content-Range (a cut download resumes) or 200 (it starts over): both handled", func() (string, error) {
+			tok, err := tokens.Token(ctx)
+			if err != nil {
+				return "", err
+			}
+			_, detail, err := fetch.RangeSupport(ctx, hc, o.DownloadURL, tok.Type()+" "+tok.AccessToken, someProduct)
+			return detail, err
+		})
+		r.Probes[len(r.Probes)-1].Required = false
+	}
 	return r.done(), nil
 }
 
 func (r DoctorReport) done() DoctorReport {
 	r.OK = true
 	for _, p := range r.Probes {
-		if !p.OK {
+		if !p.OK && p.Required {
 			r.OK = false
 		}
 	}
