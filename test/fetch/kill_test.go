@@ -78,13 +78,23 @@ func TestKill9ResumesFromThePartial(t *testing.T) {
 		t.Errorf("the partial is still there: %v", err)
 	}
 
-	// The proof of the resume: what the download host sent, in total.
+	// The proof of the resume: what the download host sent, in total. A
+	// request is noted when its handler returns, which may follow the
+	// client's last read: wait until the complete one is noted.
 	var sent int64
 	var ranged bool
-	for _, r := range w.sim.DownloadLog() {
-		if r.Product == p.ID {
-			sent += r.Bytes
-			ranged = ranged || (r.Range != "" && r.Status == 206)
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		sent, ranged = 0, false
+		complete := false
+		for _, r := range w.sim.DownloadLog() {
+			if r.Product == p.ID {
+				sent += r.Bytes
+				ranged = ranged || (r.Range != "" && r.Status == 206)
+				complete = complete || r.Complete
+			}
+		}
+		if complete || time.Now().After(deadline) {
+			break
 		}
 	}
 	if !ranged {
