@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -12,9 +13,15 @@ import (
 	"testing"
 	"time"
 
+	"helm.sh/helm/v3/pkg/action"
+	"helm.sh/helm/v3/pkg/chartutil"
+	kubefake "helm.sh/helm/v3/pkg/kube/fake"
+	"helm.sh/helm/v3/pkg/storage"
+	"helm.sh/helm/v3/pkg/storage/driver"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
+	"sigs.k8s.io/yaml"
 )
 
 // fetcherValues run the fetcher beside the embedded NATS, into a bucket of
@@ -641,5 +648,86 @@ func TestFetcherQueriesMetricsThatExist(t *testing.T) {
 		for _, q := range p.Targets {
 			check("dashboard panel "+p.Title, q.Expr)
 		}
+	}
+}
+
+// The values of docs/fetching.md's "Deploying", applied as it says: `helm
+// upgrade --reset-then-reuse-values -f values-fetcher.yaml` over a release
+// installed with the receiver's values, which it keeps.
+func TestDocsFetcherValues(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join("..", "..", "docs", "fetching.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile("(?s)```yaml\n(# values-fetcher.yaml\n.*?)```").FindSubmatch(b)
+	if m == nil {
+		t.Fatal("docs/fetching.md has no ```yaml block starting # values-fetcher.yaml")
+	}
+	if !strings.Contains(string(b), "helm upgrade cdse charts/receiver -n eo --reset-then-reuse-values -f values-fetcher.yaml") {
+		t.Fatal("docs/fetching.md no longer upgrades as this test does")
+	}
+	cfg := &action.Configuration{
+		Releases:     storage.Init(driver.NewMemory()),
+		KubeClient:   &kubefake.PrintingKubeClient{Out: io.Discard},
+		Capabilities: chartutil.DefaultCapabilities,
+		Log:          func(string, ...any) {},
+	}
+	install := action.NewInstall(cfg)
+	install.ReleaseName, install.Namespace = "cdse", "eo"
+	if _, err := install.Run(loadChart(t), values(t, base)); err != nil {
+		t.Fatalf("install: %v", err)
+	}
+	up := action.NewUpgrade(cfg)
+	up.Namespace, up.ResetThenReuseValues = "eo", true
+	rel, err := up.Run("cdse", loadChart(t), values(t, string(m[1])))
+	if err != nil {
+		t.Fatalf("helm upgrade with the documented values: %v", err)
+	}
+	out := &manifests{objs: map[string][]byte{}}
+	for _, doc := range strings.Split(rel.Manifest, "\n---") {
+		j, err := yaml.YAMLToJSON([]byte(doc))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var meta struct {
+			Kind     string                `json:"kind"`
+			Metadata struct{ Name string } `json:"metadata"`
+		}
+		if json.Unmarshal(j, &meta) == nil && meta.Kind != "" {
+			out.objs[meta.Kind+"/"+meta.Metadata.Name] = j
+		}
+	}
+	var dep appsv1.Deployment
+	out.get(t, "Deployment/cdse-receiver-fetcher", &dep)
+	c := checkFetcherPod(t, dep.Spec.Template.Spec)
+	e := env(c)
+	if *dep.Spec.Replicas != 2 || e["FETCH_TARGET"].Value != "s3://eo-products/cdse" || e["AWS_ENDPOINT_URL_S3"].Value != "https://s3.example.org" ||
+		c.EnvFrom[0].SecretRef.Name != "cdse-login" {
+		t.Errorf("the documented fetcher: replicas %d, env %+v, envFrom %+v", *dep.Spec.Replicas, e, c.EnvFrom)
+	}
+	var sec corev1.Secret
+	out.get(t, "Secret/cdse-receiver", &sec)
+	if string(sec.Data["password"]) != "a-long-webhook-password" {
+		t.Error("the upgrade lost the receiver's values")
+	}
+	for _, key := range []string{"ServiceMonitor/cdse-receiver-fetcher", "PrometheusRule/cdse-receiver", "ConfigMap/cdse-receiver-dashboard"} {
+		if _, ok := out.objs[key]; !ok {
+			t.Errorf("no %s", key)
+		}
+	}
+
+	// Why not --reuse-values: over a release of a chart whose defaults
+	// had no fetcher block (here: only its switch), it keeps those
+	// defaults, and the templates find no fetcher.persistence, ...
+	old := loadChart(t)
+	old.Values["fetcher"] = map[string]any{"enabled": false}
+	cfg.Releases = storage.Init(driver.NewMemory())
+	if _, err := install.Run(old, values(t, base)); err != nil {
+		t.Fatalf("install of the chart without the fetcher: %v", err)
+	}
+	up = action.NewUpgrade(cfg)
+	up.Namespace, up.ReuseValues = "eo", true
+	if _, err := up.Run("cdse", loadChart(t), values(t, string(m[1]))); err == nil {
+		t.Error("--reuse-values over a chart without the fetcher worked: docs/fetching.md says it does not")
 	}
 }
