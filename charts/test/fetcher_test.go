@@ -169,7 +169,7 @@ func TestFetcherEmbeddedS3(t *testing.T) {
 	if *spec.TerminationGracePeriodSeconds != 45 {
 		t.Errorf("terminationGracePeriodSeconds %d", *spec.TerminationGracePeriodSeconds)
 	}
-	if got := c.Resources.Limits.Memory().String(); got != "128Mi" {
+	if got := c.Resources.Limits.Memory().String(); got != "256Mi" {
 		t.Errorf("memory limit %s", got)
 	}
 	if len(c.EnvFrom) != 1 || c.EnvFrom[0].SecretRef == nil || c.EnvFrom[0].SecretRef.Name != "cdse-login" {
