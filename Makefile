@@ -15,7 +15,7 @@ help: ## list the targets
 	@grep -hE '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
 
 .PHONY: build
-build: ## build the binaries (receiver, register, cdse-sim, subscribe) into bin/
+build: ## build the binaries (receiver, register, fetcher, cdse-sim, subscribe) into bin/
 	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o bin/ ./cmd/... ./examples/...
 
 .PHONY: run
