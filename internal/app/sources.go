@@ -96,7 +96,10 @@ func buildPull(d Deps) (source.Source, error) {
 
 // reconcileSource is the reconciler as a source; /status reads its
 // watermarks.
-type reconcileSource struct{ *reconcile.Reconciler }
+type reconcileSource struct {
+	*reconcile.Reconciler
+	ranges *completeRanges
+}
 
 func (reconcileSource) Name() string { return ingest.SourceReconcile }
 
@@ -118,11 +121,16 @@ func buildReconcile(d Deps) (source.Source, error) {
 	// subscription.
 	o := reconcile.Options{FilterOf: func() string { return wiring.ListingFilter(cfg, d.Interests) }}
 	o.Events, o.PageSize, o.Interval, o.Lookback, o.Overlap, o.Route = events, cfg.ReconcilePageSize, cfg.ReconcileInterval, cfg.ReconcileLookback, cfg.ReconcileOverlap, d.Route
+	ranges, err := newCompleteRanges(d, events)
+	if err != nil {
+		return nil, err
+	}
+	o.Listed = ranges.listed
 	rec, err := reconcile.New(o, d.Catalogue(), d.Publisher, d.Quarantine, d.Topology, d.Registry, d.Log)
 	if err != nil {
 		return nil, err
 	}
-	return reconcileSource{rec}, nil
+	return reconcileSource{rec, ranges}, nil
 }
 
 // watchMinGap is the least time between two reads of the subscription

@@ -116,7 +116,10 @@ func (a *App) Status(ctx context.Context) status.Receiver {
 	if cfg.Webhook {
 		st.Webhook = &status.Webhook{Path: cfg.Path, Username: cfg.Username, TLS: cfg.TLSCertFile != "" || cfg.ACMEDomains != ""}
 	}
-	var watermarks []watermarker
+	var (
+		watermarks []watermarker
+		ranges     *completeRanges // nil without the reconciler
+	)
 	for _, r := range a.sources {
 		s := status.Source{Name: r.Name()}
 		if sub, ok := r.Source.(source.Subscriber); ok {
@@ -132,6 +135,9 @@ func (a *App) Status(ctx context.Context) status.Receiver {
 		if w, ok := r.Source.(watermarker); ok {
 			watermarks = append(watermarks, w)
 		}
+		if rs, ok := r.Source.(reconcileSource); ok {
+			ranges = rs.ranges
+		}
 		st.Sources = append(st.Sources, s)
 	}
 	if a.watch != nil {
@@ -146,11 +152,17 @@ func (a *App) Status(ctx context.Context) status.Receiver {
 		}
 		st.Interests = in
 	}
+	if ranges == nil {
+		st.Complete = noComplete(a.interests)
+	}
 	if a.pub == nil {
 		return st
 	}
 	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
 	defer cancel()
+	if ranges != nil {
+		st.Complete = ranges.status(ctx)
+	}
 	st.Stream = a.streamState(ctx, cfg.Stream)
 	st.Quarantine = a.streamState(ctx, cfg.QuarantineStream)
 	for _, w := range watermarks {

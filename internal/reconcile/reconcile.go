@@ -56,6 +56,13 @@ type Options struct {
 	RequestsPerSec float64       // catalogue request cap (default 2)
 	Route          ingest.Route  // how messages are shaped
 	Now            func() time.Time
+	// Listed, when set, is told after each event's pass that listed its
+	// whole window and stored all it found: the filter it listed with,
+	// and every product of it with its date in [from, until] is stored,
+	// until being when the listing started minus Overlap (a product the
+	// catalogue lists late, by less than Overlap, was listed by then).
+	// internal/complete's ranges advance with it.
+	Listed func(ctx context.Context, ev event.Kind, filter string, from, until time.Time) error
 }
 
 // Buckets opens the receiver's state bucket (the watermarks) and the lease
@@ -274,11 +281,13 @@ func (r *Reconciler) passEvent(ctx context.Context, k catalogclient.Kind) error 
 	// Where this pass starts, even when it finds nothing to advance it.
 	r.m.watermark.WithLabelValues(string(k.Event)).Set(float64(wm.Unix()))
 	start := time.Now()
+	listedAt := r.o.Now()
 	filter := r.o.Filter
 	if r.o.FilterOf != nil {
 		filter = r.o.FilterOf()
 	}
-	rng := catalogclient.Range{Filter: filter, From: wm.Add(-r.o.Overlap)}
+	from := wm.Add(-r.o.Overlap)
+	rng := catalogclient.Range{Filter: filter, From: from}
 	var stored, dups int
 	for {
 		page, err := r.list.Page(ctx, k, rng, false)
@@ -314,6 +323,11 @@ func (r *Reconciler) passEvent(ctx context.Context, k catalogclient.Kind) error 
 	r.m.stored.WithLabelValues(string(k.Event)).Add(float64(stored))
 	r.log.WithFields(logrus.Fields{"event": k.Event, "stored": stored, "duplicates": dups, "watermark": wm.UTC().Format(time.RFC3339),
 		"took": time.Since(start).Round(time.Millisecond).String()}).Info("reconcile pass done")
+	if r.o.Listed != nil {
+		if err := r.o.Listed(ctx, k.Event, filter, from, listedAt.Add(-r.o.Overlap)); err != nil {
+			return fmt.Errorf("complete ranges: %w", err)
+		}
+	}
 	return nil
 }
 

@@ -413,3 +413,47 @@ func TestReconcileTiesBeyondAPage(t *testing.T) {
 		}
 	}
 }
+
+// TestListedAfterStored: Options.Listed is told, per event, after the pass
+// stored its window: the filter listed, the window's start (the watermark
+// minus the overlap) and the listing's start minus the overlap, once the
+// window's products are on the stream.
+func TestListedAfterStored(t *testing.T) {
+	w := setup(t)
+	products := w.sim.Generate(cdsesim.Sentinel2, 40)
+	now := time.Now().Add(time.Hour)
+	type call struct {
+		ev          event.Kind
+		filter      string
+		from, until time.Time
+		stored      int
+	}
+	var calls []call
+	log, _ := test.NewNullLogger()
+	const filter = "Collection/Name eq 'SENTINEL-2'"
+	o := Options{Filter: filter, Interval: time.Hour, Route: ingest.Route{Prefix: "cdse.product"}, PageSize: 30, RequestsPerSec: 1000,
+		Overlap: 5 * time.Minute, Lookback: 3 * time.Hour, Events: []event.Kind{event.Created}, Now: func() time.Time { return now }}
+	o.Listed = func(_ context.Context, ev event.Kind, f string, from, until time.Time) error {
+		calls = append(calls, call{ev, f, from, until, len(w.env.Messages(t))})
+		return nil
+	}
+	r, err := New(o, w.api, w.env.Publisher, w.env.Quarantine, w.env.Topology, prometheus.NewRegistry(), log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Pass(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	want := call{event.Created, filter, now.Add(-3*time.Hour - 5*time.Minute), now.Add(-5 * time.Minute), 40}
+	if len(calls) != 1 || calls[0] != want {
+		t.Fatalf("Listed: %+v, want %+v", calls, want)
+	}
+	// The second pass starts at the watermark (the last product) minus
+	// the overlap.
+	if err := r.Pass(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if len(calls) != 2 || !calls[1].from.Equal(products[39].PublicationDate.Truncate(time.Microsecond).Add(-5*time.Minute)) {
+		t.Errorf("second pass: %+v", calls)
+	}
+}

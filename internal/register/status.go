@@ -95,6 +95,9 @@ func (c *Session) Status(ctx context.Context, o StatusOptions, client *http.Clie
 			if w := st.Subscription; w != nil { // what the receiver's own watch last read
 				add("watch", preflight.Status(w.Outcome()), "%s", w.Summary())
 			}
+			if cr := st.Complete; cr != nil { // the complete ranges (docs/consumers.md)
+				add("complete", preflight.Status(cr.Outcome()), "%s", cr.Summary())
+			}
 		}
 	}
 	subs, err := c.API.ListSubscriptions(ctx)

@@ -39,6 +39,41 @@ type Receiver struct {
 	// Interests are what the interests file in force compiles to, the
 	// subscription that covers them (nil without INTERESTS_FILE).
 	Interests *Interests `json:"interests,omitempty"`
+	// Complete are the complete ranges of the product stream and of each
+	// interest, by event, and why a range is missing.
+	Complete *Complete `json:"complete,omitempty"`
+}
+
+// Complete is what is known complete (docs/consumers.md): a range per
+// interest (event.CompleteProducts for the product stream) and event, and
+// for each one without a range, why.
+type Complete struct {
+	// Stream is where the ranges are announced (event.CompleteStream).
+	Stream string  `json:"stream"`
+	Ranges []Range `json:"ranges,omitempty"`
+	// Lag is how far behind now Until stays at best: the reconcile overlap
+	// (the catalogue's late listings) — plus up to an interval between
+	// passes.
+	Lag     string    `json:"lag,omitempty"`
+	NoRange []NoRange `json:"noRange,omitempty"`
+}
+
+// Range is one complete range: every product event of Event that matches
+// Interest's filter and that the catalogue lists with its date in [From,
+// Until] is stored on its subjects.
+type Range struct {
+	Interest string    `json:"interest"`
+	Event    string    `json:"event"`
+	From     time.Time `json:"from"`
+	Until    time.Time `json:"until"`
+}
+
+// NoRange is an interest (and event, when only one lacks it) with no
+// range, and why.
+type NoRange struct {
+	Interest string `json:"interest"`
+	Event    string `json:"event,omitempty"`
+	Reason   string `json:"reason"`
 }
 
 // Interests is the one subscription that covers the interests in force:
@@ -184,4 +219,37 @@ func Fetch(ctx context.Context, client *http.Client, admin string) (*Receiver, e
 		return nil, fmt.Errorf("receiver status: %s: %w", req.URL, err)
 	}
 	return &r, nil
+}
+
+// Outcome is the check of `register status` of the complete ranges: ok
+// when every interest and event has one, skip when none has (the
+// reconciler off), warn otherwise.
+func (c *Complete) Outcome() string {
+	switch {
+	case len(c.NoRange) == 0:
+		return "ok"
+	case len(c.Ranges) == 0:
+		return "skip"
+	}
+	return "warn"
+}
+
+// Summary is the ranges in a line: each interest's and event's until
+// (from), then why the others have none.
+func (c *Complete) Summary() string {
+	var parts []string
+	for _, r := range c.Ranges {
+		parts = append(parts, fmt.Sprintf("%s %s complete until %s (from %s)", r.Interest, r.Event, r.Until.UTC().Format(time.RFC3339), r.From.UTC().Format(time.RFC3339)))
+	}
+	for _, n := range c.NoRange {
+		what := n.Interest
+		if n.Event != "" {
+			what += " " + n.Event
+		}
+		parts = append(parts, what+": no range, "+n.Reason)
+	}
+	if len(parts) == 0 {
+		return "no interest"
+	}
+	return strings.Join(parts, "; ")
 }

@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/cdse-jetstream/receiver/event"
 )
 
 // Options are the settings of the resources (from the receiver's
@@ -50,7 +52,7 @@ type Options struct {
 // a second change to its permissions that could be forgotten: the fetcher
 // and completion streams must take these names (as the defaults of their
 // settings, when they get some, added to the embedded server's deny list).
-var PlannedPrefixes = []string{"cdse.fetched", "cdse.fetchfailed", "cdse.complete", RetryPrefix}
+var PlannedPrefixes = []string{"cdse.fetched", "cdse.fetchfailed", event.CompletePrefix, RetryPrefix}
 
 // RetryPrefix is the subjects of the product stream where `fetcher failed
 // retry` puts a given-up product event back for the fetcher's consumer
@@ -187,6 +189,33 @@ func (t *Topology) QuarantineConfig() jetstream.StreamConfig {
 func (t *Topology) EnsureQuarantine(ctx context.Context) error {
 	if _, err := t.js.CreateOrUpdateStream(ctx, t.QuarantineConfig()); err != nil {
 		return fmt.Errorf("quarantine stream %s: %w", t.o.QuarantineStream, err)
+	}
+	return nil
+}
+
+// CompleteConfig is the stream of the complete ranges' announcements
+// (event.CompleteStream, subjects cdse.complete.>, topology's planned
+// prefix): the last message of each subject, on file, so that a consumer
+// reads where a range is now with one direct get.
+func (t *Topology) CompleteConfig() jetstream.StreamConfig {
+	return jetstream.StreamConfig{
+		Name:              event.CompleteStream,
+		Description:       "Complete ranges of the product stream and of each interest, by event: the last announcement of each (cdse receiver)",
+		Subjects:          []string{event.CompletePrefix + ".>"},
+		Storage:           jetstream.FileStorage,
+		Retention:         jetstream.LimitsPolicy,
+		Discard:           jetstream.DiscardOld,
+		MaxMsgsPerSubject: 1,
+		Replicas:          max(t.o.Replicas, 1),
+		AllowDirect:       true,
+	}
+}
+
+// EnsureComplete creates the complete stream or brings it to its
+// settings.
+func (t *Topology) EnsureComplete(ctx context.Context) error {
+	if _, err := t.js.CreateOrUpdateStream(ctx, t.CompleteConfig()); err != nil {
+		return fmt.Errorf("complete stream %s: %w", event.CompleteStream, err)
 	}
 	return nil
 }
