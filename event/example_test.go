@@ -2,10 +2,12 @@ package event_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log"
 	"os"
 	"os/signal"
+	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -190,4 +192,56 @@ func ExampleDecodeFetched() {
 // process stands for a pipeline's work on one stored product.
 func process(ctx context.Context, objectURL string, size int64, n *event.Notification) error {
 	return ctx.Err()
+}
+
+// waitComplete returns once every created product of interest published in
+// [start, end] is on cdse.interest.<interest>.created.…: it reads the
+// interest's complete range where it is now, then each advance.
+func waitComplete(ctx context.Context, js jetstream.JetStream, interest string, start, end time.Time) error {
+	cons, err := js.OrderedConsumer(ctx, event.CompleteStream, jetstream.OrderedConsumerConfig{
+		FilterSubjects: []string{event.CompleteSubject(interest, event.Created)},
+		DeliverPolicy:  jetstream.DeliverLastPerSubjectPolicy,
+	})
+	if err != nil {
+		return err
+	}
+	for ctx.Err() == nil {
+		m, err := cons.Next(jetstream.FetchMaxWait(time.Minute))
+		if errors.Is(err, nats.ErrTimeout) {
+			continue // no advance this minute
+		}
+		if err != nil {
+			return err
+		}
+		c, err := event.DecodeComplete(m)
+		if err != nil {
+			return err
+		}
+		// Covers(start) too: a range that starts after start (a new
+		// interest, a changed filter) does not guarantee it.
+		if c.Covers(start) && c.Covers(end) {
+			return nil
+		}
+	}
+	return ctx.Err()
+}
+
+// A daily job runs yesterday's mosaic once its interest's created range
+// passes midnight (docs/consumers.md, "Waiting for a complete day").
+func ExampleDecodeComplete() {
+	nc, err := nats.Connect(nats.DefaultURL)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		log.Fatal(err)
+	}
+	midnight := time.Now().UTC().Truncate(24 * time.Hour)
+	if err := waitComplete(context.Background(), js, "l2a-alps", midnight.AddDate(0, 0, -1), midnight); err != nil {
+		log.Fatal(err)
+	}
+	// Every L2A product of the Alps published yesterday is on
+	// cdse.interest.l2a-alps.created.…: read them and run the mosaic.
 }
