@@ -184,12 +184,19 @@ func backfillRun(ctx context.Context, o backfillOptions, getenv func(string) str
 		fmt.Fprintf(stderr, "\r%s", progressLine(p, began))
 	}
 	log.WithField("since", from.Format(time.RFC3339)).WithField("until", o.until).WithField("dry_run", o.dryRun).Info("backfill started")
+	runStart := time.Now()
 	sum, err := bf.Run(ctx)
 	if tty {
 		fmt.Fprintln(stderr)
 	}
 	if err != nil {
 		return ctxDone(ctx, fmt.Errorf("%w (run the same command again to continue)", err))
+	}
+	if one != nil && !o.dryRun {
+		if to.IsZero() {
+			to = runStart // the listing reached now
+		}
+		backfill.ExtendComplete(ctx, topo, one, o.filter, sum, from, to, log)
 	}
 	return o.out.Print(stdout, sum, func(w io.Writer) error {
 		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)

@@ -68,7 +68,7 @@ type Tracker struct {
 	st          Stores
 	log         logrus.FieldLogger
 	from, until *prometheus.GaugeVec
-	ensured     bool // the stream exists (only Advance, one pass at a time, sets it)
+	ensured     bool // the stream exists (one pass, or one backfill, at a time sets it)
 }
 
 // New returns a Tracker; its gauges are registered on reg.
@@ -87,19 +87,52 @@ func New(st Stores, reg prometheus.Registerer, log logrus.FieldLogger) (*Tracker
 	return t, nil
 }
 
-func (t *Tracker) get(ctx context.Context, kv jetstream.KeyValue, name string, ev event.Kind) (record, bool, error) {
+func (t *Tracker) get(ctx context.Context, kv jetstream.KeyValue, name string, ev event.Kind) (record, uint64, bool, error) {
 	e, err := kv.Get(ctx, Key(name, ev))
 	if errors.Is(err, jetstream.ErrKeyNotFound) {
-		return record{}, false, nil
+		return record{}, 0, false, nil
 	}
 	if err != nil {
-		return record{}, false, err
+		return record{}, 0, false, err
 	}
 	var r record
 	if json.Unmarshal(e.Value(), &r) != nil {
-		return record{}, false, nil // unreadable: a new range
+		return record{}, e.Revision(), false, nil // unreadable: a new range
 	}
-	return r, true, nil
+	return r, e.Revision(), true, nil
+}
+
+// update applies change to a range and stores it where it was read (the
+// running receiver's passes and a backfill may move one range at once:
+// the loser reads again), then announces it. change returns false to leave
+// the range as it is.
+func (t *Tracker) update(ctx context.Context, kv jetstream.KeyValue, name string, ev event.Kind, change func(old record, ok bool) (record, bool)) (record, bool, error) {
+	for attempt := 0; ; attempt++ {
+		old, rev, ok, err := t.get(ctx, kv, name, ev)
+		if err != nil {
+			return record{}, false, err
+		}
+		r, moved := change(old, ok)
+		if !moved {
+			return old, false, nil
+		}
+		b, err := json.Marshal(r)
+		if err != nil {
+			return record{}, false, err
+		}
+		if rev == 0 {
+			_, err = kv.Create(ctx, Key(name, ev), b)
+		} else {
+			_, err = kv.Update(ctx, Key(name, ev), b, rev)
+		}
+		if err != nil && attempt < 3 && (errors.Is(err, jetstream.ErrKeyExists) || errors.Is(err, jetstream.ErrKeyRevisionMismatch)) {
+			continue
+		}
+		if err != nil {
+			return record{}, false, fmt.Errorf("store the complete range: %w", err)
+		}
+		return r, true, t.announce(ctx, name, ev, r)
+	}
 }
 
 // Advance extends the range of every scope that takes l.Event: Until
@@ -116,37 +149,26 @@ func (t *Tracker) Advance(ctx context.Context, l Listed, scopes []Scope) error {
 	if err != nil {
 		return err
 	}
-	if !t.ensured {
-		if err := t.st.EnsureComplete(ctx); err != nil {
-			return err
-		}
-		t.ensured = true
-	}
 	var errs []error
 	for _, s := range scopes {
 		if !slices.Contains(s.Events, l.Event) {
 			continue
 		}
-		old, ok, err := t.get(ctx, kv, s.Name, l.Event)
-		if err != nil {
-			errs = append(errs, fmt.Errorf("%s: %w", s.Name, err))
-			continue
-		}
-		r := old
-		switch {
-		case !ok || old.Filter != s.Filter || l.From.After(old.Until):
-			r = record{From: l.From, Until: l.Until, Filter: s.Filter}
-			if ok {
-				t.log.WithFields(logrus.Fields{"interest": s.Name, "event": l.Event, "from": l.From.UTC().Format(time.RFC3339),
-					"filter_changed": old.Filter != s.Filter}).Info("complete range starts anew")
+		r, _, err := t.update(ctx, kv, s.Name, l.Event, func(old record, ok bool) (record, bool) {
+			switch {
+			case !ok || old.Filter != s.Filter || l.From.After(old.Until):
+				if ok {
+					t.log.WithFields(logrus.Fields{"interest": s.Name, "event": l.Event, "from": l.From.UTC().Format(time.RFC3339),
+						"filter_changed": old.Filter != s.Filter}).Info("complete range starts anew")
+				}
+				return record{From: l.From, Until: l.Until, Filter: s.Filter}, true
+			case l.Until.After(old.Until):
+				old.Until = l.Until
+				return old, true
 			}
-		case l.Until.After(old.Until):
-			r.Until = l.Until
-		default:
-			t.gauges(s.Name, l.Event, r)
-			continue
-		}
-		if err := t.put(ctx, kv, s.Name, l.Event, r); err != nil {
+			return old, false
+		})
+		if err != nil {
 			errs = append(errs, fmt.Errorf("%s: %w", s.Name, err))
 			continue
 		}
@@ -160,15 +182,14 @@ func (t *Tracker) gauges(name string, ev event.Kind, r record) {
 	t.until.WithLabelValues(name, string(ev)).Set(float64(r.Until.Unix()))
 }
 
-// put stores a range, then announces it: the announcement is never ahead
-// of the bucket (a failed announcement is made at the next advance).
-func (t *Tracker) put(ctx context.Context, kv jetstream.KeyValue, name string, ev event.Kind, r record) error {
-	b, err := json.Marshal(r)
-	if err != nil {
-		return err
-	}
-	if _, err := kv.Put(ctx, Key(name, ev), b); err != nil {
-		return fmt.Errorf("store the complete range: %w", err)
+// announce puts a stored range on its subject: the announcement is never
+// ahead of the bucket (a failed one is made at the next move).
+func (t *Tracker) announce(ctx context.Context, name string, ev event.Kind, r record) error {
+	if !t.ensured {
+		if err := t.st.EnsureComplete(ctx); err != nil {
+			return err
+		}
+		t.ensured = true
 	}
 	c := event.Complete{Interest: name, Event: ev, From: r.From.UTC(), Until: r.Until.UTC()}
 	body, err := json.Marshal(c)
@@ -185,6 +206,27 @@ func (t *Tracker) put(ctx context.Context, kv jetstream.KeyValue, name string, e
 	return nil
 }
 
+// Extend moves a range's From back to since after a backfill of the
+// scope (receiver backfill --interest) listed [since, until) with the
+// scope's own filter and stored all it found, when that listing joins the
+// range (until at or after its From). A scope without a range, or whose
+// range has another filter, is left alone: a range starts with a reconcile
+// pass. It says whether the range moved.
+func (t *Tracker) Extend(ctx context.Context, s Scope, ev event.Kind, since, until time.Time) (bool, error) {
+	kv, err := t.st.State(ctx)
+	if err != nil {
+		return false, err
+	}
+	_, moved, err := t.update(ctx, kv, s.Name, ev, func(old record, ok bool) (record, bool) {
+		if !ok || old.Filter != s.Filter || !since.Before(old.From) || until.Before(old.From) {
+			return old, false
+		}
+		old.From = since
+		return old, true
+	})
+	return moved, err
+}
+
 // Ranges reads the ranges of the scopes from the state bucket, each event
 // a scope takes: those with a range, and the others (no pass has covered
 // them yet).
@@ -199,7 +241,7 @@ func (t *Tracker) Ranges(ctx context.Context, scopes []Scope) ([]status.Range, [
 	)
 	for _, s := range scopes {
 		for _, ev := range s.Events {
-			r, ok, err := t.get(ctx, kv, s.Name, ev)
+			r, _, ok, err := t.get(ctx, kv, s.Name, ev)
 			if err != nil {
 				return nil, nil, err
 			}

@@ -78,6 +78,25 @@ func TestAdvance(t *testing.T) {
 	step(7, 9, [2]int{7, 9}, a, b) // a new filter
 	step(8, 10, [2]int{7, 10}, a, b)
 
+	// A backfill of a's filter that joins the range extends it back; one
+	// that does not join it, or of another filter, does not.
+	for _, c := range []struct {
+		filter       string
+		since, until int
+		moved        bool
+	}{{"fa2", 1, 3, false}, {"fa", 2, 9, false}, {"fa2", 5, 7, true}, {"fa2", 6, 9, false}} {
+		sc := a
+		sc.Filter = c.filter
+		moved, err := tr.Extend(ctx, sc, event.Created, h(c.since), h(c.until))
+		if err != nil || moved != c.moved {
+			t.Errorf("extend %+v: moved %v (%v)", c, moved, err)
+		}
+	}
+	if c := announced("a"); !c.From.Equal(h(5)) || !c.Until.Equal(h(10)) {
+		t.Errorf("after the backfill: [%s, %s], want [5, 10]", c.From, c.Until)
+	}
+	step(9, 11, [2]int{5, 11}, a, b) // the next pass keeps it
+
 	// b takes deleted only: no created range.
 	_, none, err := tr.Ranges(ctx, []complete.Scope{{Name: "b", Filter: "fb", Events: []event.Kind{event.Created}}})
 	if err != nil || len(none) != 1 {
@@ -93,7 +112,7 @@ func TestAdvance(t *testing.T) {
 		t.Fatal(err)
 	}
 	var r struct{ From, Until time.Time }
-	if err := json.Unmarshal(e.Value(), &r); err != nil || !r.Until.Equal(h(10)) || !r.From.Equal(h(7)) {
+	if err := json.Unmarshal(e.Value(), &r); err != nil || !r.Until.Equal(h(11)) || !r.From.Equal(h(5)) {
 		t.Errorf("the state bucket holds %s (%v)", e.Value(), err)
 	}
 	// The stream keeps one message a subject.

@@ -29,7 +29,8 @@ import (
 // range (some a second before it) is on the interest's subjects — a
 // product the catalogue lists late, by less than the overlap, included.
 // The range survives a restart; a reload that changes an interest's
-// filter starts a new range for it, the other's goes on.
+// filter starts a new range for it, the other's goes on; a backfill of
+// that interest, from before its new range, extends it back.
 func TestBinaryCompleteRanges(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs the binary")
@@ -258,6 +259,23 @@ func TestBinaryCompleteRanges(t *testing.T) {
 	}
 	if c := fourth["s2"]; !c.From.Equal(first["s2"].From) {
 		t.Errorf("s2 after s1's filter changed: [%s, %s], from %s before", c.From, c.Until, first["s2"].From)
+	}
+
+	// `receiver backfill --interest s1` from before its new range, with
+	// its own filter, extends the range back to --since.
+	since := fourth["s1"].From.Add(-3 * time.Hour).Truncate(time.Second).UTC()
+	out, errOut, code := command(t, append([]string{"RECEIVER_DATA_DIR=" + data}, env...),
+		"backfill", "--interest", "s1", "--since", since.Format(time.RFC3339), "--rate", "100", "-o", "json")
+	if code != 0 || !strings.Contains(errOut, "complete range extended back") {
+		t.Fatalf("backfill --interest s1: exit %d\nstdout %s\nstderr %s", code, out, tail(errOut))
+	}
+	extended := last()
+	if c := extended["s1"]; !c.From.Equal(since) || !c.Until.Equal(fourth["s1"].Until) {
+		t.Errorf("s1 after its backfill: [%s, %s], want [%s, %s]", c.From, c.Until, since, fourth["s1"].Until)
+	}
+	holds(extended["s1"], stored())
+	if c := extended["s2"]; !c.From.Equal(first["s2"].From) {
+		t.Errorf("s2 after s1's backfill: from %s, want %s", c.From, first["s2"].From)
 	}
 }
 
