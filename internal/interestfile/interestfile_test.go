@@ -19,6 +19,9 @@ func TestParseRefusesWithNameAndPosition(t *testing.T) {
 		{"no list", "other: 1\n", []string{"field other not found"}},
 		{"empty", "interests: []\n", []string{"no interests"}},
 		{"bad name", "interests:\n  - name: L2A_Alps\n    filter: Name eq 'x'\n", []string{`interest "L2A_Alps" (line 2)`, "[a-z0-9-]"}},
+		// The product stream's complete range goes by this name
+		// (event.CompleteProducts): no interest may take it.
+		{"reserved name", "interests:\n  - name: _products\n    filter: Name eq 'x'\n", []string{`interest "_products" (line 2)`, "[a-z0-9-]"}},
 		{"long name", "interests:\n  - name: " + strings.Repeat("a", 33) + "\n    filter: Name eq 'x'\n", []string{"1 to 32"}},
 		{"twice", "interests:\n  - name: a\n    filter: Name eq 'x'\n  - name: a\n    filter: Name eq 'y'\n", []string{"given twice"}},
 		{"no filter", "interests:\n  - name: a\n", []string{"a filter is required"}},
