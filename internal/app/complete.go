@@ -22,6 +22,10 @@ type completeRanges struct {
 	interests *interest.Router // nil without INTERESTS_FILE
 	events    []event.Kind     // reconciled
 	t         *complete.Tracker
+	// listing is the set whose union the event's pass under way lists
+	// (filterOf, at its start); listed compares it with the set in force
+	// at its end. Only the reconciler's pass, one at a time, touches it.
+	listing *interestfile.Set
 }
 
 func newCompleteRanges(d Deps, events []event.Kind) (*completeRanges, error) {
@@ -37,13 +41,23 @@ func newCompleteRanges(d Deps, events []event.Kind) (*completeRanges, error) {
 // listed their union.
 func (c *completeRanges) listed(ctx context.Context, ev event.Kind, filter string, from, until time.Time) error {
 	scopes := []complete.Scope{{Name: event.CompleteProducts, Filter: filter, Events: c.events}}
-	if set, ok := c.covered(); ok && set.Compile().Filter == filter {
-		// The union of the set in force now is what the pass listed: a
-		// reload during the pass that changed it leaves the interests for
-		// the next pass.
+	if set, ok := c.covered(); ok && set == c.listing && set.Compile().Filter == filter {
+		// The set in force now is the one the pass listed and routed
+		// with: a reload during the pass (even one that kept the union: a
+		// renamed interest got no copies before it) leaves the interests
+		// for the next pass.
 		scopes = append(scopes, interestScopes(set)...)
 	}
 	return c.t.Advance(ctx, complete.Listed{Event: ev, From: from, Until: until}, scopes)
+}
+
+// filterOf is the reconciler's Options.FilterOf: wiring.ListingFilter,
+// noting the set it lists.
+func (c *completeRanges) filterOf() string {
+	if c.interests != nil {
+		c.listing = c.interests.Current()
+	}
+	return wiring.ListingFilter(c.cfg, c.interests)
 }
 
 // covered is the set in force when the reconciler lists its union: no

@@ -29,7 +29,6 @@ import (
 	"github.com/cdse-jetstream/receiver/internal/topology"
 	"github.com/cdse-jetstream/receiver/internal/watch"
 	"github.com/cdse-jetstream/receiver/internal/webhook"
-	"github.com/cdse-jetstream/receiver/internal/wiring"
 )
 
 // Builder makes one source of notifications (internal/source). Adding a
@@ -119,13 +118,14 @@ func buildReconcile(d Deps) (source.Source, error) {
 	// RECONCILE_FILTER, else the interests' union, what register apply
 	// registers, so that the reconciler bridges a change of the
 	// subscription.
-	o := reconcile.Options{FilterOf: func() string { return wiring.ListingFilter(cfg, d.Interests) }}
-	o.Events, o.PageSize, o.Interval, o.Lookback, o.Overlap, o.Route = events, cfg.ReconcilePageSize, cfg.ReconcileInterval, cfg.ReconcileLookback, cfg.ReconcileOverlap, d.Route
+	// ranges.filterOf is wiring.ListingFilter, noting the interests it
+	// lists for the complete ranges.
 	ranges, err := newCompleteRanges(d, events)
 	if err != nil {
 		return nil, err
 	}
-	o.Listed = ranges.listed
+	o := reconcile.Options{FilterOf: ranges.filterOf, Listed: ranges.listed}
+	o.Events, o.PageSize, o.Interval, o.Lookback, o.Overlap, o.Route = events, cfg.ReconcilePageSize, cfg.ReconcileInterval, cfg.ReconcileLookback, cfg.ReconcileOverlap, d.Route
 	rec, err := reconcile.New(o, d.Catalogue(), d.Publisher, d.Quarantine, d.Topology, d.Registry, d.Log)
 	if err != nil {
 		return nil, err
