@@ -161,3 +161,19 @@ func testutilValue(t *testing.T, f *fixture, cause string) float64 {
 	}
 	return 0
 }
+
+// TestS3PartSize: the configured part for what fits in 9 000 of them, a
+// larger one (whole MiB) for a product that would need more; 10 000 is
+// S3's limit of parts.
+func TestS3PartSize(t *testing.T) {
+	tg := &S3Target{part: 5 << 20}
+	for _, tt := range []struct{ size, want int64 }{
+		{0, 5 << 20}, {1, 5 << 20}, {9000 * 5 << 20, 5 << 20},
+		{9000*5<<20 + 1, 6 << 20}, {100 << 30, 12 << 20},
+	} {
+		got := tg.partSize(tt.size)
+		if got != tt.want || (tt.size > 0 && (tt.size+got-1)/got > 10000) {
+			t.Errorf("partSize(%d) = %d, want %d", tt.size, got, tt.want)
+		}
+	}
+}

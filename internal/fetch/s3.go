@@ -31,8 +31,8 @@ type S3Options struct {
 	// PathStyle addresses bucket/key on the endpoint's host rather than
 	// bucket.host; nil: on for an IP or localhost endpoint.
 	PathStyle *bool
-	// PartSize is the multipart upload's part (default 8 MiB, at least
-	// S3's 5 MiB) and Concurrency the parts sent at once (default 2):
+	// PartSize is the multipart upload's part (default 5 MiB, S3's
+	// least; larger for a product that would need more than 9 000 parts) and Concurrency the parts sent at once (default 2):
 	// memory is about (Concurrency+1) × PartSize per download.
 	PartSize    int64
 	Concurrency int
@@ -79,6 +79,23 @@ type S3Target struct {
 	client         *s3.Client
 	up             *transfermanager.Client
 	bucket, prefix string
+	part           int64 // the configured part size
+}
+
+// maxParts is how many parts an upload may have: S3's limit is 10 000;
+// the margin covers a product longer than its ContentLength said.
+const maxParts = 9000
+
+// partSize is the part size of an upload of size bytes (0 unknown): the
+// configured one, or larger for a product that would need more than
+// maxParts of it (in whole MiB). Memory grows with it only for such
+// products (50 GB and more at the default 5 MiB).
+func (t *S3Target) partSize(size int64) int64 {
+	if size <= 0 || size <= t.part*maxParts {
+		return t.part
+	}
+	const mib = 1 << 20
+	return (size/maxParts + mib) / mib * mib
 }
 
 // NewS3Target is the target s3://bucket/prefix.
@@ -122,7 +139,7 @@ func NewS3Target(ctx context.Context, bucket, prefix string, o S3Options) (Targe
 	})
 	part := o.PartSize
 	if part <= 0 {
-		part = 8 << 20
+		part = 5 << 20
 	}
 	part = max(part, 5<<20)
 	conc := o.Concurrency
@@ -138,7 +155,7 @@ func NewS3Target(ctx context.Context, bucket, prefix string, o S3Options) (Targe
 		to.FailTimeout = 30 * time.Second
 		to.RequestChecksumCalculation = aws.RequestChecksumCalculationWhenRequired
 	})
-	return &S3Target{client: client, up: up, bucket: bucket, prefix: strings.Trim(prefix, "/")}, nil
+	return &S3Target{client: client, up: up, bucket: bucket, prefix: strings.Trim(prefix, "/"), part: part}, nil
 }
 
 func (t *S3Target) key(key string) string {
@@ -186,8 +203,8 @@ func (t *S3Target) Delete(ctx context.Context, key string) error {
 // completes only when Commit ends the stream; Abort ends it with an
 // error, and the uploader aborts the upload. S3 keeps no partial across
 // processes: a cut resumes within the Fetch, from the bytes sent.
-func (t *S3Target) Open(ctx context.Context, key string, _ int64, want Stored) (Upload, error) {
-	u := &s3Upload{t: t, ctx: ctx, key: key, meta: map[string]string{"product-id": want.ProductID}}
+func (t *S3Target) Open(ctx context.Context, key string, size int64, want Stored) (Upload, error) {
+	u := &s3Upload{t: t, ctx: ctx, key: key, meta: map[string]string{"product-id": want.ProductID}, part: t.partSize(size)}
 	if want.MD5 != "" {
 		u.meta["md5"] = want.MD5
 	}
@@ -203,6 +220,7 @@ type s3Upload struct {
 	ctx  context.Context
 	key  string
 	meta map[string]string
+	part int64
 	held int64
 	etag string
 
@@ -221,7 +239,7 @@ func (u *s3Upload) start() {
 		_, err := u.t.up.UploadObject(u.ctx, &transfermanager.UploadObjectInput{
 			Bucket: &u.t.bucket, Key: aws.String(u.t.key(u.key)), Body: pr, Metadata: u.meta,
 			ContentType: aws.String("application/zip"),
-		})
+		}, func(o *transfermanager.Options) { o.PartSizeBytes, o.MultipartUploadThreshold = u.part, u.part })
 		if err == nil {
 			err = io.ErrClosedPipe // a writer after the end
 		}

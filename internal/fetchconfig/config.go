@@ -42,7 +42,7 @@ type Config struct {
 	DedupeWindow    time.Duration `koanf:"FETCH_DEDUPE_WINDOW" flag:"dedupe-window" help:"that stream's duplicate window: how long a fetched event is recognised as already stored"`
 	ShutdownTimeout time.Duration `koanf:"FETCH_SHUTDOWN_TIMEOUT" flag:"shutdown-timeout" help:"after SIGTERM, running downloads get this long before they are cut (the partial object is kept to resume)"`
 	S3PathStyle     string        `koanf:"FETCH_S3_PATH_STYLE" flag:"s3-path-style" help:"S3 addressing: true (endpoint/bucket/key), false (bucket.endpoint/key); empty: true for an IP or localhost endpoint"`
-	S3PartSize      int64         `koanf:"FETCH_S3_PART_SIZE" flag:"s3-part-size" help:"S3 multipart part size (5MiB to 5GiB): a product of up to 10 000 parts; memory is about (FETCH_S3_CONCURRENCY + 1) parts a download"`
+	S3PartSize      int64         `koanf:"FETCH_S3_PART_SIZE" flag:"s3-part-size" help:"S3 multipart part size (5MiB to 5GiB), larger for a product that would need more than 9 000 parts (S3 allows 10 000); memory is about (FETCH_S3_CONCURRENCY + 1) parts a download"`
 	S3Concurrency   int           `koanf:"FETCH_S3_CONCURRENCY" flag:"s3-concurrency" help:"parts of one download sent to S3 at once"`
 	AckWait         time.Duration `koanf:"FETCH_ACK_WAIT" flag:"ack-wait" help:"a product event taken by a replica that then says nothing this long (killed, its node lost) goes to another; a running download renews it"`
 	PartialMaxAge   time.Duration `koanf:"FETCH_PARTIAL_MAX_AGE" flag:"partial-max-age" help:"unfinished downloads untouched this long are removed from the target (partial files; S3 multipart uploads started this long ago), at start and hourly"`
@@ -95,7 +95,7 @@ func Default() Config {
 		ShutdownTimeout:  30 * time.Second,
 		PartialMaxAge:    24 * time.Hour,
 		AckWait:          2 * time.Minute,
-		S3PartSize:       8 << 20,
+		S3PartSize:       5 << 20,
 		S3Concurrency:    2,
 		DownloadURL:      cdse.DownloadURL,
 		NATSURL:          "nats://127.0.0.1:4222",
