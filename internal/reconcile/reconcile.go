@@ -302,14 +302,23 @@ func (r *Reconciler) passEvent(ctx context.Context, k catalogclient.Kind) error 
 			stored, dups = stored+o.Accepted, dups+o.Duplicates
 			// Pages come in date order: every product up to the last is
 			// stored. (A tie at the last date may go on: the next pass
-			// starts an overlap before the watermark anyway.)
-			last := page.Items[len(page.Items)-1]
-			if last.Date.After(wm) {
-				if _, err := r.kv.Put(ctx, watermarkKey(k.Event), []byte(last.Date.UTC().Format(time.RFC3339Nano))); err != nil {
+			// starts an overlap before the watermark anyway.) Never past
+			// when this listing began: a product published during the pass
+			// (or dated ahead by the catalogue's clock) would otherwise
+			// move the next window's start past products dated just
+			// before then that the catalogue lists late, and the complete
+			// ranges, which end an overlap before the listing's start,
+			// would not join the next pass's window.
+			last := page.Items[len(page.Items)-1].Date
+			if last.After(listedAt) {
+				last = listedAt
+			}
+			if last.After(wm) {
+				if _, err := r.kv.Put(ctx, watermarkKey(k.Event), []byte(last.UTC().Format(time.RFC3339Nano))); err != nil {
 					return fmt.Errorf("advance watermark: %w", err)
 				}
-				wm = last.Date
-				r.m.watermark.WithLabelValues(string(k.Event)).Set(float64(last.Date.Unix()))
+				wm = last
+				r.m.watermark.WithLabelValues(string(k.Event)).Set(float64(last.Unix()))
 			}
 		}
 		if page.Done {

@@ -457,3 +457,36 @@ func TestListedAfterStored(t *testing.T) {
 		t.Errorf("second pass: %+v", calls)
 	}
 }
+
+// TestWatermarkNeverPastTheListing: products dated after the pass's
+// listing began (published during it, or ahead by the catalogue's clock)
+// do not move the watermark past that start, so the next window starts
+// at or before the range the pass announced ends: the ranges join.
+func TestWatermarkNeverPastTheListing(t *testing.T) {
+	w := setup(t)
+	w.sim.Generate(cdsesim.Sentinel2, 10)
+	began := time.Now().Add(-10 * time.Minute) // the products are dated after it
+	var listed [][2]time.Time
+	log, _ := test.NewNullLogger()
+	o := Options{Filter: "Collection/Name eq 'SENTINEL-2'", Interval: time.Hour, Route: ingest.Route{Prefix: "cdse.product"}, PageSize: 30, RequestsPerSec: 1000,
+		Overlap: 5 * time.Minute, Lookback: time.Hour, Events: []event.Kind{event.Created}, Now: func() time.Time { return began }}
+	o.Listed = func(_ context.Context, _ event.Kind, _ string, from, until time.Time) error {
+		listed = append(listed, [2]time.Time{from, until})
+		return nil
+	}
+	r, err := New(o, w.api, w.env.Publisher, w.env.Quarantine, w.env.Topology, prometheus.NewRegistry(), log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		if err := r.Pass(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if wm, err := r.Watermark(context.Background(), event.Created); err != nil || !wm.Equal(began.Truncate(time.Microsecond)) && !wm.Equal(began) {
+		t.Errorf("watermark %s (%v), want the listing's start %s", wm, err, began)
+	}
+	if len(listed) != 2 || listed[1][0].After(listed[0][1]) {
+		t.Errorf("the second window %v does not join the first range %v", listed[1], listed[0])
+	}
+}
