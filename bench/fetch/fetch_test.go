@@ -51,7 +51,7 @@ var (
 	mib     = flag.Int64("mib", 200, "size of a product of the throttled comparison, MiB")
 	rate    = flag.Int64("rate", 20_000_000, "the simulator's rate per connection, bytes a second (the live general account's 20 MB/s)")
 	rssMiB  = flag.Int64("rss-mib", 2048, "size of the product whose peak RSS is measured, MiB (0: skip)")
-	partMiB = flag.Int64("part-mib", 8, "FETCH_S3_PART_SIZE of the runs, MiB")
+	partMiB = flag.Int64("part-mib", 5, "FETCH_S3_PART_SIZE of the runs, MiB")
 	s3Conc  = flag.Int("s3-concurrency", 2, "FETCH_S3_CONCURRENCY of the runs")
 )
 
