@@ -422,13 +422,10 @@ func TestResumeAcrossProcesses(t *testing.T) {
 	f.noPartial(t)
 }
 
-func TestFetchToS3(t *testing.T) {
-	f := setup(t, cdsesim.Options{})
-	s := s3test.Start(t)
-	const size = 11<<20 + 5
-	p, sp := f.product(t, sized(size))
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
+// s3Target is the target s3://<the store's bucket>/<prefix> with the
+// store's keys, 5 MiB parts, and nothing read from a developer's ~/.aws.
+func s3Target(ctx context.Context, t *testing.T, s *s3test.Server, prefix string) Target {
+	t.Helper()
 	t.Setenv("AWS_CONFIG_FILE", filepath.Join(t.TempDir(), "none"))
 	t.Setenv("AWS_SHARED_CREDENTIALS_FILE", filepath.Join(t.TempDir(), "none"))
 	t.Setenv("AWS_EC2_METADATA_DISABLED", "true")
@@ -438,10 +435,21 @@ func TestFetchToS3(t *testing.T) {
 		t.Fatal(err)
 	}
 	so.PartSize = 5 << 20
-	tgt, err := ParseTarget(ctx, "s3://"+s.Bucket+"/in/", so)
+	tgt, err := ParseTarget(ctx, "s3://"+s.Bucket+"/"+prefix, so)
 	if err != nil {
 		t.Fatal(err)
 	}
+	return tgt
+}
+
+func TestFetchToS3(t *testing.T) {
+	f := setup(t, cdsesim.Options{})
+	s := s3test.Start(t)
+	const size = 11<<20 + 5
+	p, sp := f.product(t, sized(size))
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	tgt := s3Target(ctx, t, s, "in/")
 	if err := f.sim.AddFault(cdsesim.Fault{Kind: cdsesim.FaultCut, After: 7 << 20, Count: 1, Product: p.ID}); err != nil {
 		t.Fatal(err)
 	}
@@ -501,18 +509,7 @@ func TestS3SweepPartials(t *testing.T) {
 	s := s3test.Start(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	t.Setenv("AWS_CONFIG_FILE", filepath.Join(t.TempDir(), "none"))
-	t.Setenv("AWS_SHARED_CREDENTIALS_FILE", filepath.Join(t.TempDir(), "none"))
-	t.Setenv("AWS_EC2_METADATA_DISABLED", "true")
-	env := s.Env()
-	so, err := S3OptionsFromEnv(func(k string) string { return env[k] })
-	if err != nil {
-		t.Fatal(err)
-	}
-	tgt, err := ParseTarget(ctx, "s3://"+s.Bucket+"/in", so)
-	if err != nil {
-		t.Fatal(err)
-	}
+	tgt := s3Target(ctx, t, s, "in")
 	for _, k := range []string{"in/a/left.zip", "in/b/left.zip", "other/kept.zip"} {
 		if _, err := s.Client().CreateMultipartUpload(ctx, &s3.CreateMultipartUploadInput{Bucket: aws.String(s.Bucket), Key: aws.String(k)}); err != nil {
 			t.Fatal(err)
