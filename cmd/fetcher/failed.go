@@ -77,10 +77,11 @@ func newFailed(getenv func(string) string, configFile *string) *cobra.Command {
 	return f
 }
 
-// open loads and validates the settings (as `fetcher serve` does) and
-// connects.
+// open loads and validates the settings it reads the streams with (as
+// `fetcher serve` reads them; the target and the catalogue login are not
+// needed) and connects.
 func (fc *failedCmd) open(cmd *cobra.Command) (fetchconfig.Config, *failedStore, func(), error) {
-	cfg, err := load(cmd, fc.getenv, *fc.configFile)
+	cfg, err := loadWith(cmd, fc.getenv, *fc.configFile, fetchconfig.Config.ValidateStreams)
 	if err != nil {
 		return cfg, nil, nil, err
 	}

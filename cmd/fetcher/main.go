@@ -58,9 +58,14 @@ func secretsList() string { return settings.SecretsHelp(fetchconfig.Settings()) 
 
 // load reads and validates the settings of cmd.
 func load(cmd *cobra.Command, getenv func(string) string, configFile string) (fetchconfig.Config, error) {
+	return loadWith(cmd, getenv, configFile, fetchconfig.Config.Validate)
+}
+
+// loadWith is load with the validation the command needs.
+func loadWith(cmd *cobra.Command, getenv func(string) string, configFile string, validate func(fetchconfig.Config) error) (fetchconfig.Config, error) {
 	cfg, err := fetchconfig.Load(fetchconfig.Sources{File: configFile, Getenv: getenv, Flags: cmd.Flags()})
 	if err == nil {
-		err = cfg.Validate()
+		err = validate(cfg)
 	}
 	if err != nil {
 		return cfg, cli.Usagef("invalid configuration:\n%v", err)

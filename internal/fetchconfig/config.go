@@ -169,17 +169,37 @@ func split(s string) []string {
 }
 
 // Validate reports every problem of c at once, each naming its setting.
-func (c Config) Validate() error {
+func (c Config) Validate() error { return c.validate(true) }
+
+// targetProblem is what is wrong with FETCH_TARGET, "" when nothing.
+func targetProblem(target string) string {
+	u, err := url.Parse(target)
+	switch {
+	case target == "":
+		return "FETCH_TARGET is required: file:///dir or s3://bucket/prefix"
+	case err != nil || (u.Scheme != "file" && u.Scheme != "s3"):
+		return fmt.Sprintf("FETCH_TARGET %q: want file:///dir or s3://bucket/prefix", target)
+	case u.Scheme == "s3" && u.Host == "":
+		return fmt.Sprintf("FETCH_TARGET %q: no bucket", target)
+	case u.Scheme == "file" && u.Path == "":
+		return fmt.Sprintf("FETCH_TARGET %q: no directory", target)
+	}
+	return ""
+}
+
+// ValidateStreams is Validate without what only downloading needs (the
+// target, the catalogue login): the settings `fetcher failed` reads the
+// fetcher's streams with.
+func (c Config) ValidateStreams() error { return c.validate(false) }
+
+func (c Config) validate(downloads bool) error {
 	var errs []string
 	bad := func(format string, a ...any) { errs = append(errs, fmt.Sprintf(format, a...)) }
-	if c.Target == "" {
-		bad("FETCH_TARGET is required: file:///dir or s3://bucket/prefix")
-	} else if u, err := url.Parse(c.Target); err != nil || (u.Scheme != "file" && u.Scheme != "s3") {
-		bad("FETCH_TARGET %q: want file:///dir or s3://bucket/prefix", c.Target)
-	} else if u.Scheme == "s3" && u.Host == "" {
-		bad("FETCH_TARGET %q: no bucket", c.Target)
-	} else if u.Scheme == "file" && u.Path == "" {
-		bad("FETCH_TARGET %q: no directory", c.Target)
+	if downloads {
+		// `fetcher failed` stores nothing: no target, no login.
+		if p := targetProblem(c.Target); p != "" {
+			bad("%s", p)
+		}
 	}
 	if c.Consumer == "" || strings.ContainsAny(c.Consumer, ". *>\t") {
 		bad("FETCH_CONSUMER %q: want a name without dots, spaces or wildcards", c.Consumer)
@@ -260,7 +280,7 @@ func (c Config) Validate() error {
 	if c.NATSURL == "" {
 		bad("NATS_URL is required")
 	}
-	if c.CDSEUsername == "" || c.CDSEPassword == "" {
+	if downloads && (c.CDSEUsername == "" || c.CDSEPassword == "") {
 		bad("CDSE_USERNAME and CDSE_PASSWORD are required: downloads need a login")
 	}
 	if !slices.Contains([]string{"debug", "info", "warn", "warning", "error"}, c.LogLevel) {

@@ -156,3 +156,19 @@ func TestDocsTable(t *testing.T) {
 		t.Errorf("%s's settings table is not Config's: go test ./internal/fetchconfig -run TestDocsTable -update", path)
 	}
 }
+
+// TestValidateStreams: `fetcher failed` needs NATS and the streams, not
+// the target nor the catalogue login; the rest is checked as for serve.
+func TestValidateStreams(t *testing.T) {
+	c := Default()
+	if err := c.Validate(); err == nil || !strings.Contains(err.Error(), "FETCH_TARGET") || !strings.Contains(err.Error(), "CDSE_USERNAME") {
+		t.Errorf("Validate of the defaults: %v", err)
+	}
+	if err := c.ValidateStreams(); err != nil {
+		t.Errorf("ValidateStreams of the defaults: %v", err)
+	}
+	c.Stream = c.ProductStream
+	if err := c.ValidateStreams(); err == nil || !strings.Contains(err.Error(), "FETCH_STREAM") {
+		t.Errorf("ValidateStreams with FETCH_STREAM = NATS_STREAM: %v", err)
+	}
+}

@@ -19,13 +19,13 @@ import (
 // on the product stream, a subject the fetcher's consumer filters.
 const retryPrefix = "cdse.fetchretry"
 
-// failedCLI runs `fetcher failed args...` with the fetcher's environment
-// (NATS, and what its validation requires).
-func (w *world) failedCLI(t *testing.T, dir string, args ...string) (code int, stdout, stderr string) {
+// failedCLI runs `fetcher failed args...` with what it needs of the
+// fetcher's environment: NATS (not the target, not the catalogue login).
+func (w *world) failedCLI(t *testing.T, args ...string) (code int, stdout, stderr string) {
 	t.Helper()
 	bin := bins.Build(t, "github.com/cdse-jetstream/receiver/cmd/fetcher")
 	return bins.Run(t, bin, map[string]string{
-		"NATS_URL": w.receiver.NATSURL, "FETCH_TARGET": "file://" + dir, "CDSE_USERNAME": user, "CDSE_PASSWORD": password,
+		"NATS_URL": w.receiver.NATSURL,
 	}, append([]string{"failed"}, args...)...)
 }
 
@@ -45,9 +45,9 @@ type failedEntry struct {
 	Bytes       int
 }
 
-func (w *world) failedList(t *testing.T, dir string) []failedEntry {
+func (w *world) failedList(t *testing.T) []failedEntry {
 	t.Helper()
-	code, out, errOut := w.failedCLI(t, dir, "list", "-o", "json")
+	code, out, errOut := w.failedCLI(t, "list", "-o", "json")
 	if code != 0 {
 		t.Fatalf("failed list: exit %d: %s%s", code, out, errOut)
 	}
@@ -90,7 +90,7 @@ func TestFailedListShowDropRetry(t *testing.T) {
 		t.Fatalf("%d failed events, want 2", len(failed))
 	}
 
-	l := w.failedList(t, dir)
+	l := w.failedList(t)
 	if len(l) != 2 {
 		t.Fatalf("failed list: %+v", l)
 	}
@@ -106,7 +106,7 @@ func TestFailedListShowDropRetry(t *testing.T) {
 	if k.ProductName != kept.Name || d.ProductName != dropped.Name {
 		t.Fatalf("failed list: %+v", l)
 	}
-	code, out, _ := w.failedCLI(t, dir, "list")
+	code, out, _ := w.failedCLI(t, "list")
 	if code != 0 || !strings.Contains(out, "REASON") || !strings.Contains(out, kept.ID) || !strings.Contains(out, fmt.Sprint(k.Seq)) {
 		t.Errorf("failed list (table): exit %d:\n%s", code, out)
 	}
@@ -118,10 +118,10 @@ func TestFailedListShowDropRetry(t *testing.T) {
 			stored = m.Data
 		}
 	}
-	if code, out, errOut := w.failedCLI(t, dir, "show", fmt.Sprint(k.Seq)); code != 0 || out != string(stored) {
+	if code, out, errOut := w.failedCLI(t, "show", fmt.Sprint(k.Seq)); code != 0 || out != string(stored) {
 		t.Errorf("failed show: exit %d: %q%s, want the stored body %q", code, out, errOut, stored)
 	}
-	code, out, _ = w.failedCLI(t, dir, "show", fmt.Sprint(k.Seq), "-o", "json")
+	code, out, _ = w.failedCLI(t, "show", fmt.Sprint(k.Seq), "-o", "json")
 	var shown struct {
 		Seq     uint64
 		Reason  string
@@ -134,34 +134,34 @@ func TestFailedListShowDropRetry(t *testing.T) {
 	if shown.Seq != k.Seq || shown.Body != string(stored) || len(shown.Headers["Cdse-Fetch-Error"]) != 1 || shown.Reason != k.Reason {
 		t.Errorf("failed show -o json: %+v", shown)
 	}
-	if code, _, errOut := w.failedCLI(t, dir, "show", "99999"); code != 1 || !strings.Contains(errOut, "no such failed event: 99999") {
+	if code, _, errOut := w.failedCLI(t, "show", "99999"); code != 1 || !strings.Contains(errOut, "no such failed event: 99999") {
 		t.Errorf("failed show of an unknown sequence: exit %d: %s", code, errOut)
 	}
 
 	// drop: gone for good; dropped again, it is not found (exit 1).
-	if code, out, errOut := w.failedCLI(t, dir, "drop", fmt.Sprint(d.Seq)); code != 0 || !strings.Contains(out, "dropped") {
+	if code, out, errOut := w.failedCLI(t, "drop", fmt.Sprint(d.Seq)); code != 0 || !strings.Contains(out, "dropped") {
 		t.Errorf("failed drop: exit %d: %s%s", code, out, errOut)
 	}
-	if code, out, errOut := w.failedCLI(t, dir, "drop", fmt.Sprint(d.Seq)); code != 1 || !strings.Contains(out, "not-found") ||
+	if code, out, errOut := w.failedCLI(t, "drop", fmt.Sprint(d.Seq)); code != 1 || !strings.Contains(out, "not-found") ||
 		!strings.Contains(errOut, "1 of the sequences given are not failed events") {
 		t.Errorf("failed drop again: exit %d: %s%s", code, out, errOut)
 	}
-	if l := w.failedList(t, dir); len(l) != 1 || l[0].Seq != k.Seq {
+	if l := w.failedList(t); len(l) != 1 || l[0].Seq != k.Seq {
 		t.Fatalf("after the drop: %+v", l)
 	}
 
 	// retry: a dry run queues and removes nothing.
 	w.sim.ClearFaults()
-	if code, out, errOut := w.failedCLI(t, dir, "retry", "--dry-run"); code != 0 || !strings.Contains(out, "would-retry") {
+	if code, out, errOut := w.failedCLI(t, "retry", "--dry-run"); code != 0 || !strings.Contains(out, "would-retry") {
 		t.Errorf("failed retry --dry-run: exit %d: %s%s", code, out, errOut)
 	}
-	if l := w.failedList(t, dir); len(l) != 1 {
+	if l := w.failedList(t); len(l) != 1 {
 		t.Fatalf("after the dry run: %+v", l)
 	}
 	if n := retries(t, w); n != 0 {
 		t.Fatalf("a dry run queued %d retries", n)
 	}
-	code, out, errOut := w.failedCLI(t, dir, "retry", "-o", "json")
+	code, out, errOut := w.failedCLI(t, "retry", "-o", "json")
 	var sum struct {
 		Checked, Retried, Queued int
 		Items                    []struct {
@@ -191,15 +191,15 @@ func TestFailedListShowDropRetry(t *testing.T) {
 	if st, err := os.Stat(strings.TrimPrefix(f.Header.Get("Cdse-Object-Url"), "file://")); err != nil || st.Size() != kept.ContentLength {
 		t.Errorf("stored: %v %v", st, err)
 	}
-	if l := w.failedList(t, dir); len(l) != 0 {
+	if l := w.failedList(t); len(l) != 0 {
 		t.Errorf("after the retry: %+v", l)
 	}
-	code, out, _ = w.failedCLI(t, dir, "list")
+	code, out, _ = w.failedCLI(t, "list")
 	if code != 0 || strings.TrimSpace(out) != strings.Join(strings.Fields("SEQ TIME COLLECTION TYPE EVENT PRODUCT NAME REASON"), "  ") {
 		t.Errorf("empty failed list (table): exit %d: %q", code, out)
 	}
 	// Exactly once: retried again by its sequence, it is not found.
-	if code, out, errOut := w.failedCLI(t, dir, "retry", fmt.Sprint(k.Seq)); code != 1 || !strings.Contains(out, "not-found") ||
+	if code, out, errOut := w.failedCLI(t, "retry", fmt.Sprint(k.Seq)); code != 1 || !strings.Contains(out, "not-found") ||
 		!strings.Contains(errOut, "1 of the sequences given are not failed events") {
 		t.Errorf("failed retry again: exit %d: %s%s", code, out, errOut)
 	}
@@ -240,12 +240,12 @@ func TestFailedRetryNeedsItsConsumer(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, args := range [][]string{{"retry", "--dry-run"}, {"retry"}} {
-		code, out, errOut := w.failedCLI(t, dir, args...)
+		code, out, errOut := w.failedCLI(t, args...)
 		if code != 1 || !strings.Contains(errOut, "no consumer fetcher on "+event.DefaultStream) || !strings.Contains(errOut, "kept") {
 			t.Errorf("failed %v: exit %d: %s%s", args, code, out, errOut)
 		}
 	}
-	if l := w.failedList(t, dir); len(l) != 1 || l[0].ProductID != p.ID {
+	if l := w.failedList(t); len(l) != 1 || l[0].ProductID != p.ID {
 		t.Errorf("the failed event is not kept: %+v", l)
 	}
 	if n := retries(t, w); n != 0 {
@@ -272,8 +272,7 @@ func TestFailedWithTheEmbeddedFetcherLogin(t *testing.T) {
 		t.Fatalf("%d failed events, want 2", len(failed))
 	}
 	bin := bins.Build(t, "github.com/cdse-jetstream/receiver/cmd/fetcher")
-	env := map[string]string{"NATS_URL": w.receiver.NATSURL, "NATS_USER": fetcherUser, "NATS_PASSWORD": fetcherPassword,
-		"FETCH_TARGET": "file://" + dir, "CDSE_USERNAME": user, "CDSE_PASSWORD": password}
+	env := map[string]string{"NATS_URL": w.receiver.NATSURL, "NATS_USER": fetcherUser, "NATS_PASSWORD": fetcherPassword}
 	code, out, errOut := bins.Run(t, bin, env, "failed", "list", "-o", "json")
 	var l []failedEntry
 	if err := json.Unmarshal([]byte(out), &l); err != nil || code != 0 || len(l) != 2 || errOut != "" {
