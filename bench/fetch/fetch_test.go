@@ -16,9 +16,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -44,6 +42,7 @@ import (
 	"github.com/cdse-jetstream/receiver/internal/testkit/receivertest"
 	"github.com/cdse-jetstream/receiver/internal/testkit/s3test"
 	"github.com/cdse-jetstream/receiver/internal/testkit/scrape"
+	"github.com/cdse-jetstream/receiver/internal/testkit/simhosts"
 )
 
 var (
@@ -80,20 +79,9 @@ type world struct {
 
 func start(b *testing.B) *world {
 	b.Helper()
-	ln, err := net.Listen("tcp", "localhost:0")
-	if err != nil {
-		b.Fatal(err)
-	}
-	w := &world{download: "http://" + ln.Addr().String() + "/odata/v1", dir: b.TempDir()}
-	w.sim = cdsesim.New(cdsesim.Options{Users: map[string]cdsesim.User{user: {Password: password}},
-		DownloadURL: w.download, DownloadRate: *rate, MaxDownloads: -1, Seed: 1})
-	cat := httptest.NewServer(w.sim.Handler())
-	dl := httptest.NewUnstartedServer(w.sim.Handler())
-	dl.Listener.Close()
-	dl.Listener = ln
-	dl.Start()
-	b.Cleanup(func() { cat.Close(); dl.Close(); w.sim.Close() })
-	w.catalog, w.tokenURL = cat.URL+"/odata/v1", cat.URL+cdsesim.TokenPath
+	h := simhosts.Start(b, cdsesim.Options{Users: map[string]cdsesim.User{user: {Password: password}},
+		DownloadRate: *rate, MaxDownloads: -1, Seed: 1}, "localhost")
+	w := &world{sim: h.Sim, download: h.Download, dir: b.TempDir(), catalog: h.Catalogue + "/odata/v1", tokenURL: h.Catalogue + cdsesim.TokenPath}
 	w.s3 = s3test.Start(b)
 	w.fetcher = bins.Build(b, "github.com/cdse-jetstream/receiver/cmd/fetcher")
 	// The receiver on an external NATS, as in production: the fetcher

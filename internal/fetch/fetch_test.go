@@ -26,50 +26,38 @@ import (
 	"github.com/cdse-jetstream/receiver/internal/cdselogin"
 	"github.com/cdse-jetstream/receiver/internal/cdsesim"
 	"github.com/cdse-jetstream/receiver/internal/testkit/s3test"
+	"github.com/cdse-jetstream/receiver/internal/testkit/simhosts"
 )
 
 // fixture is the simulator behind two hosts, as live: the catalogue on
 // 127.0.0.1 (the fetcher's DownloadURL, which redirects) and the
 // download service on localhost.
 type fixture struct {
-	sim     *cdsesim.Sim
-	catalog *httptest.Server
-	dl      *httptest.Server
-	tokens  *cdselogin.PasswordSource
-	client  *catalogclient.Client
-	dir     string
-	reg     *prometheus.Registry
+	sim *cdsesim.Sim
+	// catalog is the catalogue host's base (http://127.0.0.1:port), dl
+	// the download host's (http://localhost:port).
+	catalog, dl string
+	tokens      *cdselogin.PasswordSource
+	client      *catalogclient.Client
+	dir         string
+	reg         *prometheus.Registry
 }
 
 func setup(t *testing.T, o cdsesim.Options) *fixture {
 	t.Helper()
-	var h http.Handler
-	route := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { h.ServeHTTP(w, r) })
-	catalog := httptest.NewServer(route)
-	ln, err := net.Listen("tcp", "localhost:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	dl := httptest.NewUnstartedServer(route)
-	dl.Listener.Close()
-	dl.Listener = ln
-	dl.Start()
-	_, port, _ := net.SplitHostPort(ln.Addr().String())
 	o.Users = map[string]cdsesim.User{"alice": {Password: "alice-pw"}}
-	o.DownloadURL = "http://localhost:" + port + "/odata/v1"
 	if o.DownloadRate == 0 {
 		o.DownloadRate = cdsesim.Unthrottled
 	}
-	sim := cdsesim.New(o)
-	h = sim.Handler()
-	t.Cleanup(func() { catalog.Close(); dl.Close(); sim.Close() })
-	ts := cdselogin.NewPasswordSource(cdselogin.PasswordConfig{TokenURL: catalog.URL + cdsesim.TokenPath, Username: "alice", Password: "alice-pw"})
-	return &fixture{sim: sim, catalog: catalog, dl: dl, tokens: ts, client: catalogclient.New(catalog.URL+"/odata/v1", ts, nil), dir: t.TempDir(), reg: prometheus.NewRegistry()}
+	h := simhosts.Start(t, o, "localhost")
+	ts := cdselogin.NewPasswordSource(cdselogin.PasswordConfig{TokenURL: h.Catalogue + cdsesim.TokenPath, Username: "alice", Password: "alice-pw"})
+	return &fixture{sim: h.Sim, catalog: h.Catalogue, dl: strings.TrimSuffix(h.Download, "/odata/v1"), tokens: ts,
+		client: catalogclient.New(h.Catalogue+"/odata/v1", ts, nil), dir: t.TempDir(), reg: prometheus.NewRegistry()}
 }
 
 func (f *fixture) options() Options {
 	return Options{
-		DownloadURL:  f.catalog.URL + "/odata/v1",
+		DownloadURL:  f.catalog + "/odata/v1",
 		TrustedHosts: []string{"localhost"},
 		Backoff:      time.Millisecond,
 		MaxBackoff:   10 * time.Millisecond,
@@ -329,7 +317,7 @@ func TestForeignRedirect(t *testing.T) {
 		mu.Lock()
 		seen = append(seen, r.Header.Get("Authorization"))
 		mu.Unlock()
-		http.Redirect(w, r, f.dl.URL+"/odata/v1/Products("+p.ID+")/$value", http.StatusTemporaryRedirect)
+		http.Redirect(w, r, f.dl+"/odata/v1/Products("+p.ID+")/$value", http.StatusTemporaryRedirect)
 	}))
 	foreign.Listener.Close()
 	foreign.Listener = ln
@@ -584,7 +572,7 @@ func TestNoSpaceAndTooLarge(t *testing.T) {
 	requests := func(id string) int {
 		n := 0
 		for _, r := range f.sim.DownloadLog() {
-			if r.Product == id && r.Host != f.catalog.Listener.Addr().String() {
+			if r.Product == id && r.Host != strings.TrimPrefix(f.catalog, "http://") {
 				n++
 			}
 		}

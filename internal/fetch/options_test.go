@@ -120,7 +120,7 @@ func TestIdleTimeout(t *testing.T) {
 			<-r.Context().Done() // the client gave up on it
 			return
 		}
-		http.Redirect(w, r, f.dl.URL+r.URL.Path, http.StatusTemporaryRedirect)
+		http.Redirect(w, r, f.dl+r.URL.Path, http.StatusTemporaryRedirect)
 	}))
 	defer front.Close()
 	o := f.options()

@@ -10,9 +10,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -34,6 +32,7 @@ import (
 	"github.com/cdse-jetstream/receiver/internal/testkit/receivertest"
 	"github.com/cdse-jetstream/receiver/internal/testkit/s3test"
 	"github.com/cdse-jetstream/receiver/internal/testkit/scrape"
+	"github.com/cdse-jetstream/receiver/internal/testkit/simhosts"
 )
 
 func TestMain(m *testing.M) {
@@ -66,20 +65,9 @@ const fetcherUser, fetcherPassword = "fetcher", "fetcher-password"
 // server with a fetcher login (NATS_EMBEDDED_FETCHER_USER) instead.
 func startWorld(t *testing.T, embedded bool) *world {
 	t.Helper()
-	dl, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	w := &world{dlURL: "http://" + dl.Addr().String() + "/odata/v1"}
-	w.sim = cdsesim.New(cdsesim.Options{Users: map[string]cdsesim.User{user: {Password: password}},
-		DownloadURL: w.dlURL, DownloadRate: cdsesim.Unthrottled, MaxDownloads: -1, Seed: 7})
-	cat := httptest.NewServer(w.sim.Handler())
-	down := httptest.NewUnstartedServer(w.sim.Handler())
-	down.Listener.Close()
-	down.Listener = dl
-	down.Start()
-	t.Cleanup(func() { cat.Close(); down.Close(); w.sim.Close() })
-	w.simURL = cat.URL
+	h := simhosts.Start(t, cdsesim.Options{Users: map[string]cdsesim.User{user: {Password: password}},
+		DownloadRate: cdsesim.Unthrottled, MaxDownloads: -1, Seed: 7}, "127.0.0.1")
+	w := &world{sim: h.Sim, simURL: h.Catalogue, dlURL: h.Download}
 	if embedded {
 		w.receiver = receivertest.Start(t, func(c *config.Config) {
 			c.NATSEmbeddedFetcherUser, c.NATSEmbeddedFetcherPassword = fetcherUser, fetcherPassword
