@@ -7,12 +7,10 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/cdse-jetstream/receiver/internal/cdsesim"
-	"github.com/cdse-jetstream/receiver/internal/testkit/bins"
 	"github.com/cdse-jetstream/receiver/internal/testkit/natstest"
 )
 
@@ -164,29 +162,7 @@ func TestBinaryBackfillInterest(t *testing.T) {
 	// Killed once a hundred copies are stored.
 	cmd := exec.Command(receiverBin(t), append(args, "--rate", "5")...)
 	cmd.Env = append([]string{"PATH=" + os.Getenv("PATH"), "INTERESTS_FILE=" + after}, env...)
-	var logs bins.SyncBuffer
-	cmd.Stderr = &logs
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
-	deadline := time.Now().Add(60 * time.Second)
-	for natstest.StreamCount(t, js, "CDSE_PRODUCTS") < total+100 {
-		select {
-		case err := <-exited:
-			t.Fatalf("backfill finished (%v) before it could be killed:\n%s", err, logs.String())
-		default:
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no progress:\n%s", logs.String())
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
-		t.Fatal(err)
-	}
-	<-exited
+	killWhenStored(t, cmd, js, total+100)
 	if n := int(natstest.StreamCount(t, js, "CDSE_PRODUCTS") - total); n >= missing {
 		t.Fatalf("the kill came too late: %d of %d copies stored", n, missing)
 	} else {

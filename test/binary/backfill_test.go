@@ -13,6 +13,7 @@ import (
 	"github.com/cdse-jetstream/receiver/internal/cdsesim"
 	"github.com/cdse-jetstream/receiver/internal/testkit/bins"
 	"github.com/cdse-jetstream/receiver/internal/testkit/natstest"
+	"github.com/nats-io/nats.go/jetstream"
 )
 
 type backfillSummary struct {
@@ -33,6 +34,36 @@ func (s backfillSummary) count(f func(e string) int) map[string]int {
 		out[e.Event] = f(e.Event)
 	}
 	return out
+}
+
+// killWhenStored starts the backfill cmd and kills it with SIGKILL once
+// the product stream holds n messages, failing when it ends first or makes
+// no progress for a minute.
+func killWhenStored(t *testing.T, cmd *exec.Cmd, js jetstream.JetStream, n uint64) {
+	t.Helper()
+	var logs bins.SyncBuffer // read while the process writes
+	cmd.Stderr = &logs
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	deadline := time.Now().Add(60 * time.Second)
+	for natstest.StreamCount(t, js, "CDSE_PRODUCTS") < n {
+		select {
+		case err := <-exited:
+			t.Fatalf("backfill finished (%v) before it could be killed:\n%s", err, logs.String())
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no progress:\n%s", logs.String())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	<-exited
 }
 
 // TestBinaryBackfill: a range of 3 000 products (with modifications and
@@ -98,29 +129,7 @@ func TestBinaryBackfill(t *testing.T) {
 	// Slowly, so that it can be caught halfway.
 	cmd := exec.Command(bin, append(args, "--rate", "5")...)
 	cmd.Env = append([]string{"PATH=" + os.Getenv("PATH")}, env...)
-	var logs bins.SyncBuffer // read while the process writes
-	cmd.Stderr = &logs
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
-	deadline := time.Now().Add(60 * time.Second)
-	for natstest.StreamCount(t, js, "CDSE_PRODUCTS") < 1000 {
-		select {
-		case err := <-exited:
-			t.Fatalf("backfill finished (%v) before it could be killed:\n%s", err, logs.String())
-		default:
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no progress:\n%s", logs.String())
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
-		t.Fatal(err)
-	}
-	<-exited
+	killWhenStored(t, cmd, js, 1000)
 	before := natstest.StreamCount(t, js, "CDSE_PRODUCTS")
 	if before >= 3020 {
 		t.Fatalf("the kill came too late: %d stored", before)
