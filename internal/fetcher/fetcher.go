@@ -262,7 +262,9 @@ func ConsumerSubjects(cfg fetchconfig.Config) []string {
 }
 
 // subjectCovers says whether every subject filter matches is matched by
-// pattern (tokens compared, * and > as NATS reads them).
+// pattern (tokens compared, * and > as NATS reads them). Written here
+// rather than nats-server's SubjectIsSubsetMatch, which would link the
+// whole server package into the fetcher for twelve lines.
 func subjectCovers(pattern, filter string) bool {
 	p, f := strings.Split(pattern, "."), strings.Split(filter, ".")
 	for i, tok := range p {
