@@ -106,7 +106,8 @@ type DownloadStats struct {
 
 // DownloadRecord is one $value request, as the simulator answered it.
 type DownloadRecord struct {
-	At       time.Time `json:"at"` // the simulator's clock at the request
+	At       time.Time `json:"at"`   // the simulator's clock at the request
+	Done     time.Time `json:"done"` // and when its answer ended
 	User     string    `json:"user,omitempty"`
 	Product  string    `json:"product"`
 	Host     string    `json:"host"`
@@ -409,6 +410,7 @@ func parseRange(h string, n int64) (start, length int64, ok, unsat bool) {
 func (s *Sim) handleValue(w http.ResponseWriter, r *http.Request, id string) {
 	rec := DownloadRecord{At: s.o.Now(), Product: id, Host: r.Host, Method: r.Method, Range: r.Header.Get("Range"), IfRange: r.Header.Get("If-Range")}
 	defer func() {
+		rec.Done = s.o.Now()
 		s.dl.mu.Lock()
 		if len(s.dl.log) >= maxRecords {
 			s.dl.log = slices.Delete(s.dl.log, 0, len(s.dl.log)-maxRecords+1)
