@@ -124,7 +124,7 @@ func run(ctx context.Context) error {
 	flag.DurationVar(&o.soak, "soak", 0, "run a soak test of this length instead of the benchmark")
 	flag.Float64Var(&o.soakRate, "soak-rate", 200, "requests/s during the soak")
 	flag.IntVar(&o.rounds, "rounds", 4, "rounds of the comparable phases (the medians are compared; the servers that store swap turns every other round, so an even number is fairest)")
-	flag.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of the receiver under the unique load (first round) to this file")
+	flag.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of the receiver under the unique load (first round) to this file, and with -compare the compared receiver's to this file + \".compared\"")
 	flag.StringVar(&o.pacedProf, "cpuprofile-paced", "", "write a CPU profile of the receiver at half rate (first round) to this file")
 	flag.StringVar(&o.extraEnv, "receiver-env", "", "extra environment of the receiver process only, space-separated KEY=VALUE (e.g. GOGC=200)")
 	flag.StringVar(&o.natsEnv, "nats-env", "", "extra environment of the nats-server process, space-separated KEY=VALUE (e.g. GOGC=400)")
@@ -210,7 +210,7 @@ func run(ctx context.Context) error {
 		if o.compareEnv != nil {
 			env = *o.compareEnv
 		}
-		q, err := startReceiver(ctx, bin, ns.ClientURL(), false, append(strings.Fields(env),
+		q, err := startReceiver(ctx, bin, ns.ClientURL(), o.cpuProfile != "", append(strings.Fields(env),
 			"NATS_STREAM=BENCH_COMPARE", "NATS_SUBJECT_PREFIX=compare.product", "INTEREST_SUBJECT_PREFIX=compare.interest",
 			"QUARANTINE_STREAM=BENCH_COMPARE_QUARANTINE", "QUARANTINE_SUBJECT_PREFIX=compare.quarantine")...)
 		if err != nil {
@@ -234,8 +234,12 @@ func run(ctx context.Context) error {
 		}
 		for _, s := range order {
 			prof := ""
-			if s == recv && r == 0 {
+			switch {
+			case r > 0 || o.cpuProfile == "":
+			case s == recv:
 				prof = o.cpuProfile
+			case s == other:
+				prof = o.cpuProfile + ".compared" // the same phase of the other build: go tool pprof -diff_base
 			}
 			if err := s.run(ctx, load, ns.proc, r+1, prof); err != nil {
 				return err
