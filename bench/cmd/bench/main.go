@@ -104,6 +104,7 @@ func (s *series) run(ctx context.Context, load loadgen.Options, nats *proc, roun
 	if profileTo != "" {
 		profDone = profile(s.srv, load.Duration, profileTo)
 	}
+	settle(nats)
 	done := meterCPU(s.srv, nats)
 	res := loadgen.Run(ctx, load)
 	if res.Err != nil {
@@ -221,16 +222,45 @@ func run(ctx context.Context) error {
 		loaded = append(loaded, other)
 	}
 
+	// Each server is loaded once before the rounds, unmeasured: the first
+	// phase of a fresh process (its heap, its connections, the broker's
+	// first blocks of its stream) ran a quarter slower, and fell on this
+	// tree's receiver (against b8ff6f7: round 1 at 0.710, the other seven
+	// at 0.91 to 1.27).
+	warm := load
+	warm.Duration = min(o.duration, 3*time.Second)
+	var warmed []loadgen.Result // the receiver's, for the exactly-once check
+	for _, s := range loaded {
+		warm.URL = s.url
+		res := loadgen.Run(ctx, warm)
+		if res.Err != nil {
+			return fmt.Errorf("warm-up of %s: %w", s.label, res.Err)
+		}
+		if s == recv {
+			warmed = append(warmed, res)
+		}
+	}
+	fmt.Printf("warmed up: each server loaded for %s, not measured\n", warm.Duration)
+
 	for r := range o.rounds {
-		order := loaded
+		// Each receiver build is loaded right after the bare reference
+		// (which stores nothing) in one round and after the JetStream
+		// reference in the next: whichever follows a server that stores is
+		// slowed by what that one left behind (the broker still writing
+		// its messages out), and this way it falls on both builds alike.
+		// (Before, the compared build followed the bare reference every
+		// other round and this tree never did: against b8ff6f7, 8 rounds,
+		// this tree / compared was 1.014 in the rounds where both followed
+		// a server that stores and 0.864 in the others.)
+		order := []*series{bare, recv, ref}
+		if other != nil {
+			order = append(order, other)
+		}
 		if r%2 == 1 {
-			// Every other round the servers that store in JetStream go in
-			// the reverse order: whichever follows another is slowed by
-			// what the first left behind (the broker still writing its
-			// messages out), and this way that falls on each alike, the
-			// reference and the receiver as much as two receiver builds.
-			order = append([]*series{bare}, loaded[1:]...)
-			slices.Reverse(order[1:])
+			order = []*series{bare, ref, recv}
+			if other != nil {
+				order = []*series{bare, other, ref, recv}
+			}
 		}
 		for _, s := range order {
 			prof := ""
@@ -327,7 +357,7 @@ func run(ctx context.Context) error {
 	// Exactly once: every acknowledged product in the stream once, none twice.
 	acked := map[string]bool{}
 	sent := map[string]bool{}
-	for _, r := range slices.Concat(recv.results, []loadgen.Result{dups, mixed}, half.results) {
+	for _, r := range slices.Concat(warmed, recv.results, []loadgen.Result{dups, mixed}, half.results) {
 		for k := range r.Acked {
 			acked[k] = true
 		}
@@ -345,10 +375,9 @@ func run(ctx context.Context) error {
 // printCompare prints this tree's receiver against the other build. Each
 // round loads both within seconds of each other, so the machine's drift
 // between runs cancels in their ratio; the builds swap turns every other
-// round, and whichever goes second is measurably slower (the broker is
-// still writing out the first one's messages), so the summary is the
-// geometric mean over all rounds, each order weighing alike, and the means
-// by order show how large that effect was.
+// round (each after the bare reference once and after the JetStream one
+// once), so the summary is the geometric mean over all rounds, each order
+// weighing alike, and the means by order show how large that effect was.
 func printCompare(recv, other, ref *series) {
 	var all, first, second []float64
 	perRound := make([]string, len(recv.results))
@@ -553,6 +582,22 @@ func profile(p *proc, d time.Duration, file string) func() {
 		} else {
 			fmt.Println("cpu profile written to", file)
 		}
+	}
+}
+
+// settle waits, at most 10 s, until nats-server has gone a fifth of a
+// second with at most one clock tick (10 ms) of CPU: the previous phase's
+// messages written out, so that they do not slow the next phase's server.
+func settle(nats *proc) {
+	deadline := time.Now().Add(10 * time.Second)
+	last := cpuTime(nats.cmd.Process.Pid)
+	for time.Now().Before(deadline) {
+		time.Sleep(200 * time.Millisecond)
+		now := cpuTime(nats.cmd.Process.Pid)
+		if now-last <= 10*time.Millisecond {
+			return
+		}
+		last = now
 	}
 }
 
