@@ -30,6 +30,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/feature/s3/transfermanager"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/zeebo/blake3"
@@ -364,6 +365,69 @@ func (w *world) copyPlain(b *testing.B, ps []*cdsesim.Product) run {
 	return out
 }
 
+// copyPlainS3 is copyPlain into the S3 store instead of io.Discard: each
+// body streamed through the SDK's transfer manager with the fetcher's part
+// size and concurrency, nothing verified, no NATS. Not the issue's
+// reference (that is copyPlain); it says what the store on these cores
+// costs by itself, so that the fetcher's own share of an S3 run is seen.
+func (w *world) copyPlainS3(b *testing.B, ps []*cdsesim.Product) run {
+	b.Helper()
+	ctx := context.Background()
+	up := transfermanager.New(w.s3.Client(), func(o *transfermanager.Options) {
+		o.PartSizeBytes, o.MultipartUploadThreshold, o.Concurrency = *partMiB<<20, *partMiB<<20, *s3Conc
+		o.RequestChecksumCalculation = aws.RequestChecksumCalculationWhenRequired // as the fetcher's
+	})
+	var (
+		mu  sync.Mutex
+		out run
+		wg  sync.WaitGroup
+	)
+	startAt := time.Now()
+	for _, p := range ps {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			ts := cdselogin.NewPasswordSource(cdselogin.PasswordConfig{TokenURL: w.tokenURL, Username: user, Password: password})
+			tok, err := ts.Token(ctx)
+			if err != nil {
+				b.Error(err)
+				return
+			}
+			req, _ := http.NewRequestWithContext(ctx, http.MethodGet, w.download+"/Products("+p.ID+")/$value", nil)
+			req.Header.Set("Authorization", "Bearer "+tok.AccessToken)
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				b.Error(err)
+				return
+			}
+			defer resp.Body.Close()
+			body := &countingReader{r: resp.Body}
+			_, err = up.UploadObject(ctx, &transfermanager.UploadObjectInput{Bucket: aws.String(w.s3.Bucket), Key: aws.String("plain/" + p.ID + ".zip"), Body: body})
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil || body.n != p.ContentLength || resp.StatusCode != http.StatusOK {
+				b.Errorf("plain copy of %s into S3: %d %d bytes: %v", p.ID, resp.StatusCode, body.n, err)
+			}
+			out.bytes += body.n
+		}()
+	}
+	wg.Wait()
+	out.wall = time.Since(startAt)
+	out.phases = w.phasesOf(ps, startAt, out.wall)
+	return out
+}
+
+type countingReader struct {
+	r io.Reader
+	n int64
+}
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n += int64(n)
+	return n, err
+}
+
 // clean removes what the runs stored (the disk is not the subject).
 func (w *world) clean(b *testing.B) {
 	b.Helper()
@@ -407,6 +471,7 @@ func BenchmarkFetch(b *testing.B) {
 		{"plain copy", func(ps []*cdsesim.Product) run { return w.copyPlain(b, ps) }},
 		{"fetcher, directory", func(ps []*cdsesim.Product) run { return w.serve(b, "file://"+w.dir, ps) }},
 		{"fetcher, S3", func(ps []*cdsesim.Product) run { return w.serve(b, "s3://"+w.s3.Bucket+"/bench", ps) }},
+		{"plain copy into S3", func(ps []*cdsesim.Product) run { return w.copyPlainS3(b, ps) }},
 	}
 	for _, f := range strings.Split(*streams, ",") {
 		streams, err := strconv.Atoi(strings.TrimSpace(f))
@@ -416,6 +481,7 @@ func BenchmarkFetch(b *testing.B) {
 		mbps := map[string][]float64{}
 		ratios := map[string][]float64{}
 		rss := map[string]int64{}
+		var s3own []float64 // the fetcher into S3 / the plain copy into S3
 		for r := range *rounds {
 			got := map[string]run{}
 			// The modes take turns: each round starts with the next one.
@@ -433,19 +499,25 @@ func BenchmarkFetch(b *testing.B) {
 			for _, m := range modes[1:] {
 				ratios[m.name] = append(ratios[m.name], got[m.name].mbps()/got["plain copy"].mbps())
 			}
-			fmt.Printf("  %d stream(s), round %d: plain %.1f MB/s, directory %.1f (%.3f), S3 %.1f (%.3f)\n", streams, r+1,
+			s3own = append(s3own, got["fetcher, S3"].mbps()/got["plain copy into S3"].mbps())
+			fmt.Printf("  %d stream(s), round %d: plain %.1f MB/s, directory %.1f (%.3f), S3 %.1f (%.3f); plain copy into S3 %.1f (%.3f), the fetcher's S3 run / it %.3f\n", streams, r+1,
 				got["plain copy"].mbps(), got["fetcher, directory"].mbps(), got["fetcher, directory"].mbps()/got["plain copy"].mbps(),
-				got["fetcher, S3"].mbps(), got["fetcher, S3"].mbps()/got["plain copy"].mbps())
+				got["fetcher, S3"].mbps(), got["fetcher, S3"].mbps()/got["plain copy"].mbps(),
+				got["plain copy into S3"].mbps(), got["plain copy into S3"].mbps()/got["plain copy"].mbps(), s3own[len(s3own)-1])
 		}
 		for _, m := range modes {
 			line := fmt.Sprintf("%d stream(s) %-20s median %6.1f MB/s", streams, m.name+":", median(mbps[m.name]))
 			if m.name != "plain copy" {
-				line += fmt.Sprintf("  / plain copy: median %.3f (rounds %.3f-%.3f)  peak RSS %.1f MiB",
-					median(ratios[m.name]), slices.Min(ratios[m.name]), slices.Max(ratios[m.name]), float64(rss[m.name])/(1<<20))
+				line += fmt.Sprintf("  / plain copy: median %.3f (rounds %.3f-%.3f)",
+					median(ratios[m.name]), slices.Min(ratios[m.name]), slices.Max(ratios[m.name]))
+				if rss[m.name] > 0 { // the fetcher's process
+					line += fmt.Sprintf("  peak RSS %.1f MiB", float64(rss[m.name])/(1<<20))
+				}
 				b.ReportMetric(median(ratios[m.name]), fmt.Sprintf("ratio-%s-%d", strings.TrimPrefix(strings.ReplaceAll(m.name, " ", ""), "fetcher,"), streams))
 			}
 			fmt.Println(line)
 		}
+		fmt.Printf("%d stream(s) the fetcher into S3 / the plain copy into S3: median %.3f (rounds %.3f-%.3f)\n", streams, median(s3own), slices.Min(s3own), slices.Max(s3own))
 	}
 
 	// Unthrottled: what the hashes cost, and the fetcher's own ceiling.
