@@ -21,11 +21,19 @@ const (
 	DefaultFetchedStream = "CDSE_FETCHED"
 	// FetchRetryPrefix starts the subjects `fetcher failed retry` puts a
 	// given-up product event back on, in the product stream:
-	// <FetchRetryPrefix>.<consumer>.<collection>.<productType>, which only
-	// that fetcher consumer filters (consumers of the product subjects
-	// never see them).
+	// <FetchRetryPrefix>.<stream>.<consumer>.<collection>.<productType>
+	// (FetchRetrySubjects), which only that fetcher consumer filters
+	// (consumers of the product subjects never see them).
 	FetchRetryPrefix = "cdse.fetchretry"
 )
+
+// FetchRetrySubjects are the retry subjects of the product stream named
+// stream, under which each fetcher consumer has <consumer>.>: the stream's
+// name is in them so that two receivers with two product streams can
+// share one NATS (a subject can be in one stream only).
+func FetchRetrySubjects(stream string) string {
+	return FetchRetryPrefix + "." + stream
+}
 
 // Header names the fetcher adds to its events, beside the product's Cdse-*
 // headers copied from the product message.

@@ -33,7 +33,7 @@ FETCH_STREAM, subjects <FETCH_FAILED_PREFIX>.<collection>.<productType>:
            its headers and metadata)
   retry    put every failed event (or those named: retry 12 15) back to the
            fetchers, exactly once: each is queued on the product stream
-           (NATS_STREAM) on cdse.fetchretry.<consumer>.<collection>.<productType>,
+           (NATS_STREAM) on cdse.fetchretry.<NATS_STREAM>.<consumer>.<collection>.<productType>,
            which only the fetcher's consumer takes, so it is fetched within
            FETCH_CONCURRENCY like every product; each one queued is removed
            from the failed events

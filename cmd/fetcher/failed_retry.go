@@ -19,20 +19,20 @@ import (
 
 // The retry queue. A failed product event is put back on the product
 // stream (NATS_STREAM), on a subject of its own outside the product
-// subjects, <fetchRetryPrefix>.<consumer>.<collection>.<productType>, which
+// subjects, <event.FetchRetryPrefix>.<stream>.<consumer>.<collection>.<productType>, which
 // the fetcher's durable consumer filters beside FETCH_SUBJECTS and no
 // consumer of the product subjects sees. That one consumer's MaxAckPending
 // (FETCH_CONCURRENCY) then caps retries and products together, across
 // every replica: a retry waits for a slot as any product does.
 const (
-	fetchRetryPrefix = event.FetchRetryPrefix
 	headerFetchRetry = event.HeaderFetchRetry
 )
 
 // fetchRetrySubject is where the failed event f is queued again for
-// consumer: the failed subject's collection and product type.
-func fetchRetrySubject(consumer string, f failedEvent) string {
-	return fetchRetryPrefix + "." + consumer + "." + orUnknown(f.Collection) + "." + orUnknown(f.ProductType)
+// consumer on the product stream: the failed subject's collection and
+// product type.
+func fetchRetrySubject(stream, consumer string, f failedEvent) string {
+	return event.FetchRetrySubjects(stream) + "." + consumer + "." + orUnknown(f.Collection) + "." + orUnknown(f.ProductType)
 }
 
 func orUnknown(s string) string {
@@ -153,7 +153,7 @@ func (r *failedRetrier) one(ctx context.Context, f failedEvent, dryRun bool, sum
 	if consumer == "" {
 		consumer = r.cfg.Consumer
 	}
-	subject := fetchRetrySubject(consumer, f)
+	subject := fetchRetrySubject(r.cfg.ProductStream, consumer, f)
 	if err := r.check(ctx, consumer, subject); err != nil {
 		return fmt.Errorf("failed event %d kept: %w", f.Seq, err)
 	}
@@ -224,11 +224,11 @@ func (r *failedRetrier) check(ctx context.Context, consumer, subject string) err
 	}
 	if !anySubjectMatches(route.streamSubjects, subject) {
 		return fmt.Errorf("the product stream %s does not take %s, where a retry is queued for the fetcher: its subjects (%s) need %s.> (see docs/fetching.md, Failed products)",
-			r.cfg.ProductStream, subject, strings.Join(route.streamSubjects, ", "), fetchRetryPrefix)
+			r.cfg.ProductStream, subject, strings.Join(route.streamSubjects, ", "), event.FetchRetrySubjects(r.cfg.ProductStream))
 	}
 	if len(route.filters) > 0 && !anySubjectMatches(route.filters, subject) {
 		return fmt.Errorf("the consumer %s on %s does not take %s: a retry would never be fetched; its subjects (%s) need %s.%s.> (see docs/fetching.md, Failed products)",
-			consumer, r.cfg.ProductStream, subject, strings.Join(route.filters, ", "), fetchRetryPrefix, consumer)
+			consumer, r.cfg.ProductStream, subject, strings.Join(route.filters, ", "), event.FetchRetrySubjects(r.cfg.ProductStream), consumer)
 	}
 	return nil
 }

@@ -247,12 +247,12 @@ func (a *App) declare(ctx context.Context) (jetstream.Consumer, error) {
 
 // ConsumerSubjects are the fetcher consumer's filter subjects: the product
 // subjects of FETCH_SUBJECTS (or their default) and the consumer's retry
-// subject, <event.FetchRetryPrefix>.<FETCH_CONSUMER>.>, where `fetcher
+// subject, <event.FetchRetryPrefix>.<NATS_STREAM>.<FETCH_CONSUMER>.>, where `fetcher
 // failed retry` puts given-up events back (unless a subject listed
 // already covers it: NATS refuses overlapping filters).
 func ConsumerSubjects(cfg fetchconfig.Config) []string {
 	subjects := cfg.SubjectList()
-	retry := event.FetchRetryPrefix + "." + cfg.Consumer + ".>"
+	retry := event.FetchRetrySubjects(cfg.ProductStream) + "." + cfg.Consumer + ".>"
 	for _, s := range subjects {
 		if subjectCovers(s, retry) {
 			return subjects

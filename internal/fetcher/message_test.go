@@ -203,15 +203,17 @@ func TestConsumerSubjects(t *testing.T) {
 		onDelete           string
 		want               string
 	}{
-		{"", "fetcher", "keep", "[cdse.product.created.> cdse.product.modified.> cdse.fetchretry.fetcher.>]"},
-		{"", "alps", "delete", "[cdse.product.created.> cdse.product.modified.> cdse.product.deleted.> cdse.fetchretry.alps.>]"},
-		{"cdse.interest.alps.>", "alps", "keep", "[cdse.interest.alps.> cdse.fetchretry.alps.>]"},
+		{"", "fetcher", "keep", "[cdse.product.created.> cdse.product.modified.> cdse.fetchretry.CDSE_PRODUCTS.fetcher.>]"},
+		{"", "alps", "delete", "[cdse.product.created.> cdse.product.modified.> cdse.product.deleted.> cdse.fetchretry.CDSE_PRODUCTS.alps.>]"},
+		{"cdse.interest.alps.>", "alps", "keep", "[cdse.interest.alps.> cdse.fetchretry.CDSE_PRODUCTS.alps.>]"},
 		// Listed already, or covered: not twice (NATS refuses overlapping filters).
-		{"cdse.product.created.>,cdse.fetchretry.fetcher.>", "fetcher", "keep", "[cdse.product.created.> cdse.fetchretry.fetcher.>]"},
-		{"cdse.fetchretry.*.>", "fetcher", "keep", "[cdse.fetchretry.*.>]"},
+		{"cdse.product.created.>,cdse.fetchretry.CDSE_PRODUCTS.fetcher.>", "fetcher", "keep", "[cdse.product.created.> cdse.fetchretry.CDSE_PRODUCTS.fetcher.>]"},
+		{"cdse.fetchretry.*.fetcher.>", "fetcher", "keep", "[cdse.fetchretry.*.fetcher.>]"},
+		{"cdse.fetchretry.>", "fetcher", "keep", "[cdse.fetchretry.>]"},
 		{">", "fetcher", "keep", "[>]"},
-		// Another consumer's retries do not cover this one's.
-		{"cdse.fetchretry.other.>", "fetcher", "keep", "[cdse.fetchretry.other.> cdse.fetchretry.fetcher.>]"},
+		// Another consumer's retries, or another stream's, do not cover this one's.
+		{"cdse.fetchretry.CDSE_PRODUCTS.other.>", "fetcher", "keep", "[cdse.fetchretry.CDSE_PRODUCTS.other.> cdse.fetchretry.CDSE_PRODUCTS.fetcher.>]"},
+		{"cdse.fetchretry.STAGING.fetcher.>", "fetcher", "keep", "[cdse.fetchretry.STAGING.fetcher.> cdse.fetchretry.CDSE_PRODUCTS.fetcher.>]"},
 	} {
 		cfg := fetchconfig.Default()
 		cfg.Subjects, cfg.Consumer, cfg.OnDelete = tt.subjects, tt.consumer, tt.onDelete

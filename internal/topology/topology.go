@@ -56,25 +56,38 @@ var PlannedPrefixes = []string{"cdse.fetched", "cdse.fetchfailed", event.Complet
 
 // RetryPrefix is the subjects of the product stream where `fetcher failed
 // retry` puts a given-up product event back for the fetcher's consumer
-// alone (event.FetchRetryPrefix): the product stream takes them so that
-// that one consumer, whose MaxAckPending is the account's download cap,
-// serves retries and products together.
+// alone (event.FetchRetryPrefix; the stream takes <RetryPrefix>.<its
+// name>.>): the product stream takes them so that that one consumer, whose
+// MaxAckPending is the account's download cap, serves retries and products
+// together.
 const RetryPrefix = "cdse.fetchretry"
 
 // productSubjects are the product stream's subjects: the products, the
-// interests' copies, and the fetcher's retries (unless the product or
-// interest prefix already covers them, which a stream cannot list twice).
+// interests' copies, and the fetcher's retries of this stream,
+// <RetryPrefix>.<stream>.> (unless the product or interest prefix already
+// covers them, which a stream cannot list twice).
 func (o Options) productSubjects() []string {
 	subjects := []string{o.SubjectPrefix + ".>"}
 	if o.InterestPrefix != "" {
 		subjects = append(subjects, o.InterestPrefix+".>")
 	}
-	for _, p := range []string{o.SubjectPrefix, o.InterestPrefix} {
-		if p != "" && (RetryPrefix == p || strings.HasPrefix(RetryPrefix, p+".")) {
-			return subjects
-		}
+	retry := event.FetchRetrySubjects(o.Stream) + ".>"
+	if slices.ContainsFunc(subjects, func(have string) bool { return covers(have, retry) }) {
+		return subjects
 	}
-	return append(subjects, RetryPrefix+".>")
+	return append(subjects, retry)
+}
+
+// covers says whether a stream subject have already takes every subject
+// of subj (equal, or have is a prefix ending in ">"); a stream cannot list
+// both. Wildcards ("*") in have are not looked into: such a stream is an
+// operator's, and JetStream says what it refuses.
+func covers(have, subj string) bool {
+	if have == subj || have == ">" {
+		return true
+	}
+	p, ok := strings.CutSuffix(have, ">")
+	return ok && strings.HasSuffix(p, ".") && strings.HasPrefix(subj, p)
 }
 
 // Topology is the receiver's resources on one JetStream context.
@@ -146,7 +159,11 @@ func (t *Topology) EnsureProduct(ctx context.Context) (*jetstream.StreamInfo, er
 	}
 	want := cfg
 	for _, subj := range subjects {
-		if !slices.Contains(want.Subjects, subj) {
+		// Not one the stream takes already: cdse.fetchretry.> (the retry
+		// subject before it carried the stream's name) keeps taking
+		// cdse.fetchretry.<stream>.>, and JetStream refuses a stream that
+		// lists both.
+		if !slices.ContainsFunc(want.Subjects, func(have string) bool { return covers(have, subj) }) {
 			want.Subjects = append(slices.Clone(want.Subjects), subj)
 		}
 	}

@@ -51,7 +51,7 @@ func TestEnsureStream(t *testing.T) {
 		}
 		// The products, and the retries fetcher failed retry queues for
 		// the fetcher's consumer alone.
-		if fmt.Sprint(info.Config.Subjects) != "[cdse.product.> cdse.fetchretry.>]" {
+		if fmt.Sprint(info.Config.Subjects) != "[cdse.product.> cdse.fetchretry.S.>]" {
 			t.Errorf("subjects %v", info.Config.Subjects)
 		}
 	})
@@ -65,6 +65,21 @@ func TestEnsureStream(t *testing.T) {
 		}
 		if fmt.Sprint(info.Config.Subjects) != "[cdse.>]" {
 			t.Errorf("subjects %v", info.Config.Subjects)
+		}
+	})
+	t.Run("a second receiver on the same NATS", func(t *testing.T) {
+		// Another product stream and prefix (staging beside production,
+		// make bench-compare's two builds): each stream takes the retries
+		// of its own name, so neither claims the other's subjects.
+		info, err := topology.New(js, topology.Options{Stream: "STAGING", SubjectPrefix: "staging.product", Duplicates: time.Hour}).EnsureProduct(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if fmt.Sprint(info.Config.Subjects) != "[staging.product.> cdse.fetchretry.STAGING.>]" {
+			t.Errorf("subjects %v", info.Config.Subjects)
+		}
+		if err := js.DeleteStream(ctx, "STAGING"); err != nil {
+			t.Fatal(err)
 		}
 	})
 	t.Run("idempotent", func(t *testing.T) {
@@ -85,8 +100,26 @@ func TestEnsureStream(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if fmt.Sprint(info.Config.Subjects) != "[legacy.> cdse.product.> cdse.fetchretry.>]" || info.Config.Duplicates != time.Hour {
+		if fmt.Sprint(info.Config.Subjects) != "[legacy.> cdse.product.> cdse.fetchretry.S.>]" || info.Config.Duplicates != time.Hour {
 			t.Errorf("subjects %v duplicates %v", info.Config.Subjects, info.Config.Duplicates)
+		}
+	})
+	t.Run("keeps a subject that covers one of ours", func(t *testing.T) {
+		// A stream made by the build before the retry subject carried the
+		// stream's name: cdse.fetchretry.> takes cdse.fetchretry.S.>, and
+		// adding that too is refused by JetStream (overlapping subjects).
+		s, _ := js.Stream(ctx, "S")
+		cfg := s.CachedInfo().Config
+		cfg.Subjects = []string{"cdse.product.>", "cdse.fetchretry.>"}
+		if _, err := js.UpdateStream(ctx, cfg); err != nil {
+			t.Fatal(err)
+		}
+		info, err := topology.New(js, o).EnsureProduct(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if fmt.Sprint(info.Config.Subjects) != "[cdse.product.> cdse.fetchretry.>]" {
+			t.Errorf("subjects %v", info.Config.Subjects)
 		}
 	})
 	t.Run("refuses memory storage", func(t *testing.T) {

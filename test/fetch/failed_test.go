@@ -174,7 +174,7 @@ func TestFailedListShowDropRetry(t *testing.T) {
 		t.Fatalf("failed retry: exit %d %v: %s%s", code, err, out, errOut)
 	}
 	if sum.Checked != 1 || sum.Retried != 1 || sum.Queued != 1 || len(sum.Items) != 1 || sum.Items[0].Seq != k.Seq ||
-		sum.Items[0].Subject != retryPrefix+".fetcher.SENTINEL-2."+k.ProductType {
+		sum.Items[0].Subject != retryPrefix+".CDSE_PRODUCTS.fetcher.SENTINEL-2."+k.ProductType {
 		t.Errorf("failed retry: %+v", sum)
 	}
 
