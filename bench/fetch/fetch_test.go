@@ -1,12 +1,15 @@
-// Package fetch is `make bench-fetch`: the fetcher binary (`fetcher get`,
-// both hashes on) against a plain copy of the same bytes from the same
-// simulator, in the same rounds, into a directory and into a real S3
-// store (versitygw); the hashing ceiling unthrottled; and the fetcher's
-// peak RSS for a large product. It is a benchmark, not a test: `go test`
+// Package fetch is `make bench-fetch`: the fetcher server (products
+// notified through the real receiver, both hashes on), into a directory and
+// into a real S3 store (versitygw), against a plain copy of the same bytes
+// from the same simulator to io.Discard (the issue's reference) and a plain
+// copy into the same S3 store (what the store costs by itself), in the same
+// rounds; the hashing ceiling unthrottled; and the fetcher's peak RSS for a
+// large product (`fetcher get`). It is a benchmark, not a test: `go test`
 // runs nothing here unless asked for -bench.
 //
 //	make bench-fetch                      # 3 rounds of 200 MiB products, 2 GiB for the RSS
 //	make bench-fetch BENCHFLAGS='-rounds 5 -mib 400 -rss-mib 4096'
+//	make bench-fetch BENCHFLAGS='-rounds 2 -streams 4 -phases -rss-mib 0'  # where each run's time went
 package fetch
 
 import (
@@ -324,6 +327,32 @@ func peakRSS(pid int, exited <-chan struct{}) <-chan int64 {
 // client straight from the download host, each after a login of its own
 // (what curl after a token request does): the reference.
 func (w *world) copyPlain(b *testing.B, ps []*cdsesim.Product) run {
+	return w.copyEach(b, ps, "plain copy", func(_ *cdsesim.Product, body io.Reader) (int64, error) {
+		return io.Copy(io.Discard, body)
+	})
+}
+
+// copyPlainS3 is copyPlain into the S3 store instead of io.Discard: each
+// body streamed through the SDK's transfer manager with the fetcher's part
+// size and concurrency, nothing verified, no NATS. Not the issue's
+// reference (that is copyPlain); it says what the store on these cores
+// costs by itself, so that the fetcher's own share of an S3 run is seen.
+func (w *world) copyPlainS3(b *testing.B, ps []*cdsesim.Product) run {
+	up := transfermanager.New(w.s3.Client(), func(o *transfermanager.Options) {
+		o.PartSizeBytes, o.MultipartUploadThreshold, o.Concurrency = *partMiB<<20, *partMiB<<20, *s3Conc
+		o.RequestChecksumCalculation = aws.RequestChecksumCalculationWhenRequired // as the fetcher's
+	})
+	return w.copyEach(b, ps, "plain copy into S3", func(p *cdsesim.Product, body io.Reader) (int64, error) {
+		c := &countingReader{r: body}
+		_, err := up.UploadObject(context.Background(), &transfermanager.UploadObjectInput{
+			Bucket: aws.String(w.s3.Bucket), Key: aws.String("plain/" + p.ID + ".zip"), Body: c})
+		return c.n, err
+	})
+}
+
+// copyEach downloads each product at once, after a login of its own, and
+// hands its body to sink; the run ends when every sink has returned.
+func (w *world) copyEach(b *testing.B, ps []*cdsesim.Product, name string, sink func(*cdsesim.Product, io.Reader) (int64, error)) run {
 	b.Helper()
 	ctx := context.Background()
 	var (
@@ -349,12 +378,12 @@ func (w *world) copyPlain(b *testing.B, ps []*cdsesim.Product) run {
 				b.Error(err)
 				return
 			}
-			n, err := io.Copy(io.Discard, resp.Body)
+			n, err := sink(p, resp.Body)
 			resp.Body.Close()
 			mu.Lock()
 			defer mu.Unlock()
 			if err != nil || n != p.ContentLength || resp.StatusCode != http.StatusOK {
-				b.Errorf("plain copy of %s: %d %d bytes: %v", p.ID, resp.StatusCode, n, err)
+				b.Errorf("%s of %s: %d %d bytes: %v", name, p.ID, resp.StatusCode, n, err)
 			}
 			out.bytes += n
 		}()
@@ -365,58 +394,7 @@ func (w *world) copyPlain(b *testing.B, ps []*cdsesim.Product) run {
 	return out
 }
 
-// copyPlainS3 is copyPlain into the S3 store instead of io.Discard: each
-// body streamed through the SDK's transfer manager with the fetcher's part
-// size and concurrency, nothing verified, no NATS. Not the issue's
-// reference (that is copyPlain); it says what the store on these cores
-// costs by itself, so that the fetcher's own share of an S3 run is seen.
-func (w *world) copyPlainS3(b *testing.B, ps []*cdsesim.Product) run {
-	b.Helper()
-	ctx := context.Background()
-	up := transfermanager.New(w.s3.Client(), func(o *transfermanager.Options) {
-		o.PartSizeBytes, o.MultipartUploadThreshold, o.Concurrency = *partMiB<<20, *partMiB<<20, *s3Conc
-		o.RequestChecksumCalculation = aws.RequestChecksumCalculationWhenRequired // as the fetcher's
-	})
-	var (
-		mu  sync.Mutex
-		out run
-		wg  sync.WaitGroup
-	)
-	startAt := time.Now()
-	for _, p := range ps {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			ts := cdselogin.NewPasswordSource(cdselogin.PasswordConfig{TokenURL: w.tokenURL, Username: user, Password: password})
-			tok, err := ts.Token(ctx)
-			if err != nil {
-				b.Error(err)
-				return
-			}
-			req, _ := http.NewRequestWithContext(ctx, http.MethodGet, w.download+"/Products("+p.ID+")/$value", nil)
-			req.Header.Set("Authorization", "Bearer "+tok.AccessToken)
-			resp, err := http.DefaultClient.Do(req)
-			if err != nil {
-				b.Error(err)
-				return
-			}
-			defer resp.Body.Close()
-			body := &countingReader{r: resp.Body}
-			_, err = up.UploadObject(ctx, &transfermanager.UploadObjectInput{Bucket: aws.String(w.s3.Bucket), Key: aws.String("plain/" + p.ID + ".zip"), Body: body})
-			mu.Lock()
-			defer mu.Unlock()
-			if err != nil || body.n != p.ContentLength || resp.StatusCode != http.StatusOK {
-				b.Errorf("plain copy of %s into S3: %d %d bytes: %v", p.ID, resp.StatusCode, body.n, err)
-			}
-			out.bytes += body.n
-		}()
-	}
-	wg.Wait()
-	out.wall = time.Since(startAt)
-	out.phases = w.phasesOf(ps, startAt, out.wall)
-	return out
-}
-
+// countingReader counts the bytes read through it.
 type countingReader struct {
 	r io.Reader
 	n int64
