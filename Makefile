@@ -27,7 +27,7 @@ demo: ## the whole chain locally: simulator, receiver with two named interests, 
 	./scripts/demo.sh
 
 .PHONY: test
-test: examples/node/node_modules/.package-lock.json ## run the whole test suite (gofmt, vet, staticcheck, race detector, seed corpora of the fuzz targets, the Go/CloudEvents/Node consumers)
+test: examples/node/node_modules/.package-lock.json jq ## run the whole test suite (gofmt, vet, staticcheck, race detector, seed corpora of the fuzz targets, the Go/CloudEvents/Node consumers)
 	@out=$$("$$($(GO) env GOROOT)/bin/gofmt" -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
 	$(GO) run $(STATICCHECK) ./...
@@ -48,6 +48,12 @@ SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 .PHONY: promtool
 promtool:
 	@command -v promtool >/dev/null || { $(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq --no-install-recommends prometheus >/dev/null; }
+
+# jq, from Debian's package when it is missing: test/docs runs
+# docs/consumers.md's cron lines, which use it.
+.PHONY: jq
+jq:
+	@command -v jq >/dev/null || { $(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq --no-install-recommends jq >/dev/null; }
 
 # The Node.js consumer's packages, from its lockfile.
 examples/node/node_modules/.package-lock.json: examples/node/package-lock.json
