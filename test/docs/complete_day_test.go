@@ -3,6 +3,7 @@ package docs
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -91,9 +92,11 @@ func TestConsumersCompleteDayCLILines(t *testing.T) {
 	}
 }
 
-// runScript runs script in bash as a cron job would, with the nats at bin
-// first on the PATH, NATS_URL set and run-mosaic a function that says it
-// ran, for at most limit; an error when it failed or was still running.
+// runScript runs script in bash as a user or a cron job would, with the
+// nats at bin first on the PATH, a home of its own (the CLI keeps its
+// contexts there), NATS_URL set and run-mosaic (the consumers.md job) a
+// function that says it ran, for at most limit; an error when it failed or
+// was still running.
 func runScript(t *testing.T, bin, natsURL, script string, limit time.Duration) (string, error) {
 	t.Helper()
 	home := t.TempDir()
@@ -109,5 +112,8 @@ func runScript(t *testing.T, bin, natsURL, script string, limit time.Duration) (
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 	cmd.WaitDelay = time.Second
 	err := cmd.Run()
+	if ctx.Err() != nil {
+		err = fmt.Errorf("still running after %s", limit)
+	}
 	return out.String(), err
 }

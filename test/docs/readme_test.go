@@ -1,11 +1,7 @@
 package docs
 
 import (
-	"bytes"
-	"context"
-	"errors"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -105,22 +101,9 @@ func TestREADMENatsCLILines(t *testing.T) {
 	}
 }
 
-// runLine runs a README line in a shell as a user types it, with the nats
-// at bin first on the PATH and a home of its own (the CLI keeps its
-// contexts there), for at most 30 s.
+// runLine runs a README line in a shell as a user types it (runScript),
+// for at most 30 s.
 func runLine(t *testing.T, bin, natsURL, line string) (string, error) {
 	t.Helper()
-	home := t.TempDir()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, "bash", "-c", line)
-	cmd.Env = []string{"PATH=" + filepath.Dir(bin) + string(os.PathListSeparator) + os.Getenv("PATH"), "HOME=" + home,
-		"XDG_CONFIG_HOME=" + filepath.Join(home, ".config"), "NATS_URL=" + natsURL, "NO_COLOR=1"}
-	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
-	err := cmd.Run()
-	if ctx.Err() != nil {
-		err = errors.New("still running after 30 s")
-	}
-	return out.String(), err
+	return runScript(t, bin, natsURL, line, 30*time.Second)
 }
