@@ -1,6 +1,10 @@
 package fetch
 
-import "errors"
+import (
+	"errors"
+	"fmt"
+	"syscall"
+)
 
 // The errors of a Fetch, each wrapped with %w under the detail of the
 // case: errors.Is(err, fetch.ErrOffline) says what happened, Permanent
@@ -26,10 +30,23 @@ var (
 	// ErrAttempts: Options.MaxAttempts tries failed; it wraps the last
 	// error, which says why.
 	ErrAttempts = errors.New("fetch: attempts exhausted")
-	// ErrBadName: the product's name or the key cannot be a safe object
-	// name (a "/", "..", a control character): refused before any request.
-	ErrBadName = errors.New("fetch: unsafe product name or key")
+	// ErrBadName: the product's name or the key is not made of safe
+	// path elements (SafeName): refused before any request. Its text
+	// is the failed event's reason, "unsafe name: <why>".
+	ErrBadName = errors.New("unsafe name")
+	// ErrTargetRefused: the target refuses the object in a way a retry
+	// cannot change (a name too long for its file system, a read-only
+	// file system).
+	ErrTargetRefused = errors.New("fetch: the target refuses the object")
 )
+
+// targetErr marks the target's errors that no retry can mend.
+func targetErr(err error) error {
+	if errors.Is(err, syscall.ENAMETOOLONG) || errors.Is(err, syscall.EROFS) {
+		return fmt.Errorf("%w: %w", ErrTargetRefused, err)
+	}
+	return err
+}
 
 // Permanent reports whether err is not worth retrying later: the same
 // Fetch would fail the same way (the product is offline, gone, its bytes
@@ -40,7 +57,7 @@ func Permanent(err error) bool {
 	if errors.Is(err, ErrAttempts) {
 		return false
 	}
-	for _, p := range []error{ErrOffline, ErrNotFound, ErrChecksum, ErrUnverifiable, ErrNoSpace, ErrTooLarge, ErrBadName} {
+	for _, p := range []error{ErrOffline, ErrNotFound, ErrChecksum, ErrUnverifiable, ErrNoSpace, ErrTooLarge, ErrBadName, ErrTargetRefused} {
 		if errors.Is(err, p) {
 			return true
 		}

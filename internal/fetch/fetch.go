@@ -55,8 +55,10 @@ type Options struct {
 	// https://download.dataspace.copernicus.eu/odata/v1; its host is
 	// always trusted with the token.
 	DownloadURL string
-	// TrustedHosts get the token after a redirect, each with its
-	// subdomains (default "dataspace.copernicus.eu").
+	// TrustedHosts get the token after a redirect: "domain[:port]", each
+	// domain with its subdomains, over HTTPS, on the port named or 443
+	// (default "dataspace.copernicus.eu"). The download URL's own origin
+	// is always trusted.
 	TrustedHosts []string
 	// IdleTimeout cuts a download with no byte for this long (default 60 s).
 	IdleTimeout time.Duration
@@ -99,13 +101,14 @@ type Result struct {
 
 // Fetcher downloads products into one target; safe for concurrent use.
 type Fetcher struct {
-	o      Options
-	base   *url.URL
-	tokens TokenSource
-	target Target
-	client *http.Client
-	log    logrus.FieldLogger
-	m      *metrics
+	o       Options
+	base    *url.URL
+	trusted []trustedHost
+	tokens  TokenSource
+	target  Target
+	client  *http.Client
+	log     logrus.FieldLogger
+	m       *metrics
 }
 
 // New is a Fetcher of o's download service into t.
@@ -120,10 +123,10 @@ func New(o Options, tokens TokenSource, t Target, reg prometheus.Registerer, log
 	if o.TrustedHosts == nil {
 		o.TrustedHosts = []string{"dataspace.copernicus.eu"}
 	}
-	for i, h := range o.TrustedHosts {
-		o.TrustedHosts[i] = strings.ToLower(strings.TrimPrefix(strings.TrimSpace(h), "."))
+	trusted, err := parseTrusted(o.TrustedHosts)
+	if err != nil {
+		return nil, err
 	}
-	o.TrustedHosts = append(o.TrustedHosts, strings.ToLower(base.Hostname()))
 	def := func(d *time.Duration, v time.Duration) {
 		if *d <= 0 {
 			*d = v
@@ -158,7 +161,7 @@ func New(o Options, tokens TokenSource, t Target, reg prometheus.Registerer, log
 	if err != nil {
 		return nil, err
 	}
-	f := &Fetcher{o: o, base: base, tokens: tokens, target: t, log: log, m: m}
+	f := &Fetcher{o: o, base: base, trusted: trusted, tokens: tokens, target: t, log: log, m: m}
 	client.CheckRedirect = f.checkRedirect
 	f.client = &client
 	return f, nil
@@ -167,21 +170,59 @@ func New(o Options, tokens TokenSource, t Target, reg prometheus.Registerer, log
 // authKey carries a request's Authorization value to checkRedirect.
 type authKey struct{}
 
-// mayAuthorize is the token's rule: to the download host and the trusted
-// hosts (or their subdomains) only, and over HTTPS unless on loopback.
-func (f *Fetcher) mayAuthorize(u *url.URL) bool {
-	host := strings.ToLower(u.Hostname())
-	trusted := false
-	for _, t := range f.o.TrustedHosts {
-		if t != "" && (host == t || strings.HasSuffix(host, "."+t)) {
-			trusted = true
-			break
+// trustedHost is an entry of Options.TrustedHosts: a domain (and its
+// subdomains) on one port.
+type trustedHost struct{ domain, port string }
+
+// parseTrusted reads "domain[:port]" entries; a missing port is 443.
+func parseTrusted(entries []string) ([]trustedHost, error) {
+	var out []trustedHost
+	for _, e := range entries {
+		e = strings.ToLower(strings.TrimPrefix(strings.TrimSpace(e), "."))
+		if e == "" {
+			continue
 		}
+		d, port := e, "443"
+		if h, p, err := net.SplitHostPort(e); err == nil {
+			d, port = h, p
+		}
+		if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 || d == "" || strings.ContainsAny(d, "/:@?#") {
+			return nil, fmt.Errorf("fetch: trusted host %q: want domain[:port]", e)
+		}
+		out = append(out, trustedHost{domain: d, port: port})
 	}
-	if !trusted {
+	return out, nil
+}
+
+// origin is a URL's scheme, lower-case host and port (the scheme's
+// default when none is written).
+func origin(u *url.URL) (scheme, host, port string) {
+	scheme, host, port = strings.ToLower(u.Scheme), strings.ToLower(u.Hostname()), u.Port()
+	if port == "" {
+		port = map[string]string{"https": "443", "http": "80"}[scheme]
+	}
+	return scheme, host, port
+}
+
+// mayAuthorize is the token's rule: the download URL's own origin
+// (scheme, host and port), and the trusted hosts: a listed domain or its
+// subdomains, over HTTPS (plain HTTP on loopback only, for local
+// set-ups), on the entry's port (443 when it names none). Any other port
+// of a trusted host may be another service, and gets nothing.
+func (f *Fetcher) mayAuthorize(u *url.URL) bool {
+	scheme, host, port := origin(u)
+	if bs, bh, bp := origin(f.base); scheme == bs && host == bh && port == bp {
+		return true
+	}
+	if scheme != "https" && !(scheme == "http" && loopback(host)) {
 		return false
 	}
-	return u.Scheme == "https" || (u.Scheme == "http" && loopback(host))
+	for _, t := range f.trusted {
+		if (host == t.domain || strings.HasSuffix(host, "."+t.domain)) && port == t.port {
+			return true
+		}
+	}
+	return false
 }
 
 func loopback(host string) bool {
@@ -194,13 +235,20 @@ func loopback(host string) bool {
 
 // checkRedirect sets the token on each hop by mayAuthorize: Go's client
 // drops it on any other host, including the download host the catalogue
-// redirects to, and keeps it on a subdomain whatever the scheme.
+// redirects to, and keeps it on a subdomain whatever the scheme. A hop
+// from HTTPS down to HTTP never carries it, whatever the host.
 func (f *Fetcher) checkRedirect(req *http.Request, via []*http.Request) error {
 	if len(via) >= 10 {
 		return errors.New("stopped after 10 redirects")
 	}
 	req.Header.Del("Authorization")
-	if auth, _ := req.Context().Value(authKey{}).(string); auth != "" && f.mayAuthorize(req.URL) {
+	downgraded := false
+	for _, v := range via {
+		if v.URL.Scheme == "https" && req.URL.Scheme != "https" {
+			downgraded = true
+		}
+	}
+	if auth, _ := req.Context().Value(authKey{}).(string); auth != "" && !downgraded && f.mayAuthorize(req.URL) {
 		req.Header.Set("Authorization", auth)
 	}
 	return nil
@@ -711,6 +759,8 @@ func outcome(res Result, err error) string {
 		return "too_large"
 	case errors.Is(err, ErrBadName):
 		return "bad_name"
+	case errors.Is(err, ErrTargetRefused):
+		return "target_refused"
 	case errors.Is(err, ErrAttempts):
 		return "attempts"
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):

@@ -100,11 +100,11 @@ func (t *FileTarget) Delete(_ context.Context, key string) error {
 func (t *FileTarget) Open(_ context.Context, key string, size int64, _ Stored) (Upload, error) {
 	part := t.part(key)
 	if err := os.MkdirAll(filepath.Dir(part), 0o755); err != nil {
-		return nil, fmt.Errorf("fetch target: %w", err)
+		return nil, targetErr(fmt.Errorf("fetch target: %w", err))
 	}
 	f, err := os.OpenFile(part, os.O_RDWR|os.O_CREATE, 0o644)
 	if err != nil {
-		return nil, fmt.Errorf("fetch target: %w", err)
+		return nil, targetErr(fmt.Errorf("fetch target: %w", err))
 	}
 	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
 		f.Close()
@@ -204,6 +204,9 @@ func (u *fileUpload) Write(p []byte) (int, error) {
 	if errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT) {
 		return n, fmt.Errorf("%w: %w", ErrNoSpace, err)
 	}
+	if err != nil {
+		return n, targetErr(err)
+	}
 	if err == nil && u.held-u.handed >= writeBehindEvery {
 		writeBehind(u.f, u.handed, u.held-u.handed)
 		u.handed = u.held
@@ -270,7 +273,7 @@ func (u *fileUpload) Commit(_ context.Context, s Stored) error {
 		err = syncDir(filepath.Dir(final))
 	}
 	if err != nil {
-		return fmt.Errorf("fetch target: storing %s: %w", u.key, err)
+		return targetErr(fmt.Errorf("fetch target: storing %s: %w", u.key, err))
 	}
 	os.Remove(u.etagPath())
 	b, _ := json.Marshal(s)

@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"strings"
 	"time"
+	"unicode/utf8"
 )
 
 // Target is where products are stored: a directory (NewFileTarget) or an
@@ -97,30 +98,61 @@ func ParseTarget(ctx context.Context, raw string, s3 S3Options) (Target, error) 
 	}
 }
 
-// checkName refuses a product name that would not be one safe path
-// element, and a key that would leave the target or hide in it.
-func checkName(name, key string) error {
-	if name != "" && (strings.Contains(name, "/") || strings.Contains(name, "..") || hasControl(name) || strings.Contains(name, `\`)) {
-		return fmt.Errorf("%w: name %q", ErrBadName, name)
+// MaxNameLen is the longest product name the fetcher stores: every
+// Sentinel-1/2/3/5P name is under 100 bytes, and 200 leaves room under
+// the 255 bytes a file system allows for an element once ".zip",
+// ".part" or ".json" is added (the receiver accepts 512).
+const MaxNameLen = 200
+
+// SafeName says why name cannot be one element of a stored path, ""
+// when it can: 1 to MaxNameLen bytes of [A-Za-z0-9._-], not starting
+// with a dot, not "..". The rule is narrower than what a file system or
+// S3 accept on purpose: every product name of the missions and every
+// fixture fits it, and what does not (bidi overrides, zero-width or
+// full-width characters, a slash) is refused rather than stored as a
+// name that looks like another.
+func SafeName(name string) string { return safeElement(name, MaxNameLen) }
+
+// maxKeyElement is the longest element of a key: the name and its
+// ".zip", under 255 with ".part", ".etag" or ".json" added.
+const maxKeyElement = 240
+
+func safeElement(name string, maxLen int) string {
+	switch {
+	case name == "":
+		return "empty"
+	case len(name) > maxLen:
+		return fmt.Sprintf("%d bytes, more than %d", len(name), maxLen)
+	case name[0] == '.':
+		return fmt.Sprintf("%q starts with a dot", name)
 	}
-	if key == "" || strings.HasPrefix(key, "/") || hasControl(key) || strings.Contains(key, `\`) {
-		return fmt.Errorf("%w: key %q", ErrBadName, key)
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '_' || c == '-') {
+			r, _ := utf8.DecodeRuneInString(name[i:])
+			return fmt.Sprintf("%U at byte %d is not one of [A-Za-z0-9._-]", r, i)
+		}
+	}
+	return ""
+}
+
+// checkName refuses a product name that is not a SafeName, and a key any
+// of whose elements is not (a key that would leave the target or hide
+// in it: an element starting with a dot is the target's own, .partial or
+// .sums, or traversal).
+func checkName(name, key string) error {
+	if name != "" {
+		if why := SafeName(name); why != "" {
+			return fmt.Errorf("%w: product name %s", ErrBadName, why)
+		}
+	}
+	if key == "" {
+		return fmt.Errorf("%w: empty key", ErrBadName)
 	}
 	for _, el := range strings.Split(key, "/") {
-		// Elements starting with a dot are the target's own (.partial,
-		// .sums) or traversal.
-		if el == "" || strings.HasPrefix(el, ".") {
-			return fmt.Errorf("%w: key %q", ErrBadName, key)
+		if why := safeElement(el, maxKeyElement); why != "" {
+			return fmt.Errorf("%w: key %q: element %s", ErrBadName, key, why)
 		}
 	}
 	return nil
-}
-
-func hasControl(s string) bool {
-	for _, r := range s {
-		if r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0) {
-			return true
-		}
-	}
-	return false
 }

@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -33,7 +34,7 @@ type Config struct {
 	IdleTimeout     time.Duration `koanf:"FETCH_IDLE_TIMEOUT" flag:"idle-timeout" help:"a download that receives nothing this long is cut and resumed"`
 	RequireChecksum bool          `koanf:"FETCH_REQUIRE_CHECKSUM" flag:"require-checksum" help:"refuse a product the catalogue gives no checksum for (false: store it, marked Cdse-Unverified)"`
 	OnDelete        string        `koanf:"FETCH_ON_DELETE" flag:"on-delete" help:"what a deleted event does to the stored product: keep or delete"`
-	TrustedHosts    string        `koanf:"FETCH_TRUSTED_HOSTS" flag:"trusted-hosts" help:"domains the login token may be sent to on redirects, comma-separated"`
+	TrustedHosts    string        `koanf:"FETCH_TRUSTED_HOSTS" flag:"trusted-hosts" help:"hosts the login token may be sent to on redirects, comma-separated domain[:port]: each domain with its subdomains, over HTTPS, on the port given or 443 (CDSE_DOWNLOAD_URL's own origin always)"`
 	KeyTemplate     string        `koanf:"FETCH_KEY_TEMPLATE" flag:"key-template" help:"object key of a product, of {collection} {productType} {yyyy} {mm} {dd} {name} {id}; must end in {name}.zip"`
 	AdminAddr       string        `koanf:"FETCH_ADMIN_ADDR" flag:"admin-addr" help:"listen address of /healthz, /readyz, /metrics; keep it private"`
 	FetchedPrefix   string        `koanf:"FETCH_FETCHED_PREFIX" flag:"fetched-prefix" help:"subject prefix of the fetched events: <prefix>.<event>.<collection>.<productType>"`
@@ -229,6 +230,11 @@ func (c Config) validate(downloads bool) error {
 	if len(c.TrustedHostList()) == 0 {
 		bad("FETCH_TRUSTED_HOSTS is empty: the login could not follow the download service's redirects")
 	}
+	for _, h := range c.TrustedHostList() {
+		if !trustedHostEntry(h) {
+			bad("FETCH_TRUSTED_HOSTS: %q: want domain[:port] (no scheme, path or user)", h)
+		}
+	}
 	if err := CheckKeyTemplate(c.KeyTemplate); err != nil {
 		bad("FETCH_KEY_TEMPLATE %q: %v", c.KeyTemplate, err)
 	}
@@ -293,6 +299,18 @@ func (c Config) validate(downloads bool) error {
 		return nil
 	}
 	return fmt.Errorf("%s", strings.Join(errs, "\n"))
+}
+
+// trustedHostEntry: h is domain[:port], the port 1 to 65535.
+func trustedHostEntry(h string) bool {
+	d, port, found := strings.Cut(h, ":")
+	if found {
+		n, err := strconv.Atoi(port)
+		if err != nil || n < 1 || n > 65535 {
+			return false
+		}
+	}
+	return d != "" && !strings.ContainsAny(d, "/@?#[] \t")
 }
 
 func overlaps(a, b string) bool {

@@ -56,7 +56,8 @@ func TestLoadLayers(t *testing.T) {
 
 func TestValidateEveryProblem(t *testing.T) {
 	e := map[string]string{"FETCH_START": "yesterday", "FETCH_CONCURRENCY": "0", "FETCH_ON_DELETE": "purge",
-		"FETCH_KEY_TEMPLATE": "{collection}/{nope}/x.zip", "FETCH_FAILED_PREFIX": "cdse.fetched.x", "CDSE_PASSWORD": "hunter22"}
+		"FETCH_KEY_TEMPLATE": "{collection}/{nope}/x.zip", "FETCH_FAILED_PREFIX": "cdse.fetched.x", "CDSE_PASSWORD": "hunter22",
+		"FETCH_TRUSTED_HOSTS": "dataspace.copernicus.eu,https://evil.org,x.org:99999"}
 	c, err := Load(Sources{Getenv: env(e)})
 	if err != nil {
 		t.Fatal(err)
@@ -65,7 +66,8 @@ func TestValidateEveryProblem(t *testing.T) {
 	if err == nil {
 		t.Fatal("no error")
 	}
-	for _, want := range []string{"FETCH_TARGET", "FETCH_START", "FETCH_CONCURRENCY", "FETCH_ON_DELETE", "FETCH_KEY_TEMPLATE", "FETCH_FAILED_PREFIX", "CDSE_USERNAME"} {
+	for _, want := range []string{"FETCH_TARGET", "FETCH_START", "FETCH_CONCURRENCY", "FETCH_ON_DELETE", "FETCH_KEY_TEMPLATE", "FETCH_FAILED_PREFIX", "CDSE_USERNAME",
+		`FETCH_TRUSTED_HOSTS: "https://evil.org"`, `FETCH_TRUSTED_HOSTS: "x.org:99999"`} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("no %s in:\n%v", want, err)
 		}
