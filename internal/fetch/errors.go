@@ -22,10 +22,16 @@ var (
 	// ErrUnverifiable: no usable checksum in the notification nor the
 	// catalogue, and Options.RequireChecksum refuses to store it.
 	ErrUnverifiable = errors.New("fetch: no checksum to verify the product")
-	// ErrNoSpace: the target has not the room for the product.
+	// ErrNoSpace: the target has not the room for the product now
+	// (beyond its reserve); the partial is kept, and room may be made:
+	// not permanent (the fetcher pauses until there is room).
 	ErrNoSpace = errors.New("fetch: no space left in the target")
+	// ErrTargetTooSmall: the product is larger than the target's whole
+	// file system less its reserve: it can never fit.
+	ErrTargetTooSmall = errors.New("fetch: the product is larger than the target can ever hold")
 	// ErrTooLarge: the download service sent more bytes than the
-	// product's ContentLength.
+	// product's ContentLength, or, without a length, more than
+	// Options.MaxUnknownSize or than the target's free space.
 	ErrTooLarge = errors.New("fetch: more bytes than the product's length")
 	// ErrAttempts: Options.MaxAttempts tries failed; it wraps the last
 	// error, which says why.
@@ -34,6 +40,12 @@ var (
 	// path elements (SafeName): refused before any request. Its text
 	// is the failed event's reason, "unsafe name: <why>".
 	ErrBadName = errors.New("unsafe name")
+	// ErrTooSlow: the download averaged less than Options.MinRate; its
+	// partial is kept to resume later (not permanent).
+	ErrTooSlow = errors.New("fetch: download too slow")
+	// ErrLocked: Target.Open found the key's partial in use by another
+	// fetch.
+	ErrLocked = errors.New("fetch: the key is being downloaded by another fetch")
 	// ErrTargetRefused: the target refuses the object in a way a retry
 	// cannot change (a name too long for its file system, a read-only
 	// file system).
@@ -50,14 +62,14 @@ func targetErr(err error) error {
 
 // Permanent reports whether err is not worth retrying later: the same
 // Fetch would fail the same way (the product is offline, gone, its bytes
-// disagree with its checksum, its name is unsafe, or the target has no
-// room). Exhausted attempts, cancellations and target failures are not
-// permanent: a redelivery may succeed.
+// disagree with its checksum, its name is unsafe, or it can never fit
+// the target). Exhausted attempts, cancellations, a full target and
+// passing target failures are not permanent: a redelivery may succeed.
 func Permanent(err error) bool {
 	if errors.Is(err, ErrAttempts) {
 		return false
 	}
-	for _, p := range []error{ErrOffline, ErrNotFound, ErrChecksum, ErrUnverifiable, ErrNoSpace, ErrTooLarge, ErrBadName, ErrTargetRefused} {
+	for _, p := range []error{ErrOffline, ErrNotFound, ErrChecksum, ErrUnverifiable, ErrTargetTooSmall, ErrTooLarge, ErrBadName, ErrTargetRefused} {
 		if errors.Is(err, p) {
 			return true
 		}

@@ -8,6 +8,7 @@
 package fetch
 
 import (
+	"cmp"
 	"context"
 	"crypto/md5"
 	"encoding/hex"
@@ -83,6 +84,26 @@ type Options struct {
 	ProgressEvery time.Duration
 	// HeaderTimeout bounds the wait for a response's headers (default 60 s).
 	HeaderTimeout time.Duration
+	// MaxHold is the longest wait (a Retry-After, the lock of a fetch of
+	// the same key elsewhere) the Fetch sits out holding its download;
+	// past it a Retry-After returns *DeferError for the caller to give
+	// the work back with that delay (default: MaxRetryAfter, never).
+	// The fetcher sets a quarter of its ack wait.
+	MaxHold time.Duration
+	// LockWait is how long a Fetch waits for another fetch of the same
+	// key (on this target) to finish before it takes its lock over
+	// (default 2 min; the fetcher sets its ack wait: a holder that long
+	// silent has lost its message to this one).
+	LockWait time.Duration
+	// MinRate (bytes a second) averaged over MinRateWindow: below it a
+	// download is cut, its partial kept, and ErrTooSlow returned for the
+	// caller to resume later; 0 never.
+	MinRate       int64
+	MinRateWindow time.Duration
+	// MaxUnknownSize caps a product whose length the notification does
+	// not give (default 64 GiB): past it the download is a permanent
+	// failure, its partial removed.
+	MaxUnknownSize int64
 }
 
 // Result is a product stored.
@@ -138,8 +159,14 @@ func New(o Options, tokens TokenSource, t Target, reg prometheus.Registerer, log
 	def(&o.MaxRetryAfter, 5*time.Minute)
 	def(&o.ProgressEvery, 2*time.Second)
 	def(&o.HeaderTimeout, time.Minute)
+	def(&o.MaxHold, o.MaxRetryAfter)
+	def(&o.LockWait, 2*time.Minute)
+	def(&o.MinRateWindow, 5*time.Minute)
 	if o.MaxAttempts <= 0 {
 		o.MaxAttempts = 10
+	}
+	if o.MaxUnknownSize <= 0 {
+		o.MaxUnknownSize = 64 << 30
 	}
 	if log == nil {
 		l := logrus.New()
@@ -157,6 +184,7 @@ func New(o Options, tokens TokenSource, t Target, reg prometheus.Registerer, log
 	// No overall Timeout: a product of gigabytes takes what it takes; the
 	// idle timer and the context bound a download instead.
 	client.Timeout = 0
+	client.Transport = oneUse{cmp.Or[http.RoundTripper](client.Transport, http.DefaultTransport)}
 	m, err := newMetrics(reg)
 	if err != nil {
 		return nil, err
@@ -165,6 +193,21 @@ func New(o Options, tokens TokenSource, t Target, reg prometheus.Registerer, log
 	client.CheckRedirect = f.checkRedirect
 	f.client = &client
 	return f, nil
+}
+
+// oneUse sends each request on a connection of its own, closed after its
+// answer. A download service that sends more bytes than its
+// Content-Length would otherwise leave them on a pooled connection, where
+// Go's transport reads them as an "unsolicited response" and logs them,
+// product bytes on stderr; and a connection whose answer was cut or
+// refused is no better. One TCP (and TLS) handshake a request costs
+// nothing against a product's minutes of transfer.
+type oneUse struct{ rt http.RoundTripper }
+
+func (o oneUse) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Close = true
+	return o.rt.RoundTrip(r)
 }
 
 // authKey carries a request's Authorization value to checkRedirect.
@@ -348,6 +391,13 @@ func (f *Fetcher) Fetch(ctx context.Context, p Product, key string, progress fun
 	reread := false
 	for {
 		res2, err := f.download(ctx, p, key, sums, progress)
+		if errors.Is(err, errStoredMeanwhile) {
+			res.AlreadyThere, res.Size, res.Verified = true, p.ContentLength, verified(sums)
+			if s, ok, _ := f.target.Stat(ctx, key); ok {
+				res.Size = s.Size
+			}
+			return res, nil
+		}
 		res2.Key, res2.URL = res.Key, res.URL
 		res = res2
 		var mm *mismatch
@@ -438,7 +488,7 @@ func (e *attemptErr) Unwrap() error { return e.err }
 // Fetch to re-read the checksum.
 func (f *Fetcher) download(ctx context.Context, p Product, key string, sums map[string]string, progress func()) (Result, error) {
 	var res Result
-	up, err := f.target.Open(ctx, key, p.ContentLength, stored(p.ID, p.ContentLength, sums))
+	up, err := f.open(ctx, p, key, sums, progress)
 	if err != nil {
 		return res, err
 	}
@@ -485,7 +535,7 @@ func (f *Fetcher) download(ctx context.Context, p Product, key string, sums map[
 		}
 		var ae *attemptErr
 		if !errors.As(err, &ae) {
-			if errors.Is(err, ErrTooLarge) {
+			if errors.Is(err, ErrTooLarge) || errors.Is(err, ErrTargetTooSmall) {
 				keep = false
 			}
 			return res, err
@@ -507,8 +557,14 @@ func (f *Fetcher) download(ctx context.Context, p Product, key string, sums map[
 		} else {
 			wait = b.Next()
 		}
+		if wait > f.o.MaxHold {
+			// Not slept here holding a download slot (and, past the
+			// ack wait, the product's message, which another replica
+			// would then download too): handed back with the wait.
+			return res, &DeferError{Wait: wait, Err: ae}
+		}
 		f.log.WithFields(logrus.Fields{"product": p.ID, "key": key, "attempt": attempts}).Infof("fetch: %v; again in %v", ae.err, wait.Round(time.Millisecond))
-		if err := retry.Sleep(ctx, wait); err != nil {
+		if err := f.sleep(ctx, wait, progress); err != nil {
 			return res, fmt.Errorf("fetch %s: %w (last: %w)", p.ID, err, last)
 		}
 	}
@@ -543,6 +599,42 @@ func (f *Fetcher) download(ctx context.Context, p Product, key string, sums map[
 	return res, nil
 }
 
+// open opens the upload of key; while another fetch holds it (a
+// redelivery of the product whose first delivery still runs) it waits,
+// keeping its own work alive, up to LockWait: by then the other has
+// stored the product (ErrStoredMeanwhile, for Fetch to find it there),
+// or has gone silent past the ack wait and its lock is taken over.
+func (f *Fetcher) open(ctx context.Context, p Product, key string, sums map[string]string, progress func()) (Upload, error) {
+	deadline := time.Now().Add(f.o.LockWait)
+	storedNow := func() bool {
+		s, ok, err := f.target.Stat(ctx, key)
+		return err == nil && ok && len(sums) > 0 && same(s, p, sums)
+	}
+	for waited := false; ; waited = true {
+		up, err := f.target.Open(ctx, key, p.ContentLength, stored(p.ID, p.ContentLength, sums))
+		if err == nil && waited && storedNow() {
+			// The other fetch committed as the lock came free.
+			up.Abort(false)
+			return nil, errStoredMeanwhile
+		}
+		if !errors.Is(err, ErrLocked) {
+			return up, err
+		}
+		if storedNow() {
+			return nil, errStoredMeanwhile
+		}
+		if time.Now().After(deadline) {
+			f.log.WithFields(logrus.Fields{"product": p.ID, "key": key}).Warnf("fetch: the partial download has been locked for %v (FETCH_ACK_WAIT) by a fetch that no longer holds the product's message; taking it over", f.o.LockWait)
+			return f.target.Open(ctx, key, p.ContentLength, stored(p.ID, p.ContentLength, sums), TakeOver)
+		}
+		if err := f.sleep(ctx, min(time.Second, time.Until(deadline)+time.Millisecond), progress); err != nil {
+			return nil, fmt.Errorf("fetch %s: waiting for the other fetch of %s: %w", p.ID, key, err)
+		}
+	}
+}
+
+var errStoredMeanwhile = errors.New("stored by another fetch meanwhile")
+
 // try is one request: it appends the body to up (from up.Held(), with
 // Range when some is held) until the product is whole, and says from
 // which byte the body it read began (the bytes resumed); an *attemptErr
@@ -559,6 +651,9 @@ func (f *Fetcher) try(ctx context.Context, p Product, up Upload, h *hashes, tok 
 	if f.mayAuthorize(req.URL) {
 		req.Header.Set("Authorization", auth)
 	}
+	// The bytes as stored, never compressed in transit: Go would inflate
+	// a gzip answer transparently, and 1 MB of gzip can be 1 GiB.
+	req.Header.Set("Accept-Encoding", "identity")
 	held := up.Held()
 	if held > 0 {
 		req.Header.Set("Range", "bytes="+strconv.FormatInt(held, 10)+"-")
@@ -582,6 +677,9 @@ func (f *Fetcher) try(ctx context.Context, p Product, up Upload, h *hashes, tok 
 	defer resp.Body.Close()
 	if err := f.status(p, resp); err != nil {
 		return 0, err
+	}
+	if ce := strings.ToLower(strings.TrimSpace(resp.Header.Get("Content-Encoding"))); ce != "" && ce != "identity" {
+		return 0, &attemptErr{cause: "encoding", err: fmt.Errorf("fetch %s: the answer has Content-Encoding %q where only identity was accepted", p.ID, ce)}
 	}
 	from := int64(0)
 	if resp.StatusCode == http.StatusPartialContent && held > 0 {
@@ -607,25 +705,35 @@ func (f *Fetcher) try(ctx context.Context, p Product, up Upload, h *hashes, tok 
 	}
 
 	body := &progressReader{r: resp.Body, every: f.o.ProgressEvery, progress: progress, last: time.Now(), idle: idle, idleFor: f.o.IdleTimeout}
-	var src io.Reader = body
-	if p.ContentLength > 0 {
-		// One byte more than expected is enough to know there are more.
-		src = io.LimitReader(body, p.ContentLength-up.Held()+1)
-	}
+	// One byte more than expected is enough to know there are more.
+	limit := cmp.Or(p.ContentLength, f.o.MaxUnknownSize)
+	src := io.LimitReader(body, limit-up.Held()+1)
 	// 256 KiB a read: fewer wake-ups and system calls a MB than 32 KiB
 	// (the hashes and the target take whatever size).
 	buf := make([]byte, 256<<10)
+	win := rateWindow{start: time.Now(), every: f.o.MinRateWindow, min: f.o.MinRate}
 	for {
 		n, rerr := src.Read(buf)
+		if win.slow(n, time.Now()) {
+			return 0, fmt.Errorf("%w: %s (%s): fewer than %d bytes a second over %v (FETCH_MIN_RATE) after %d bytes", ErrTooSlow, p.ID, p.Name, f.o.MinRate, f.o.MinRateWindow, up.Held())
+		}
 		if n > 0 {
-			if p.ContentLength > 0 && up.Held()+int64(n) > p.ContentLength {
-				return 0, fmt.Errorf("%w: %s (%s) is more than %d bytes", ErrTooLarge, p.ID, p.Name, p.ContentLength)
+			if up.Held()+int64(n) > limit {
+				if p.ContentLength > 0 {
+					return 0, fmt.Errorf("%w: %s (%s) is more than %d bytes", ErrTooLarge, p.ID, p.Name, p.ContentLength)
+				}
+				return 0, fmt.Errorf("%w: %s (%s) has no length in its notification and is more than %d bytes (FETCH_MAX_UNKNOWN_SIZE)", ErrTooLarge, p.ID, p.Name, limit)
 			}
 			// The idle timer measures the download service, not the
 			// target: a slow S3 part upload must not cut the download.
 			idle.Stop()
 			_, err := up.Write(buf[:n])
 			idle.Reset(f.o.IdleTimeout)
+			if err != nil && errors.Is(err, ErrNoSpace) && p.ContentLength <= 0 {
+				// Without a length there is no telling that the
+				// product would ever fit: not a pause, a failure.
+				return 0, fmt.Errorf("%w: %s (%s) has no length in its notification and reached the target's free space: %w", ErrTooLarge, p.ID, p.Name, err)
+			}
 			if err != nil {
 				return 0, fmt.Errorf("fetch %s: writing to the target: %w", p.ID, err)
 			}
@@ -652,6 +760,35 @@ func (f *Fetcher) try(ctx context.Context, p Product, up Upload, h *hashes, tok 
 }
 
 var errIdle = errors.New("idle timeout")
+
+// sleep waits d or until ctx ends, calling progress as the wait goes on:
+// a wait is work of the Fetch's, which its caller keeps alive.
+func (f *Fetcher) sleep(ctx context.Context, d time.Duration, progress func()) error {
+	end := time.Now().Add(d)
+	for {
+		left := time.Until(end)
+		if left <= 0 {
+			return nil
+		}
+		if err := retry.Sleep(ctx, min(left, f.o.ProgressEvery)); err != nil {
+			return err
+		}
+		progress()
+	}
+}
+
+// DeferError is a Fetch that should be tried again after Wait (the
+// download service's Retry-After), longer than Options.MaxHold: its
+// partial is kept.
+type DeferError struct {
+	Wait time.Duration
+	Err  error
+}
+
+func (e *DeferError) Error() string {
+	return fmt.Sprintf("%v; to be tried again in %v", e.Err, e.Wait.Round(time.Second))
+}
+func (e *DeferError) Unwrap() error { return e.Err }
 
 // restart drops the held bytes and their hash state.
 func (f *Fetcher) restart(ctx context.Context, up Upload, h *hashes) error {
@@ -712,6 +849,27 @@ func contentRange(h string) (first, total int64, ok bool) {
 	return first, total, err1 == nil && err2 == nil
 }
 
+// rateWindow averages the bytes read over windows of every: slow says a
+// window has ended below min bytes a second (min 0: never).
+type rateWindow struct {
+	start time.Time
+	every time.Duration
+	min   int64
+	bytes int64
+}
+
+func (w *rateWindow) slow(n int, now time.Time) bool {
+	w.bytes += int64(n)
+	if w.min <= 0 || now.Sub(w.start) < w.every {
+		return false
+	}
+	if float64(w.bytes) < float64(w.min)*now.Sub(w.start).Seconds() {
+		return true
+	}
+	w.start, w.bytes = now, 0
+	return false
+}
+
 // progressReader calls progress at most every `every` while bytes flow,
 // and pushes the idle timer back on each byte.
 type progressReader struct {
@@ -753,16 +911,20 @@ func outcome(res Result, err error) string {
 		return "checksum"
 	case errors.Is(err, ErrUnverifiable):
 		return "unverifiable"
-	case errors.Is(err, ErrNoSpace):
-		return "no_space"
 	case errors.Is(err, ErrTooLarge):
 		return "too_large"
+	case errors.Is(err, ErrTargetTooSmall):
+		return "target_too_small"
+	case errors.Is(err, ErrNoSpace):
+		return "no_space"
 	case errors.Is(err, ErrBadName):
 		return "bad_name"
 	case errors.Is(err, ErrTargetRefused):
 		return "target_refused"
 	case errors.Is(err, ErrAttempts):
 		return "attempts"
+	case errors.Is(err, ErrTooSlow):
+		return "too_slow"
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
 		return "canceled"
 	default:

@@ -70,7 +70,7 @@ func (f *fixture) fetcher(t *testing.T, o Options, tgt Target) *Fetcher {
 	t.Helper()
 	if tgt == nil {
 		var err error
-		if tgt, err = NewFileTarget(f.dir); err != nil {
+		if tgt, err = NewFileTarget(f.dir, 0); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -401,7 +401,7 @@ func s3Target(ctx context.Context, t *testing.T, s *s3test.Server, prefix string
 		t.Fatal(err)
 	}
 	so.PartSize = 5 << 20
-	tgt, err := ParseTarget(ctx, "s3://"+s.Bucket+"/"+prefix, so)
+	tgt, err := ParseTarget(ctx, "s3://"+s.Bucket+"/"+prefix, TargetOptions{S3: so})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -533,16 +533,16 @@ func TestBoundedMemory(t *testing.T) {
 	}
 }
 
-// TestNoSpaceAndTooLarge: a target without room for the product, a disk
-// that fills up mid-download, and a download service sending more bytes
-// than the product's length are failures of their own, permanent (not
-// retried as if the network had failed), and nothing reaches the final
-// name.
+// TestNoSpaceAndTooLarge: a product larger than the target's file
+// system and a download service sending more bytes than the product's
+// length are permanent failures; a disk that fills up mid-download is
+// ErrNoSpace, not permanent (the fetcher pauses), and not retried as if
+// the network had failed; nothing reaches the final name.
 func TestNoSpaceAndTooLarge(t *testing.T) {
 	f := setup(t, cdsesim.Options{})
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	tgt, err := NewFileTarget(f.dir)
+	tgt, err := NewFileTarget(f.dir, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -562,8 +562,8 @@ func TestNoSpaceAndTooLarge(t *testing.T) {
 	p, _ := f.product(t, sized(1<<20))
 	huge := p
 	huge.ContentLength = 1 << 60
-	if _, err := fe.Fetch(ctx, huge, "huge.zip", nil); !errors.Is(err, ErrNoSpace) || !Permanent(err) {
-		t.Errorf("a product larger than the free space: %v", err)
+	if _, err := fe.Fetch(ctx, huge, "huge.zip", nil); !errors.Is(err, ErrTargetTooSmall) || !Permanent(err) {
+		t.Errorf("a product larger than the file system: %v", err)
 	}
 	if n := requests(p.ID); n != 0 {
 		t.Errorf("%d download requests for a product that cannot fit", n)
@@ -581,7 +581,9 @@ func TestNoSpaceAndTooLarge(t *testing.T) {
 	if err := os.Symlink("/dev/full", filepath.Join(f.dir, partialDir, "full.zip.part")); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := fe.Fetch(ctx, full, "full.zip", nil); !errors.Is(err, ErrNoSpace) || !Permanent(err) {
+	// Not permanent: the fetcher pauses until there is room, and the
+	// partial is kept.
+	if _, err := fe.Fetch(ctx, full, "full.zip", nil); !errors.Is(err, ErrNoSpace) || Permanent(err) {
 		t.Errorf("ENOSPC while writing: %v", err)
 	}
 	// The simulator notes a request when its handler returns, which may

@@ -9,9 +9,12 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // The file target's layout under its directory:
@@ -34,10 +37,17 @@ const (
 )
 
 // FileTarget stores products in a local directory.
-type FileTarget struct{ dir string }
+type FileTarget struct {
+	dir     string
+	reserve int64  // bytes of the file system no download writes into
+	dev     uint64 // the device of dir's file system at start
+}
 
-// NewFileTarget is the target file:///dir; dir must exist.
-func NewFileTarget(dir string) (Target, error) {
+// NewFileTarget is the target file:///dir, keeping reserve bytes of its
+// file system free; dir must exist: it is never made here, so that a
+// volume not mounted is not silently replaced by a directory on the
+// disk below it.
+func NewFileTarget(dir string, reserve int64) (Target, error) {
 	abs, err := filepath.Abs(dir)
 	if err != nil {
 		return nil, fmt.Errorf("fetch target %s: %w", dir, err)
@@ -49,7 +59,7 @@ func NewFileTarget(dir string) (Target, error) {
 	if !st.IsDir() {
 		return nil, fmt.Errorf("fetch target %s: not a directory", abs)
 	}
-	return &FileTarget{dir: abs}, nil
+	return &FileTarget{dir: abs, reserve: reserve, dev: device(st)}, nil
 }
 
 // URL implements Target.
@@ -97,10 +107,19 @@ func (t *FileTarget) Delete(_ context.Context, key string) error {
 // Open implements Target: the partial file of key is opened (made when
 // missing) and locked, so that two Fetches of one key never write it at
 // once; its bytes are kept to resume from.
-func (t *FileTarget) Open(_ context.Context, key string, size int64, _ Stored) (Upload, error) {
+func (t *FileTarget) Open(_ context.Context, key string, size int64, _ Stored, opts ...OpenOption) (Upload, error) {
 	part := t.part(key)
 	if err := os.MkdirAll(filepath.Dir(part), 0o755); err != nil {
 		return nil, targetErr(fmt.Errorf("fetch target: %w", err))
+	}
+	if slices.Contains(opts, TakeOver) {
+		// The holder's open file lives on, unlinked: its writes go
+		// nowhere, and its Commit, which checks that the path is still
+		// its file, fails.
+		os.Remove(strings.TrimSuffix(part, ".part") + ".etag")
+		if err := os.Remove(part); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return nil, fmt.Errorf("fetch target: taking %s over: %w", key, err)
+		}
 	}
 	f, err := os.OpenFile(part, os.O_RDWR|os.O_CREATE, 0o644)
 	if err != nil {
@@ -108,7 +127,7 @@ func (t *FileTarget) Open(_ context.Context, key string, size int64, _ Stored) (
 	}
 	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
 		f.Close()
-		return nil, fmt.Errorf("fetch target: %s is being downloaded by another fetch: %w", key, err)
+		return nil, fmt.Errorf("%w: %s: %w", ErrLocked, key, err)
 	}
 	held, err := f.Seek(0, io.SeekEnd)
 	if err != nil {
@@ -127,15 +146,56 @@ func (t *FileTarget) Open(_ context.Context, key string, size int64, _ Stored) (
 		}
 	}
 	if size > 0 {
-		var st syscall.Statfs_t
-		if err := syscall.Statfs(t.dir, &st); err == nil {
-			if free := int64(st.Bavail) * int64(st.Bsize); free < size-u.held {
+		if free, total, err := t.space(); err == nil {
+			switch {
+			case size > total-t.reserve:
+				u.Abort(false)
+				return nil, fmt.Errorf("%w: %s is %d bytes; %s's file system holds %d less the reserve of %d (FETCH_DISK_RESERVE)", ErrTargetTooSmall, key, size, t.dir, total, t.reserve)
+			case size-u.held > free-t.reserve:
 				u.Abort(true)
-				return nil, fmt.Errorf("%w: %s needs %d bytes, %s has %d free", ErrNoSpace, key, size-u.held, t.dir, free)
+				return nil, fmt.Errorf("%w: %s needs %d bytes, %s has %d free beyond the reserve of %d (FETCH_DISK_RESERVE)", ErrNoSpace, key, size-u.held, t.dir, max(free-t.reserve, 0), t.reserve)
 			}
 		}
 	}
 	return u, nil
+}
+
+func device(fi fs.FileInfo) uint64 {
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+		return uint64(st.Dev)
+	}
+	return 0
+}
+
+// Check says whether the directory is still on the file system it was on
+// at start: a volume unmounted leaves the mount point, on the disk below,
+// which must not be written to (the files would vanish from view when
+// the volume returns).
+func (t *FileTarget) Check() error {
+	st, err := os.Stat(t.dir)
+	if err != nil {
+		return fmt.Errorf("fetch target %s: %w", t.dir, err)
+	}
+	if d := device(st); d != t.dev {
+		return fmt.Errorf("fetch target %s: on device %d:%d, not %d:%d as at start (its volume not mounted?)", t.dir, unix.Major(d), unix.Minor(d), unix.Major(t.dev), unix.Minor(t.dev))
+	}
+	return nil
+}
+
+// Space is the free bytes beyond the reserve (0 when none).
+func (t *FileTarget) Space() (int64, error) {
+	free, _, err := t.space()
+	return max(free-t.reserve, 0), err
+}
+
+// space is the free bytes (for an unprivileged writer) and the size of
+// the target's file system.
+func (t *FileTarget) space() (free, total int64, err error) {
+	var st syscall.Statfs_t
+	if err := syscall.Statfs(t.dir, &st); err != nil {
+		return 0, 0, err
+	}
+	return int64(st.Bavail) * int64(st.Bsize), int64(st.Blocks) * int64(st.Bsize), nil
 }
 
 // SweepPartials implements Target: the partial files untouched for maxAge
@@ -186,7 +246,14 @@ type fileUpload struct {
 	// handed is how far the bytes have been handed to the kernel's
 	// writeback (writeBehind).
 	handed int64
+	// checked is where the free space was last looked at.
+	checked int64
 }
+
+// spaceCheckEvery is how often (in bytes written) a download looks at the
+// free space: a statfs every 8 MiB costs nothing against the writes, and
+// next 8 MiB must fit beyond the reserve.
+const spaceCheckEvery = 8 << 20
 
 // writeBehindEvery is how many written bytes are handed to writeback at
 // once. Without it the kernel keeps a whole product dirty in the page
@@ -199,6 +266,15 @@ const writeBehindEvery = 8 << 20
 func (u *fileUpload) etagPath() string { return strings.TrimSuffix(u.t.part(u.key), ".part") + ".etag" }
 
 func (u *fileUpload) Write(p []byte) (int, error) {
+	if u.held+int64(len(p))-u.checked >= spaceCheckEvery {
+		// Another writer may fill the file system while this download
+		// runs, and a product of unknown length has had no check at
+		// Open: the reserve is never written into.
+		u.checked = u.held
+		if free, _, err := u.t.space(); err == nil && int64(len(p))+spaceCheckEvery > free-u.t.reserve {
+			return 0, fmt.Errorf("%w: %s has %d bytes free beyond the reserve of %d (FETCH_DISK_RESERVE) after %d bytes of %s", ErrNoSpace, u.t.dir, max(free-u.t.reserve, 0), u.t.reserve, u.held, u.key)
+		}
+	}
 	n, err := u.f.Write(p)
 	u.held += int64(n)
 	if errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT) {
@@ -232,7 +308,20 @@ func (u *fileUpload) Existing() (io.ReadCloser, error) {
 
 func (u *fileUpload) ETag() string { return u.etag }
 
+// mine says whether the partial's path is still this upload's file: a
+// fetch that took the key over (TakeOver) has put its own there.
+func (u *fileUpload) mine() bool {
+	a, err1 := u.f.Stat()
+	b, err2 := os.Stat(u.t.part(u.key))
+	return err1 == nil && err2 == nil && os.SameFile(a, b)
+}
+
+var errTakenOver = errors.New("fetch target: the partial download was taken over by another fetch (this one was silent past the ack wait)")
+
 func (u *fileUpload) SetETag(etag string) error {
+	if !u.mine() {
+		return errTakenOver
+	}
 	u.etag = etag
 	if etag == "" {
 		if err := os.Remove(u.etagPath()); err != nil && !errors.Is(err, fs.ErrNotExist) {
@@ -259,6 +348,10 @@ func (u *fileUpload) Restart(context.Context) error {
 // rename), then the sidecar.
 func (u *fileUpload) Commit(_ context.Context, s Stored) error {
 	final := u.t.path(u.key)
+	if !u.mine() {
+		u.f.Close()
+		return errTakenOver
+	}
 	err := u.f.Sync()
 	if cerr := u.f.Close(); err == nil {
 		err = cerr
@@ -288,8 +381,9 @@ func (u *fileUpload) Commit(_ context.Context, s Stored) error {
 }
 
 func (u *fileUpload) Abort(keep bool) error {
+	mine := u.mine()
 	u.f.Close()
-	if keep {
+	if keep || !mine {
 		return nil
 	}
 	os.Remove(u.etagPath())

@@ -58,12 +58,12 @@ func TestS3OptionsFromEnv(t *testing.T) {
 
 func TestParseTarget(t *testing.T) {
 	dir := t.TempDir()
-	tg, err := ParseTarget(context.Background(), "file://"+dir, S3Options{})
+	tg, err := ParseTarget(context.Background(), "file://"+dir, TargetOptions{})
 	if err != nil || tg.URL("a/b.zip") != "file://"+dir+"/a/b.zip" {
 		t.Fatalf("%v %v", tg, err)
 	}
 	for _, bad := range []string{"ftp://x/y", "file://host/dir", "s3:///prefix", "file://" + dir + "/missing"} {
-		if _, err := ParseTarget(context.Background(), bad, S3Options{}); err == nil {
+		if _, err := ParseTarget(context.Background(), bad, TargetOptions{}); err == nil {
 			t.Errorf("%s accepted", bad)
 		}
 	}
@@ -71,7 +71,7 @@ func TestParseTarget(t *testing.T) {
 
 func TestSweepPartials(t *testing.T) {
 	dir := t.TempDir()
-	tg, _ := NewFileTarget(dir)
+	tg, _ := NewFileTarget(dir, 0)
 	ft := tg.(*FileTarget)
 	ctx := context.Background()
 	old, err := ft.Open(ctx, "a/old.zip", 0, Stored{})

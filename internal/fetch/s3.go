@@ -203,7 +203,7 @@ func (t *S3Target) Delete(ctx context.Context, key string) error {
 // completes only when Commit ends the stream; Abort ends it with an
 // error, and the uploader aborts the upload. S3 keeps no partial across
 // processes: a cut resumes within the Fetch, from the bytes sent.
-func (t *S3Target) Open(ctx context.Context, key string, size int64, want Stored) (Upload, error) {
+func (t *S3Target) Open(ctx context.Context, key string, size int64, want Stored, _ ...OpenOption) (Upload, error) {
 	u := &s3Upload{t: t, ctx: ctx, key: key, meta: map[string]string{"product-id": want.ProductID}, part: t.partSize(size)}
 	if want.MD5 != "" {
 		u.meta["md5"] = want.MD5

@@ -25,7 +25,9 @@ type Target interface {
 	// (0 unknown), for a check of free space. want are the checksums the
 	// bytes must have (stored with the object by targets that can only
 	// set metadata at the start).
-	Open(ctx context.Context, key string, size int64, want Stored) (Upload, error)
+	// A key another fetch holds gives ErrLocked, unless TakeOver is
+	// given: then the other's partial is set aside and its Commit fails.
+	Open(ctx context.Context, key string, size int64, want Stored, opts ...OpenOption) (Upload, error)
 	// Delete removes key (and what is kept beside it); no error when
 	// nothing is there.
 	Delete(ctx context.Context, key string) error
@@ -37,6 +39,14 @@ type Target interface {
 	// it was started, so maxAge must exceed the longest download).
 	SweepPartials(ctx context.Context, maxAge time.Duration) (int, error)
 }
+
+// OpenOption changes Target.Open.
+type OpenOption int
+
+// TakeOver opens a key another fetch holds, as its own: the holder has
+// been silent past the ack wait (stopped, cut off), and its partial is
+// not trusted.
+const TakeOver OpenOption = 1
 
 // Stored describes an object: its size and the checksums known of it
 // (lower-case hex; "" unknown), and the product it holds.
@@ -72,9 +82,17 @@ type Upload interface {
 	Abort(keep bool) error
 }
 
+// TargetOptions are the settings of the targets ParseTarget builds.
+type TargetOptions struct {
+	S3 S3Options
+	// DiskReserve is the room a directory target keeps free: no
+	// download writes into it (FETCH_DISK_RESERVE).
+	DiskReserve int64
+}
+
 // ParseTarget builds the target of a URL: "file:///dir" or
 // "s3://bucket/prefix".
-func ParseTarget(ctx context.Context, raw string, s3 S3Options) (Target, error) {
+func ParseTarget(ctx context.Context, raw string, o TargetOptions) (Target, error) {
 	u, err := url.Parse(raw)
 	if err != nil {
 		return nil, fmt.Errorf("fetch target %q: %w", raw, err)
@@ -87,12 +105,12 @@ func ParseTarget(ctx context.Context, raw string, s3 S3Options) (Target, error) 
 		if u.Path == "" {
 			return nil, fmt.Errorf("fetch target %q: no directory", raw)
 		}
-		return NewFileTarget(u.Path)
+		return NewFileTarget(u.Path, o.DiskReserve)
 	case "s3":
 		if u.Host == "" {
 			return nil, fmt.Errorf("fetch target %q: no bucket", raw)
 		}
-		return NewS3Target(ctx, u.Host, strings.Trim(u.Path, "/"), s3)
+		return NewS3Target(ctx, u.Host, strings.Trim(u.Path, "/"), o.S3)
 	default:
 		return nil, fmt.Errorf("fetch target %q: the scheme is file or s3", raw)
 	}

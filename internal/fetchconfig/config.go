@@ -47,6 +47,11 @@ type Config struct {
 	S3Concurrency   int           `koanf:"FETCH_S3_CONCURRENCY" flag:"s3-concurrency" help:"parts of one download sent to S3 at once"`
 	AckWait         time.Duration `koanf:"FETCH_ACK_WAIT" flag:"ack-wait" help:"a product event taken by a replica that then says nothing this long (killed, its node lost) goes to another; a running download renews it"`
 	PartialMaxAge   time.Duration `koanf:"FETCH_PARTIAL_MAX_AGE" flag:"partial-max-age" help:"unfinished downloads untouched this long are removed from the target (partial files; S3 multipart uploads started this long ago), at start and hourly"`
+	DiskReserve     int64         `koanf:"FETCH_DISK_RESERVE" flag:"disk-reserve" help:"bytes of a directory target's file system no download writes into: the disk never fills (a product that needs them pauses the fetcher until there is room)"`
+	MaxUnknownSize  int64         `koanf:"FETCH_MAX_UNKNOWN_SIZE" flag:"max-unknown-size" help:"the most a product whose notification gives no length may be; past it the download fails for good, its partial removed"`
+	MaxRetryAfter   time.Duration `koanf:"FETCH_MAX_RETRY_AFTER" flag:"max-retry-after" help:"the longest Retry-After of the download service honoured; a wait over a quarter of FETCH_ACK_WAIT gives the product event back with that delay rather than holding a download slot"`
+	MinRate         int64         `koanf:"FETCH_MIN_RATE" flag:"min-rate" help:"bytes a second a download must average over FETCH_MIN_RATE_WINDOW, else it is cut (its partial kept) and resumed later, freeing the slot; 0 never"`
+	MinRateWindow   time.Duration `koanf:"FETCH_MIN_RATE_WINDOW" flag:"min-rate-window" help:"the window FETCH_MIN_RATE is averaged over"`
 	DownloadURL     string        `koanf:"CDSE_DOWNLOAD_URL" flag:"cdse-download-url" help:"download service base: <url>/Products(<id>)/$value"`
 
 	NATSURL       string `koanf:"NATS_URL" flag:"nats-url" help:"NATS server or cluster URL(s), comma-separated"`
@@ -97,6 +102,11 @@ func Default() Config {
 		PartialMaxAge:    24 * time.Hour,
 		AckWait:          2 * time.Minute,
 		S3PartSize:       5 << 20,
+		DiskReserve:      1 << 30,
+		MaxUnknownSize:   64 << 30,
+		MaxRetryAfter:    5 * time.Minute,
+		MinRate:          64 << 10,
+		MinRateWindow:    5 * time.Minute,
 		S3Concurrency:    2,
 		DownloadURL:      cdse.DownloadURL,
 		NATSURL:          "nats://127.0.0.1:4222",
@@ -274,6 +284,21 @@ func (c Config) validate(downloads bool) error {
 	}
 	if c.PartialMaxAge < time.Hour {
 		bad("FETCH_PARTIAL_MAX_AGE %s: want at least 1h (a younger partial may be a download still running)", c.PartialMaxAge)
+	}
+	if c.DiskReserve < 0 {
+		bad("FETCH_DISK_RESERVE %d: want 0 or more bytes", c.DiskReserve)
+	}
+	if c.MaxUnknownSize < 1<<20 {
+		bad("FETCH_MAX_UNKNOWN_SIZE %d: want at least 1MiB", c.MaxUnknownSize)
+	}
+	if c.MaxRetryAfter < time.Second {
+		bad("FETCH_MAX_RETRY_AFTER %s: want at least 1s", c.MaxRetryAfter)
+	}
+	if c.MinRate < 0 {
+		bad("FETCH_MIN_RATE %d: want 0 (never) or more bytes a second", c.MinRate)
+	}
+	if c.MinRateWindow < 10*time.Second {
+		bad("FETCH_MIN_RATE_WINDOW %s: want at least 10s", c.MinRateWindow)
 	}
 	if c.ShutdownTimeout <= 0 {
 		bad("FETCH_SHUTDOWN_TIMEOUT %s: want more than 0", c.ShutdownTimeout)

@@ -15,7 +15,6 @@ import (
 	"net/http"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -61,7 +60,7 @@ func Build(ctx context.Context, cfg fetchconfig.Config, getenv func(string) stri
 		return Parts{}, fmt.Errorf("S3 settings: %w", err)
 	}
 	s3.PathStyle, s3.PartSize, s3.Concurrency = cfg.S3PathStyleOption(), cfg.S3PartSize, cfg.S3Concurrency
-	target, err := fetch.ParseTarget(ctx, cfg.Target, s3)
+	target, err := fetch.ParseTarget(ctx, cfg.Target, fetch.TargetOptions{S3: s3, DiskReserve: cfg.DiskReserve})
 	if err != nil {
 		return Parts{}, fmt.Errorf("FETCH_TARGET: %w", err)
 	}
@@ -71,6 +70,8 @@ func Build(ctx context.Context, cfg fetchconfig.Config, getenv func(string) stri
 	eng, err := fetch.New(fetch.Options{
 		DownloadURL: cfg.DownloadURL, TrustedHosts: cfg.TrustedHostList(), IdleTimeout: cfg.IdleTimeout,
 		MaxAttempts: engineAttempts, RequireChecksum: cfg.RequireChecksum, Entity: cat.GetProduct,
+		MaxRetryAfter: cfg.MaxRetryAfter, MaxHold: cfg.AckWait / 4, LockWait: cfg.AckWait,
+		MinRate: cfg.MinRate, MinRateWindow: cfg.MinRateWindow, MaxUnknownSize: cfg.MaxUnknownSize,
 	}, tokens, target, reg, log)
 	if err != nil {
 		return Parts{}, err
@@ -87,7 +88,8 @@ type App struct {
 
 	nc       *nats.Conn
 	js       jetstream.JetStream
-	ready    atomic.Bool // the stream and consumer are declared
+	health   *health
+	spaceMu  sync.Mutex // one pause for a full target at a time
 	outcomes *prometheus.CounterVec
 	running  prometheus.Gauge
 	oldest   prometheus.Gauge
@@ -102,6 +104,13 @@ func New(cfg fetchconfig.Config, parts Parts, reg *prometheus.Registry, log logr
 		oldest: prometheus.NewGauge(prometheus.GaugeOpts{Name: "cdse_fetcher_oldest_unfetched_age_seconds",
 			Help: "Age of the oldest product event the fetcher's consumer has not acknowledged (stored in the stream that long ago), 0 when none: how far the fetchers are behind, whatever the cause."}),
 	}
+	h, err := newHealth(reg)
+	if err != nil {
+		return nil, err
+	}
+	a.health = h
+	h.set(checkConsumer, "stream and consumer not set up yet", false)
+	h.set(checkNATS, "not connected yet", false)
 	if err := errors.Join(reg.Register(a.outcomes), reg.Register(a.running), reg.Register(a.oldest)); err != nil {
 		return nil, err
 	}
@@ -144,6 +153,8 @@ func (a *App) Run(ctx context.Context) error {
 	})
 	g.Go(func() error { return a.consume(gctx) })
 	g.Go(func() error { a.sweep(gctx); return nil })
+	g.Go(func() error { a.checks(gctx); return nil })
+	g.Go(func() error { a.watchNATS(gctx); return nil })
 	return g.Wait()
 }
 
@@ -286,8 +297,8 @@ func (a *App) consume(ctx context.Context) error {
 	if err != nil {
 		return nil // ctx ended first
 	}
-	a.ready.Store(true)
-	defer a.ready.Store(false)
+	a.health.set(checkConsumer, "", false)
+	defer a.health.set(checkConsumer, "stopping", false)
 	go a.watchBacklog(ctx, c)
 	// work outlives ctx by FETCH_SHUTDOWN_TIMEOUT: running downloads may
 	// end after SIGTERM, and are cut after that.
@@ -444,17 +455,21 @@ func (a *App) handle(ctx context.Context, m jetstream.Msg) {
 		a.outcomes.WithLabelValues("deleted").Inc()
 		pub = deletedMsg(a.cfg.FetchedPrefix, a.cfg.Consumer, n, m.Headers(), a.parts.Target.URL(key))
 	default:
-		var last time.Time
-		// A long download keeps its message with InProgress, four times
-		// an AckWait: one lost or late still leaves three.
-		progress := func() {
-			if time.Since(last) >= a.cfg.AckWait/4 {
-				last = time.Now()
-				_ = m.InProgress()
-			}
-		}
-		res, err := a.parts.Engine.Fetch(ctx, ProductOf(n), key, progress)
+		res, err := a.fetch(ctx, log, m, n, key)
+		var deferred *fetch.DeferError
 		switch {
+		case err != nil && errors.As(err, &deferred):
+			// A long Retry-After: the product's message goes back
+			// with that wait and the slot is free meanwhile.
+			a.outcomes.WithLabelValues("deferred").Inc()
+			log.WithError(err).WithField("retry_in", deferred.Wait.Round(time.Second).String()).Warn("the download service asks to wait; the product event is given back until then")
+			_ = m.NakWithDelay(deferred.Wait)
+			return
+		case errors.Is(err, errCutOff):
+			// Not acknowledged either way: NATS gives it to a replica
+			// that can reach it, and this one's partial is kept.
+			log.WithError(err).Error("download stopped")
+			return
 		case err != nil && fetch.Permanent(err):
 			a.giveUp(ctx, log, m, md, n, err.Error())
 			return
@@ -478,6 +493,38 @@ func (a *App) handle(ctx context.Context, m jetstream.Msg) {
 	}
 	if err := m.DoubleAck(ctx); err != nil {
 		log.WithError(err).Warn("ack not confirmed; the event may be redelivered (its fetched event is deduplicated)")
+	}
+}
+
+// fetch is the download of n's product under key, its message kept
+// alive by acknowledged in-progress acks: it waits while a check holds
+// the work, and pauses (keeping the message) while the target is full.
+// Cut off from NATS, it stops with errCutOff.
+func (a *App) fetch(ctx context.Context, log logrus.FieldLogger, m jetstream.Msg, n *event.Notification, key string) (fetch.Result, error) {
+	ctx, cut := context.WithCancelCause(ctx)
+	defer cut(nil)
+	go a.heartbeat(ctx, m, cut)
+	for {
+		if err := a.health.waitUnheld(ctx); err != nil {
+			return fetch.Result{}, cmp.Or(context.Cause(ctx), err)
+		}
+		if ck, ok := a.parts.Target.(Checker); ok {
+			// Before each product, not only on the checks' interval: a
+			// volume unmounted since is never written under.
+			a.checkMoved(ck)
+			if err := ck.Check(); err != nil {
+				continue
+			}
+		}
+		res, err := a.parts.Engine.Fetch(ctx, ProductOf(n), key, nil)
+		if errors.Is(err, fetch.ErrNoSpace) && !fetch.Permanent(err) && ctx.Err() == nil {
+			a.pauseNoSpace(ctx, n.ContentLength, err)
+			continue
+		}
+		if err != nil && ctx.Err() != nil {
+			err = fmt.Errorf("%w (%w)", err, context.Cause(ctx))
+		}
+		return res, err
 	}
 }
 
@@ -534,32 +581,7 @@ func (a *App) giveUp(ctx context.Context, log logrus.FieldLogger, m jetstream.Ms
 func (a *App) admin() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok\n")) })
-	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
-		if err := a.readiness(r.Context()); err != nil {
-			http.Error(w, err.Error(), http.StatusServiceUnavailable)
-			return
-		}
-		_, _ = w.Write([]byte("ok\n"))
-	})
+	mux.HandleFunc("GET /readyz", a.health.serveReady)
 	mux.Handle("GET /metrics", promhttp.HandlerFor(a.reg, promhttp.HandlerOpts{}))
 	return mux
-}
-
-// probeKey is looked up in the target by /readyz: a cheap request that
-// fails when the target cannot be reached or read.
-const probeKey = "fetcher-readiness-probe"
-
-func (a *App) readiness(ctx context.Context) error {
-	switch {
-	case !a.nc.IsConnected():
-		return errors.New("nats not connected")
-	case !a.ready.Load():
-		return errors.New("stream and consumer not set up")
-	}
-	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
-	defer cancel()
-	if _, _, err := a.parts.Target.Stat(ctx, probeKey); err != nil {
-		return fmt.Errorf("target: %w", err)
-	}
-	return nil
 }
