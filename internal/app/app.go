@@ -215,6 +215,8 @@ func (a *App) Start(ctx context.Context) error {
 			ConsumerPassword: cfg.NATSEmbeddedPassword,
 			FetcherUser:      cfg.NATSEmbeddedFetcherUser,
 			FetcherPassword:  cfg.NATSEmbeddedFetcherPassword,
+			Stream:           cfg.Stream,
+			FetchConsumer:    cfg.FetchConsumer,
 			SubjectPrefix:    cfg.SubjectPrefix,
 			QuarantinePrefix: cfg.QuarantinePrefix,
 			InterestPrefix:   cfg.InterestPrefix,

@@ -17,6 +17,7 @@ import (
 	"github.com/cdse-jetstream/receiver/event"
 	"github.com/cdse-jetstream/receiver/internal/acmerules"
 	"github.com/cdse-jetstream/receiver/internal/cdse"
+	"github.com/cdse-jetstream/receiver/internal/fetchconfig"
 	"github.com/cdse-jetstream/receiver/internal/stac"
 )
 
@@ -58,6 +59,7 @@ type Config struct {
 	NATSEmbeddedPassword        string        `koanf:"NATS_EMBEDDED_PASSWORD" secret:"true" help:"consumers' password of the embedded server"`
 	NATSEmbeddedFetcherUser     string        `koanf:"NATS_EMBEDDED_FETCHER_USER" flag:"nats-embedded-fetcher-user" help:"the fetcher's user of the embedded server: a consumer's rights and the fetcher's stream CDSE_FETCHED (cmd/fetcher)"`
 	NATSEmbeddedFetcherPassword string        `koanf:"NATS_EMBEDDED_FETCHER_PASSWORD" secret:"true" help:"the fetcher's password of the embedded server"`
+	FetchConsumer               string        `koanf:"FETCH_CONSUMER" flag:"fetch-consumer" help:"the fetcher's durable consumer on the product stream (the fetcher's own setting, read here too): the embedded server's consumers may not create, change, delete, pull from or acknowledge on it"`
 	SubjectPrefix               string        `koanf:"NATS_SUBJECT_PREFIX" flag:"subject-prefix" help:"subject prefix of the product stream"`
 	SubjectTemplate             string        `koanf:"NATS_SUBJECT_TEMPLATE" flag:"subject-template" help:"subject tokens after the prefix, dot-separated, of: event, collection, productType, platform, processingLevel, tileId, relativeOrbit"`
 	CloudEvents                 bool          `koanf:"NATS_CLOUDEVENTS" flag:"cloudevents" help:"add the CloudEvents ce-* headers (binary content mode of the NATS binding)"`
@@ -129,7 +131,8 @@ func Default() Config {
 		ReadHeaderTimeout:  5 * time.Second,
 		AuthFailureLimit:   20,
 		NATSEmbeddedAddr:   "127.0.0.1:4222",
-		NATSEmbeddedSync:   "2m", // nats-server's own default
+		NATSEmbeddedSync:   "2m",                           // nats-server's own default
+		FetchConsumer:      fetchconfig.Default().Consumer, // the fetcher's: one environment file, or none, names one durable to both
 		SubjectPrefix:      event.DefaultPrefix,
 		SubjectTemplate:    event.DefaultTemplateText,
 		CloudEvents:        true,

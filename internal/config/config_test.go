@@ -234,6 +234,8 @@ func TestValidate(t *testing.T) {
 			c.LogFormat = "xml"
 		}, []string{"RECEIVER_PATH", "RECEIVER_MAX_BODY", "NATS_SUBJECT_PREFIX", "NATS_STREAM ", "NATS_STREAM_REPLICAS must be 1 with the embedded", "LOG_FORMAT"}},
 		{"max age below window", func(c *Config) { c.StreamMaxAge = time.Hour }, []string{"NATS_STREAM_MAX_AGE"}},
+		{"fetcher's consumer not a name", func(c *Config) { c.FetchConsumer = "fetch.er" }, []string{`FETCH_CONSUMER "fetch.er" must be a name`}},
+		{"fetcher's consumer with an external nats", func(c *Config) { c.NATSURL, c.FetchConsumer = "nats://a:4222", "any.thing" }, nil},
 		{"embedded sync always", func(c *Config) { c.NATSEmbeddedSync = "always" }, nil},
 		{"embedded sync", func(c *Config) { c.NATSEmbeddedSync = "sometimes" }, []string{`NATS_EMBEDDED_SYNC: "sometimes" must be always or a positive duration`}},
 		{"embedded sync zero", func(c *Config) { c.NATSEmbeddedSync = "0s" }, []string{"NATS_EMBEDDED_SYNC"}},

@@ -175,6 +175,9 @@ func (c Config) ValidateNATS() error {
 		if (c.NATSEmbeddedFetcherUser == "") != (c.NATSEmbeddedFetcherPassword == "") {
 			p.add("NATS_EMBEDDED_FETCHER_USER and NATS_EMBEDDED_FETCHER_PASSWORD go together")
 		}
+		if !subjectToken.MatchString(c.FetchConsumer) {
+			p.add("FETCH_CONSUMER %q must be a name of [A-Za-z0-9_-] (the fetcher's durable, which consumers are denied)", c.FetchConsumer)
+		}
 		if c.DataDir == "" {
 			p.add("RECEIVER_DATA_DIR is required with the embedded NATS server")
 		}

@@ -43,7 +43,8 @@ type Options struct {
 	// login, and a client without it is refused. Unset, consumers connect
 	// without a login (the default, on loopback). Either way a consumer
 	// has consumerPermissions: it reads the streams and uses consumers but
-	// cannot publish into a stream, or purge, change or delete one.
+	// cannot publish into a stream, or purge, change or delete one, nor
+	// touch the fetcher's durable (Stream, FetchConsumer).
 	ConsumerUser, ConsumerPassword string
 	// FetcherUser and FetcherPassword, when set, are the fetcher's login
 	// (cmd/fetcher): a consumer's rights, and the fetcher's stream
@@ -51,6 +52,12 @@ type Options struct {
 	// prefixes) to create, update and publish to; nothing of the
 	// receiver's streams.
 	FetcherUser, FetcherPassword string
+	// Stream and FetchConsumer name the fetcher's durable on the product
+	// stream (NATS_STREAM, FETCH_CONSUMER): consumers may not create,
+	// change, delete, pull from or acknowledge on it, only the fetcher's
+	// login and the receiver's may (fetcherConsumerSubjects). Either empty:
+	// no such guard.
+	Stream, FetchConsumer string
 	// SubjectPrefix, QuarantinePrefix and InterestPrefix are the
 	// configured prefixes of the receiver's streams, which consumers must
 	// not publish to (with topology.PlannedPrefixes).
@@ -122,6 +129,37 @@ func consumerPermissions(prefixes ...string) *server.Permissions {
 	}
 }
 
+// fetcherConsumerSubjects are what a consumer could send to take over
+// the fetcher's durable consumer: create or update it (another filter, a
+// max_ack_pending of 1: the running fetcher silently stops receiving),
+// delete it, pull from it, or acknowledge its messages (those products
+// are never fetched, and nothing says so). A consumer's own durables are
+// untouched: NATS has no owner of a consumer, so the fetcher's is named.
+//
+// Each API subject is denied with any suffix: CREATE has the forms
+// <stream>.<consumer> and <stream>.<consumer>.<filter>, and a suffix the
+// server ignores today must not open a way around. The legacy form
+// CREATE.<stream>, meant for unnamed ephemerals, takes the consumer's
+// name from the request's body (config.name), where a permission cannot
+// look: with it, a consumer updates the fetcher's durable as well (tried
+// on nats-server 2.15), so it is denied on this stream as a whole. Clients
+// name their ephemerals in the subject since nats-server 2.9 (nats.go, the
+// nats CLI, nats.js' ordered consumers); one that creates an unnamed
+// ephemeral on the legacy subject is refused. The acks have two forms,
+// $JS.ACK.<stream>.<consumer>.… and $JS.ACK.<domain>.<account
+// hash>.<stream>.<consumer>.…; the server takes both.
+func fetcherConsumerSubjects(stream, consumer string) []string {
+	if stream == "" || consumer == "" {
+		return nil
+	}
+	out := []string{"$JS.API.CONSUMER.CREATE." + stream}
+	for _, api := range []string{"CREATE", "DURABLE.CREATE", "DELETE", "MSG.NEXT"} {
+		s := "$JS.API.CONSUMER." + api + "." + stream + "." + consumer
+		out = append(out, s, s+".>")
+	}
+	return append(out, "$JS.ACK."+stream+"."+consumer+".>", "$JS.ACK.*.*."+stream+"."+consumer+".>")
+}
+
 // FetcherStream is the fetcher's stream (its FETCH_STREAM default), the
 // one stream its login may create and update on the embedded server.
 const FetcherStream = "CDSE_FETCHED"
@@ -159,7 +197,10 @@ func fetcherPermissions(denied ...string) *server.Permissions {
 // when no consumer login is set; and the fetcher's, when set.
 func users(o Options, receiverPassword string) ([]*server.User, string, error) {
 	denied := append([]string{o.SubjectPrefix, o.QuarantinePrefix, o.InterestPrefix}, topology.PlannedPrefixes...)
+	// The fetcher's login keeps its durable: fetcherPermissions are made
+	// from consumerPermissions, before this denial.
 	perms := consumerPermissions(denied...)
+	perms.Publish.Deny = append(perms.Publish.Deny, fetcherConsumerSubjects(o.Stream, o.FetchConsumer)...)
 	receiver := &server.User{Username: ReceiverUser, Password: receiverPassword}
 	for _, u := range []string{o.ConsumerUser, o.FetcherUser} {
 		if u == ReceiverUser || u == anonymousUser {

@@ -14,7 +14,8 @@ import (
 // TestFetcherLogin: with NATS_EMBEDDED_FETCHER_USER the fetcher logs in to
 // the embedded server as itself: it creates and updates its own stream
 // (CDSE_FETCHED on cdse.fetched.> and cdse.fetchfailed.>), publishes there
-// and consumes the product stream with a durable of its own; it cannot
+// and consumes the product stream with its durable (the one consumers are
+// denied, fetcherDurable: created, pulled from, acknowledged); it cannot
 // publish into the receiver's streams, create another stream, or purge,
 // change or delete the receiver's. Without the setting, no such login
 // exists (the fetcher then needs an external NATS, as before).
@@ -63,7 +64,7 @@ func TestFetcherLogin(t *testing.T) {
 	if err := nc.Flush(); err != nil || nc.LastError() != nil {
 		t.Fatalf("the fetcher publishes a retry: %v %v", err, nc.LastError())
 	}
-	cons, err := js.CreateOrUpdateConsumer(ctx, testStream, jetstream.ConsumerConfig{Durable: "fetcher", AckPolicy: jetstream.AckExplicitPolicy, MaxAckPending: 4})
+	cons, err := js.CreateOrUpdateConsumer(ctx, testStream, jetstream.ConsumerConfig{Durable: fetcherDurable, AckPolicy: jetstream.AckExplicitPolicy, MaxAckPending: 4})
 	if err != nil {
 		t.Fatalf("the fetcher's durable: %v", err)
 	}

@@ -17,7 +17,7 @@ import (
 // permissionsFixture is an embedded server started as the receiver starts
 // it, with the product stream (and the interests' subjects) holding one
 // message the receiver published, and a durable consumer of the
-// receiver's own.
+// receiver's own; the fetcher's durable is fetcherDurable.
 type permissionsFixture struct {
 	srv      *Server
 	receiver *nats.Conn
@@ -30,6 +30,7 @@ func startPermissionsFixture(t *testing.T, o Options) permissionsFixture {
 	t.Helper()
 	o.Addr, o.DataDir, o.MaxPayload = "127.0.0.1:0", t.TempDir(), 1<<20
 	o.SubjectPrefix, o.QuarantinePrefix, o.InterestPrefix = "cdse.product", "cdse.quarantine", "cdse.interest"
+	o.Stream, o.FetchConsumer = testStream, fetcherDurable
 	srv, nc := startEmbedded(t, o)
 	js, err := jetstream.New(nc)
 	if err != nil {

@@ -93,6 +93,13 @@ type App struct {
 	outcomes *prometheus.CounterVec
 	running  prometheus.Gauge
 	oldest   prometheus.Gauge
+	restored *prometheus.CounterVec
+	// consumerEvery is how often the consumer is compared with what
+	// declare sets (consumerCheckEvery; tests shorten it); checkNow
+	// has it compared at once, when a pull is answered that the consumer
+	// was deleted.
+	consumerEvery time.Duration
+	checkNow      chan struct{}
 }
 
 // New is a fetcher of cfg (validated) over parts; reg serves /metrics.
@@ -103,6 +110,10 @@ func New(cfg fetchconfig.Config, parts Parts, reg *prometheus.Registry, log logr
 		running: prometheus.NewGauge(prometheus.GaugeOpts{Name: "cdse_fetcher_running", Help: "Product events being handled by this replica."}),
 		oldest: prometheus.NewGauge(prometheus.GaugeOpts{Name: "cdse_fetcher_oldest_unfetched_age_seconds",
 			Help: "Age of the oldest product event the fetcher's consumer has not acknowledged (stored in the stream that long ago), 0 when none: how far the fetchers are behind, whatever the cause."}),
+		restored: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "cdse_fetcher_consumer_restored_total",
+			Help: "Times this replica found the fetcher's consumer changed (its filter, acks, max_ack_pending, max_deliver) or gone, and declared it again."}, []string{"found"}),
+		consumerEvery: consumerCheckEvery,
+		checkNow:      make(chan struct{}, 1),
 	}
 	h, err := newHealth(reg)
 	if err != nil {
@@ -111,7 +122,7 @@ func New(cfg fetchconfig.Config, parts Parts, reg *prometheus.Registry, log logr
 	a.health = h
 	h.set(checkConsumer, "stream and consumer not set up yet", false)
 	h.set(checkNATS, "not connected yet", false)
-	if err := errors.Join(reg.Register(a.outcomes), reg.Register(a.running), reg.Register(a.oldest)); err != nil {
+	if err := errors.Join(reg.Register(a.outcomes), reg.Register(a.running), reg.Register(a.oldest), reg.Register(a.restored)); err != nil {
 		return nil, err
 	}
 	return a, nil
@@ -186,12 +197,16 @@ func (a *App) sweep(ctx context.Context) {
 	}
 }
 
+// setNotReady has /readyz answer 503 with why on the consumer check; ""
+// makes it pass.
+func (a *App) setNotReady(why string) { a.health.set(checkConsumer, why, false) }
+
 // setUp declares the fetcher's stream and its consumer on the product
 // stream, retrying until NATS answers or ctx ends.
 func (a *App) setUp(ctx context.Context) (jetstream.Consumer, error) {
 	b := retry.Backoff{First: time.Second, Max: 30 * time.Second}
 	for {
-		c, err := a.declare(ctx)
+		c, err := a.declare(ctx, 0)
 		if err == nil {
 			return c, nil
 		}
@@ -202,7 +217,10 @@ func (a *App) setUp(ctx context.Context) (jetstream.Consumer, error) {
 	}
 }
 
-func (a *App) declare(ctx context.Context) (jetstream.Consumer, error) {
+// declare creates or updates the fetcher's stream and its consumer. A
+// consumer that does not exist starts at FETCH_START, or at stream
+// sequence resumeAt when not 0: where one that was lost had got to.
+func (a *App) declare(ctx context.Context, resumeAt uint64) (jetstream.Consumer, error) {
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	_, err := a.js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
@@ -215,24 +233,16 @@ func (a *App) declare(ctx context.Context) (jetstream.Consumer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("stream %s: %w", a.cfg.Stream, err)
 	}
-	cc := jetstream.ConsumerConfig{
-		Durable:        a.cfg.Consumer,
-		Description:    "fetcher: downloads each product event",
-		FilterSubjects: ConsumerSubjects(a.cfg),
-		AckPolicy:      jetstream.AckExplicitPolicy,
-		AckWait:        a.cfg.AckWait,
-		// The deployment-wide cap on downloads: NATS delivers no more
-		// unacked messages than this to all replicas together.
-		MaxAckPending: a.cfg.Concurrency,
-		MaxDeliver:    -1, // attempts are counted by NumDelivered, to publish the given-up event
-	}
+	cc := a.consumerConfig()
 	old, err := a.js.Consumer(ctx, a.cfg.ProductStream, a.cfg.Consumer)
 	switch {
 	case err == nil:
 		// Where a consumer starts cannot change: FETCH_START applies to
-		// its creation only.
+		// its creation only (resumeAt to its re-creation).
 		info := old.CachedInfo()
-		cc.DeliverPolicy, cc.OptStartTime = info.Config.DeliverPolicy, info.Config.OptStartTime
+		cc.DeliverPolicy, cc.OptStartTime, cc.OptStartSeq = info.Config.DeliverPolicy, info.Config.OptStartTime, info.Config.OptStartSeq
+	case errors.Is(err, jetstream.ErrConsumerNotFound) && resumeAt > 0:
+		cc.DeliverPolicy, cc.OptStartSeq = jetstream.DeliverByStartSequencePolicy, resumeAt
 	case errors.Is(err, jetstream.ErrConsumerNotFound):
 		at, _ := a.cfg.StartTime()
 		switch a.cfg.Start {
@@ -254,6 +264,22 @@ func (a *App) declare(ctx context.Context) (jetstream.Consumer, error) {
 		return nil, fmt.Errorf("consumer %s on %s: %w", a.cfg.Consumer, a.cfg.ProductStream, err)
 	}
 	return c, nil
+}
+
+// consumerConfig is the fetcher's consumer as declare sets it, but where
+// it starts.
+func (a *App) consumerConfig() jetstream.ConsumerConfig {
+	return jetstream.ConsumerConfig{
+		Durable:        a.cfg.Consumer,
+		Description:    "fetcher: downloads each product event",
+		FilterSubjects: ConsumerSubjects(a.cfg),
+		AckPolicy:      jetstream.AckExplicitPolicy,
+		AckWait:        a.cfg.AckWait,
+		// The deployment-wide cap on downloads: NATS delivers no more
+		// unacked messages than this to all replicas together.
+		MaxAckPending: a.cfg.Concurrency,
+		MaxDeliver:    -1, // attempts are counted by NumDelivered, to publish the given-up event
+	}
 }
 
 // ConsumerSubjects are the fetcher consumer's filter subjects: the product
@@ -306,7 +332,7 @@ func (a *App) consume(ctx context.Context) error {
 	defer cut()
 	sem := make(chan struct{}, a.cfg.Concurrency)
 	var wg sync.WaitGroup
-	cc, err := c.Consume(func(m jetstream.Msg) {
+	handler := func(m jetstream.Msg) {
 		if ctx.Err() != nil {
 			_ = m.Nak() // buffered while stopping: to another replica at once
 			return
@@ -324,13 +350,40 @@ func (a *App) consume(ctx context.Context) error {
 			defer a.running.Dec()
 			a.handle(work, m)
 		}()
-	}, jetstream.PullMaxMessages(a.cfg.Concurrency), jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
+	}
+	opts := []jetstream.PullConsumeOpt{jetstream.PullMaxMessages(a.cfg.Concurrency), jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
 		a.log.WithError(err).Debug("consumer")
-	}))
+		if errors.Is(err, jetstream.ErrConsumerDeleted) {
+			// This consumption has ended: the watch restores the
+			// consumer now rather than at its next look.
+			select {
+			case a.checkNow <- struct{}{}:
+			default:
+			}
+		}
+	})}
+	cc, err := c.Consume(handler, opts...)
 	if err != nil {
 		return fmt.Errorf("consume: %w", err)
 	}
+	// A consumer deleted (and re-created) ends the consumption of the old
+	// one: the watch has it started again on the new one. Only the watch
+	// changes cc, and it has returned before the drain below reads it.
+	watched := make(chan struct{})
+	go func() {
+		defer close(watched)
+		a.watchConsumer(ctx, c, func(c jetstream.Consumer) error {
+			cc.Stop()
+			next, err := c.Consume(handler, opts...)
+			if err != nil {
+				return fmt.Errorf("consume: %w", err)
+			}
+			cc = next
+			return nil
+		})
+	}()
 	<-ctx.Done()
+	<-watched
 	// Drain hands the messages already buffered to the callback, which
 	// Naks them (rather than leaving them to AckWait); no new ones come.
 	cc.Drain()
