@@ -19,11 +19,16 @@ import (
 const OwnerKey = "cdse-product-stream"
 
 // ErrNotOwner marks a stream that another product stream owns, or that
-// owns none and may not be adopted: writing there would mix two
+// owns none and may not be adopted, or subjects that another stream
+// takes: writing there would mix two
 // deployments' messages (a consumer of one would read the other's
 // complete ranges, or fetched events), so it is a configuration error,
 // not one to retry.
-var ErrNotOwner = errors.New("not this deployment's stream")
+var ErrNotOwner = errors.New("another deployment's stream")
+
+// errSubjectsOverlap is JetStream's error code of a stream whose subjects
+// another stream takes (nats.go names no error for it).
+const errSubjectsOverlap jetstream.ErrorCode = 10065
 
 // EnsureOwned creates cfg's stream recording owner, the product stream it
 // serves, in its metadata, or brings an existing one of owner's to cfg
@@ -44,6 +49,11 @@ func EnsureOwned(ctx context.Context, js jetstream.JetStream, cfg jetstream.Stre
 			s, err = js.CreateStream(ctx, want)
 			if errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) && attempt == 0 {
 				continue // another deployment created it meanwhile: look whose it is
+			}
+			if apiErr := (*jetstream.APIError)(nil); errors.As(err, &apiErr) && apiErr.ErrorCode == errSubjectsOverlap {
+				// A stream of its own on another deployment's subjects:
+				// the same mistake, half fixed.
+				return nil, fmt.Errorf("%w: its subjects %v are another stream's (%v): set %s", ErrNotOwner, cfg.Subjects, err, change)
 			}
 			if err != nil {
 				return nil, fmt.Errorf("create: %w", err)

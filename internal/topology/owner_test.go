@@ -17,7 +17,8 @@ import (
 // TestCompleteOwner: the complete stream records the product stream it
 // serves; a receiver with another NATS_STREAM is refused with a message
 // naming both streams and the settings to change, and works with a
-// complete stream of its own; a stream without an owner (made before
+// complete stream of its own (a name alone is not enough: its subjects
+// must be its own too); a stream without an owner (made before
 // owners were recorded) is adopted by the default NATS_STREAM only, its
 // other metadata kept.
 func TestCompleteOwner(t *testing.T) {
@@ -25,6 +26,8 @@ func TestCompleteOwner(t *testing.T) {
 	staging := topology.Options{Stream: "STAGING", SubjectPrefix: "staging.product", Duplicates: time.Minute}
 	ownStaging := staging
 	ownStaging.CompleteStream, ownStaging.CompletePrefix = "STAGING_COMPLETE", "staging.complete"
+	halfStaging := staging
+	halfStaging.CompleteStream = "STAGING_COMPLETE"
 	production := topology.Options{Stream: event.DefaultStream, SubjectPrefix: "cdse.product", Duplicates: time.Minute}
 	for _, c := range []struct {
 		name     string
@@ -39,6 +42,8 @@ func TestCompleteOwner(t *testing.T) {
 		{name: "another receiver's, the default one refused too", existing: "STAGING", o: production,
 			refused: []string{"CDSE_COMPLETE", event.DefaultStream, "STAGING", "COMPLETE_STREAM"}},
 		{name: "a stream of its own beside another receiver's", existing: event.DefaultStream, o: ownStaging},
+		{name: "a stream of its own on another receiver's subjects", existing: event.DefaultStream, o: halfStaging,
+			refused: []string{"STAGING_COMPLETE", "cdse.complete.>", "COMPLETE_SUBJECT_PREFIX"}},
 		{name: "without an owner: adopted by the default NATS_STREAM", existing: none, o: production},
 		{name: "without an owner: refused to another NATS_STREAM", existing: none, o: staging,
 			refused: []string{"CDSE_COMPLETE", event.DefaultStream, "STAGING", "COMPLETE_STREAM"}},
