@@ -51,10 +51,10 @@ type Options struct {
 	// prefixes) to create, update and publish to; nothing of the
 	// receiver's streams.
 	FetcherUser, FetcherPassword string
-	// SubjectPrefix, QuarantinePrefix and InterestPrefix are the
-	// configured prefixes of the receiver's streams, which consumers must
-	// not publish to (with topology.PlannedPrefixes).
-	SubjectPrefix, QuarantinePrefix, InterestPrefix string
+	// SubjectPrefix, QuarantinePrefix, InterestPrefix and CompletePrefix
+	// are the configured prefixes of the receiver's streams, which
+	// consumers must not publish to (with topology.PlannedPrefixes).
+	SubjectPrefix, QuarantinePrefix, InterestPrefix, CompletePrefix string
 }
 
 // Server is a running embedded server and the login of the receiver's own
@@ -158,7 +158,7 @@ func fetcherPermissions(denied ...string) *server.Permissions {
 // right; the consumers', which is who a client without a login becomes
 // when no consumer login is set; and the fetcher's, when set.
 func users(o Options, receiverPassword string) ([]*server.User, string, error) {
-	denied := append([]string{o.SubjectPrefix, o.QuarantinePrefix, o.InterestPrefix}, topology.PlannedPrefixes...)
+	denied := append([]string{o.SubjectPrefix, o.QuarantinePrefix, o.InterestPrefix, o.CompletePrefix}, topology.PlannedPrefixes...)
 	perms := consumerPermissions(denied...)
 	receiver := &server.User{Username: ReceiverUser, Password: receiverPassword}
 	for _, u := range []string{o.ConsumerUser, o.FetcherUser} {

@@ -50,16 +50,16 @@ type Options struct {
 	CompletePrefix string
 }
 
-// PlannedPrefixes are the subject prefixes of the streams the receiver's
-// coming stages will own, which have no setting yet: the fetcher's
-// products fetched (cdse.fetched.>) and failed fetches
-// (cdse.fetchfailed.>), and the completion stage's (cdse.complete.>).
-// They are written here, once, so that the embedded server denies
-// consumers publishing to them from the day those streams appear, without
-// a second change to its permissions that could be forgotten: the fetcher
-// and completion streams must take these names (as the defaults of their
-// settings, when they get some, added to the embedded server's deny list).
-var PlannedPrefixes = []string{"cdse.fetched", "cdse.fetchfailed", event.CompletePrefix, RetryPrefix}
+// PlannedPrefixes are the subject prefixes of the streams of the
+// receiver's other stages that the receiver's configuration does not
+// name: the fetcher's products fetched (cdse.fetched.>) and failed
+// fetches (cdse.fetchfailed.>), and its retries. They are written here,
+// once, so that the embedded server denies consumers publishing to them
+// without a second change to its permissions that could be forgotten: the
+// fetcher's settings default to these names. The complete ranges' prefix
+// is a setting of the receiver's (COMPLETE_SUBJECT_PREFIX), denied as
+// configured.
+var PlannedPrefixes = []string{"cdse.fetched", "cdse.fetchfailed", RetryPrefix}
 
 // RetryPrefix is the subjects of the product stream where `fetcher failed
 // retry` puts a given-up product event back for the fetcher's consumer
