@@ -18,6 +18,11 @@ import (
 // stored on its subjects. Each time Until advances, the receiver puts a
 // Complete on <CompletePrefix>.<interest>.<event> in CompleteStream, which
 // keeps the last message of each subject.
+//
+// CompletePrefix and CompleteStream are the defaults of the receiver's
+// COMPLETE_SUBJECT_PREFIX and COMPLETE_STREAM: a second receiver on the
+// same NATS (staging beside production) sets its own, and its consumers
+// build their subjects with CompleteSubjectIn.
 const (
 	CompletePrefix = "cdse.complete"
 	CompleteStream = "CDSE_COMPLETE"
@@ -32,9 +37,17 @@ const (
 )
 
 // CompleteSubject is the subject of an interest's (or CompleteProducts')
-// complete range of an event: cdse.complete.l2a-alps.created.
+// complete range of an event under the default prefix:
+// cdse.complete.l2a-alps.created.
 func CompleteSubject(interest string, ev Kind) string {
-	return CompletePrefix + "." + interest + "." + string(ev)
+	return CompleteSubjectIn(CompletePrefix, interest, ev)
+}
+
+// CompleteSubjectIn is CompleteSubject under a receiver's
+// COMPLETE_SUBJECT_PREFIX: CompleteSubjectIn("staging.complete",
+// "l2a-alps", Created) is staging.complete.l2a-alps.created.
+func CompleteSubjectIn(prefix, interest string, ev Kind) string {
+	return prefix + "." + interest + "." + string(ev)
 }
 
 // Complete is a complete range as announced: every product event of kind

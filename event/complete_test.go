@@ -20,6 +20,9 @@ func TestDecodeComplete(t *testing.T) {
 	if got := event.CompleteSubject(c.Interest, c.Event); got != "cdse.complete.l2a-alps.created" {
 		t.Errorf("subject %s", got)
 	}
+	if got := event.CompleteSubjectIn("staging.complete", event.CompleteProducts, event.Deleted); got != "staging.complete._products.deleted" {
+		t.Errorf("subject under a receiver's own prefix %s", got)
+	}
 	for _, bad := range []string{`{}`, `[]`, `{"interest":"a.b","event":"created","from":"2026-11-01T00:00:00Z","until":"2026-11-02T00:00:00Z"}`,
 		`{"interest":"a","event":"made","from":"2026-11-01T00:00:00Z","until":"2026-11-02T00:00:00Z"}`,
 		`{"interest":"a","event":"created","from":"2026-11-03T00:00:00Z","until":"2026-11-02T00:00:00Z"}`} {

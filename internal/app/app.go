@@ -220,6 +220,7 @@ func (a *App) Start(ctx context.Context) error {
 			SubjectPrefix:    cfg.SubjectPrefix,
 			QuarantinePrefix: cfg.QuarantinePrefix,
 			InterestPrefix:   cfg.InterestPrefix,
+			CompletePrefix:   cfg.CompletePrefix,
 		}, a.log)
 		if err != nil {
 			return err
@@ -362,8 +363,8 @@ func (a *App) run() {
 	g, ctx := errgroup.WithContext(ctx)
 	a.group = g
 	g.Go(func() error {
-		if !a.ensureStream(ctx) {
-			return nil
+		if ok, err := a.ensureStream(ctx); !ok {
+			return err
 		}
 		close(a.streamReady)
 		a.keeper.Run(ctx, streamCheckInterval)
@@ -428,13 +429,26 @@ func (a *App) fail(err error) {
 const streamCheckInterval = time.Second
 
 // ensureStream creates or updates the stream, retrying until it succeeds:
-// an external NATS may come up after the receiver.
-func (a *App) ensureStream(ctx context.Context) bool {
+// an external NATS may come up after the receiver. It fails at once when
+// the complete stream is another receiver's (topology.ErrNotOwner).
+func (a *App) ensureStream(ctx context.Context) (bool, error) {
 	backoff := retry.Backoff{First: 200 * time.Millisecond, Max: 10 * time.Second}
 	for {
 		cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 		info, err := a.keeper.Ensure(cctx)
 		if err == nil {
+			// The complete stream is claimed at start, reconciler or
+			// not: a receiver that stores no range still owns the empty
+			// stream its consumers read, so that a second receiver's
+			// ranges never land there. Another receiver's stream is a
+			// setting to change, not a failure to retry; anything else is
+			// tried again at the first range announced.
+			if cerr := a.topo.EnsureComplete(cctx); errors.Is(cerr, topology.ErrNotOwner) {
+				cancel()
+				return false, cerr
+			} else if cerr != nil {
+				a.log.WithError(cerr).Error("complete stream not ready: the complete ranges are announced once it can be created")
+			}
 			// The quarantine does not gate readiness: valid notifications
 			// must flow even if it cannot be created. Each refused body
 			// tries again, and is answered 503 (retried) until it works.
@@ -446,7 +460,7 @@ func (a *App) ensureStream(ctx context.Context) bool {
 		if err == nil {
 			a.log.WithFields(logrus.Fields{"stream": info.Config.Name, "subjects": info.Config.Subjects,
 				"replicas": info.Config.Replicas, "duplicate_window": info.Config.Duplicates.String()}).Info("stream ready")
-			return true
+			return true, nil
 		}
 		msg := "stream not ready"
 		if !a.nc.IsConnected() {
@@ -457,7 +471,7 @@ func (a *App) ensureStream(ctx context.Context) bool {
 		wait := backoff.Next()
 		a.log.WithError(err).WithField("retry_in", wait.String()).Warn(msg)
 		if retry.Sleep(ctx, wait) != nil {
-			return false
+			return false, nil
 		}
 	}
 }

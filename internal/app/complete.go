@@ -84,7 +84,7 @@ func interestScopes(set *interestfile.Set) []complete.Scope {
 // status is the ranges for /status: read from the state bucket, and why
 // an interest or an event has none.
 func (c *completeRanges) status(ctx context.Context) *status.Complete {
-	st := &status.Complete{Stream: event.CompleteStream, Lag: c.cfg.ReconcileOverlap.String() + " (RECONCILE_OVERLAP) behind the last reconcile pass, which runs every " + c.cfg.ReconcileInterval.String()}
+	st := &status.Complete{Stream: c.cfg.CompleteStream, Lag: c.cfg.ReconcileOverlap.String() + " (RECONCILE_OVERLAP) behind the last reconcile pass, which runs every " + c.cfg.ReconcileInterval.String()}
 	scopes := []complete.Scope{{Name: event.CompleteProducts, Filter: wiring.ListingFilter(c.cfg, c.interests), Events: c.events}}
 	if c.interests != nil {
 		set, ok := c.covered()
@@ -117,9 +117,9 @@ func (c *completeRanges) status(ctx context.Context) *status.Complete {
 }
 
 // noComplete is /status's answer without the reconciler.
-func noComplete(interests *interest.Router) *status.Complete {
+func noComplete(cfg config.Config, interests *interest.Router) *status.Complete {
 	const why = "RECONCILE_INTERVAL is off: no reconcile pass lists the catalogue, so nothing is known complete"
-	st := &status.Complete{Stream: event.CompleteStream, NoRange: []status.NoRange{{Interest: event.CompleteProducts, Reason: why}}}
+	st := &status.Complete{Stream: cfg.CompleteStream, NoRange: []status.NoRange{{Interest: event.CompleteProducts, Reason: why}}}
 	if interests != nil {
 		for _, in := range interests.Current().Interests {
 			st.NoRange = append(st.NoRange, status.NoRange{Interest: in.Name, Reason: why})

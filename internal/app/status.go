@@ -153,7 +153,7 @@ func (a *App) Status(ctx context.Context) status.Receiver {
 		st.Interests = in
 	}
 	if ranges == nil {
-		st.Complete = noComplete(a.interests)
+		st.Complete = noComplete(a.cfg, a.interests)
 	}
 	if a.pub == nil {
 		return st

@@ -9,8 +9,9 @@
 // = listed at - the overlap: a product the catalogue lists late, by less
 // than the overlap, was listed by then. The ranges live in the state
 // bucket (one key per interest and event), so they survive restarts; each
-// advance is announced on event.CompleteSubject in event.CompleteStream
-// and shown by a gauge.
+// advance is announced on the receiver's complete subject
+// (event.CompleteSubjectIn its COMPLETE_SUBJECT_PREFIX) in its
+// COMPLETE_STREAM, and shown by a gauge.
 package complete
 
 import (
@@ -59,7 +60,11 @@ func Key(name string, ev event.Kind) string { return "complete." + name + "." + 
 // Stores are the resources the Tracker writes (internal/topology).
 type Stores interface {
 	State(ctx context.Context) (jetstream.KeyValue, error)
+	// EnsureComplete creates the complete stream, or refuses one another
+	// receiver owns (topology.ErrNotOwner).
 	EnsureComplete(ctx context.Context) error
+	CompleteStream() string
+	CompleteSubject(interest string, ev event.Kind) string
 	JetStream() jetstream.JetStream
 }
 
@@ -196,11 +201,11 @@ func (t *Tracker) announce(ctx context.Context, name string, ev event.Kind, r re
 	if err != nil {
 		return err
 	}
-	m := nats.NewMsg(event.CompleteSubject(name, ev))
+	m := nats.NewMsg(t.st.CompleteSubject(name, ev))
 	m.Data = body
 	m.Header.Set(event.HeaderCompleteFrom, c.From.Format(time.RFC3339Nano))
 	m.Header.Set(event.HeaderCompleteUntil, c.Until.Format(time.RFC3339Nano))
-	if _, err := t.st.JetStream().PublishMsg(ctx, m, jetstream.WithExpectStream(event.CompleteStream)); err != nil {
+	if _, err := t.st.JetStream().PublishMsg(ctx, m, jetstream.WithExpectStream(t.st.CompleteStream())); err != nil {
 		return fmt.Errorf("announce the complete range: %w", err)
 	}
 	return nil

@@ -83,6 +83,9 @@ type Config struct {
 	QuarantineMaxAge   time.Duration `koanf:"QUARANTINE_MAX_AGE" flag:"quarantine-max-age" help:"drop quarantined bodies older than this (0: keep)"`
 	QuarantineMaxBytes int64         `koanf:"QUARANTINE_MAX_BYTES" flag:"quarantine-max-bytes" help:"drop the oldest quarantined bodies beyond this size (0: no limit)"`
 
+	CompleteStream string `koanf:"COMPLETE_STREAM" flag:"complete-stream" help:"stream of the complete ranges' announcements; it records NATS_STREAM as its owner, and a second receiver on the same NATS needs its own"`
+	CompletePrefix string `koanf:"COMPLETE_SUBJECT_PREFIX" flag:"complete-subject-prefix" help:"its subjects, <prefix>.<interest>.<event>; must not overlap the other streams' prefixes"`
+
 	Webhook           bool          `koanf:"RECEIVER_WEBHOOK" flag:"webhook" help:"serve the PUSH webhook (false: PULL and/or the reconciler only)"`
 	PullSubscription  string        `koanf:"PULL_SUBSCRIPTION_ID" flag:"pull" help:"consume this PULL subscription (needs the CDSE_* login)"`
 	PullInterval      time.Duration `koanf:"PULL_INTERVAL" flag:"pull-interval" help:"wait between reads of an empty PULL queue"`
@@ -145,6 +148,8 @@ func Default() Config {
 		QuarantinePrefix:   "cdse.quarantine",
 		QuarantineMaxAge:   30 * 24 * time.Hour,
 		QuarantineMaxBytes: 1 << 30,
+		CompleteStream:     event.CompleteStream,
+		CompletePrefix:     event.CompletePrefix,
 		Webhook:            true,
 		PullInterval:       10 * time.Second,
 		ReconcileLookback:  24 * time.Hour,

@@ -217,6 +217,10 @@ func validConfig() Config {
 }
 
 func TestValidate(t *testing.T) {
+	interests := filepath.Join(t.TempDir(), "interests.yaml")
+	if err := os.WriteFile(interests, []byte("interests:\n  - name: s2\n    filter: Collection/Name eq 'SENTINEL-2'\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	tests := []struct {
 		name   string
 		mutate func(*Config)
@@ -258,6 +262,22 @@ func TestValidate(t *testing.T) {
 			c.SubjectTemplate = "collection.productType.platform.processingLevel.tileId.relativeOrbit.event"
 		}, nil},
 		{"quarantine overlaps the product subjects", func(c *Config) { c.QuarantinePrefix = "cdse.product.bad" }, []string{"QUARANTINE_SUBJECT_PREFIX", "overlaps"}},
+		// COMPLETE_STREAM and COMPLETE_SUBJECT_PREFIX, checked as the
+		// quarantine's are: a name of its own, subjects no other stream of
+		// the receiver's takes (the product stream holds the fetcher's
+		// retries).
+		{"a second receiver's own complete stream", func(c *Config) {
+			c.Stream, c.SubjectPrefix, c.CompleteStream, c.CompletePrefix = "STAGING", "staging.product", "STAGING_COMPLETE", "staging.complete"
+		}, nil},
+		{"complete stream and subjects, every problem at once", func(c *Config) { c.CompleteStream, c.CompletePrefix = c.Stream, "a.>" },
+			[]string{`COMPLETE_STREAM "CDSE_PRODUCTS" must be`, `COMPLETE_SUBJECT_PREFIX "a.>" must be`}},
+		{"complete stream named as the quarantine", func(c *Config) { c.CompleteStream = c.QuarantineStream }, []string{`COMPLETE_STREAM "CDSE_QUARANTINE"`}},
+		{"complete subjects in the product subjects", func(c *Config) { c.CompletePrefix = "cdse.product.complete" }, []string{"COMPLETE_SUBJECT_PREFIX", "overlaps NATS_SUBJECT_PREFIX"}},
+		{"complete subjects are the quarantine's", func(c *Config) { c.CompletePrefix = c.QuarantinePrefix }, []string{"COMPLETE_SUBJECT_PREFIX", "overlaps QUARANTINE_SUBJECT_PREFIX"}},
+		{"complete subjects in the interests'", func(c *Config) { c.InterestsFile, c.CompletePrefix = interests, c.InterestPrefix+".x" },
+			[]string{"COMPLETE_SUBJECT_PREFIX", "overlaps INTEREST_SUBJECT_PREFIX"}},
+		{"the interests' prefix without interests", func(c *Config) { c.CompletePrefix = c.InterestPrefix }, nil},
+		{"complete subjects over the fetcher's retries", func(c *Config) { c.CompletePrefix = "cdse" }, []string{"COMPLETE_SUBJECT_PREFIX", "overlaps the fetcher's retries \"cdse.fetchretry\""}},
 		{"acme", func(c *Config) {
 			c.ACMEDomains, c.ACMEHTTPAddr, c.ACMEEmail = "hooks.example.org, hooks2.example.org", ":80", "ops@example.org"
 		}, nil},

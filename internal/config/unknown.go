@@ -10,7 +10,7 @@ import (
 // ourPrefixes are the environment prefixes our binaries read: a variable
 // under one of them that none reads is a typo (RECEIVER_MAX_BODDY), which
 // the environment, unlike the YAML file, cannot refuse.
-var ourPrefixes = []string{"RECEIVER_", "NATS_", "CDSE_", "INTEREST", "QUARANTINE_", "PULL_", "RECONCILE_", "WATCH_", "FETCH_"}
+var ourPrefixes = []string{"RECEIVER_", "NATS_", "CDSE_", "INTEREST", "QUARANTINE_", "PULL_", "RECONCILE_", "WATCH_", "FETCH_", "COMPLETE_"}
 
 // otherNames are the variables under our prefixes that a binary or example
 // other than the receiver's settings reads, so that one environment file

@@ -27,10 +27,12 @@ func TestUnknownEnv(t *testing.T) {
 		"HOME=/root", // not ours
 		"FETCH_THINGS=1",
 		"WATCH_SUBSCRIPTON_ID=x",
+		"COMPLETE_STREAM=STAGING_COMPLETE",
+		"COMPLETE_SUBJECT_PREFX=staging.complete",
 		"NOEQUALS",
 	}
 	got := UnknownEnv(env)
-	want := []UnknownVar{{"RECEIVER_MAX_BODDY", "RECEIVER_MAX_BODY"}, {"RECEIVER_USERNAME_FILE", ""}, {"FETCH_THINGS", ""}, {"WATCH_SUBSCRIPTON_ID", "WATCH_SUBSCRIPTION_ID"}}
+	want := []UnknownVar{{"RECEIVER_MAX_BODDY", "RECEIVER_MAX_BODY"}, {"RECEIVER_USERNAME_FILE", ""}, {"FETCH_THINGS", ""}, {"WATCH_SUBSCRIPTON_ID", "WATCH_SUBSCRIPTION_ID"}, {"COMPLETE_SUBJECT_PREFX", "COMPLETE_SUBJECT_PREFIX"}}
 	if !slices.Equal(got, want) {
 		t.Errorf("UnknownEnv:\n got %v\nwant %v", got, want)
 	}

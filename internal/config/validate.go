@@ -235,6 +235,7 @@ func (c Config) ValidateStreams() error {
 	if overlaps(c.QuarantinePrefix, c.SubjectPrefix) {
 		p.add("QUARANTINE_SUBJECT_PREFIX %q overlaps NATS_SUBJECT_PREFIX %q: two streams cannot share subjects, and refused bodies must never reach the product stream", c.QuarantinePrefix, c.SubjectPrefix)
 	}
+	p = append(p, c.completeProblems()...)
 	if c.QuarantineMaxAge < 0 || c.QuarantineMaxBytes < 0 {
 		p.add("QUARANTINE_MAX_AGE and QUARANTINE_MAX_BYTES must not be negative")
 	}
@@ -251,6 +252,34 @@ func (c Config) ValidateStreams() error {
 		p.add("RECEIVER_PUBLISH_TIMEOUT %s must be between 0 and 1m", c.PublishTimeout)
 	}
 	return p.err()
+}
+
+// completeProblems are those of the complete ranges' stream: a name of its
+// own, and subjects no other stream of the receiver's takes (two streams
+// cannot share subjects: JetStream would refuse it at the first range).
+// Another receiver's complete stream on the same NATS is refused when the
+// stream is ensured (topology.EnsureOwned): only NATS can tell.
+func (c Config) completeProblems() problems {
+	var p problems
+	if !streamName.MatchString(c.CompleteStream) || c.CompleteStream == c.Stream || c.CompleteStream == c.QuarantineStream {
+		p.add("COMPLETE_STREAM %q must be 1-64 characters of [A-Za-z0-9_-] and differ from NATS_STREAM and QUARANTINE_STREAM", c.CompleteStream)
+	}
+	if !validPrefix(c.CompletePrefix) {
+		p.add("COMPLETE_SUBJECT_PREFIX %q must be dot-separated tokens of [A-Za-z0-9_-]", c.CompletePrefix)
+		return p
+	}
+	others := []struct{ name, prefix string }{{"NATS_SUBJECT_PREFIX", c.SubjectPrefix}, {"QUARANTINE_SUBJECT_PREFIX", c.QuarantinePrefix},
+		// The product stream takes the fetcher's retries.
+		{"the fetcher's retries", event.FetchRetryPrefix}}
+	if c.InterestsFile != "" {
+		others = append(others, struct{ name, prefix string }{"INTEREST_SUBJECT_PREFIX", c.InterestPrefix})
+	}
+	for _, o := range others {
+		if overlaps(c.CompletePrefix, o.prefix) {
+			p.add("COMPLETE_SUBJECT_PREFIX %q overlaps %s %q: two streams cannot share subjects", c.CompletePrefix, o.name, o.prefix)
+		}
+	}
+	return p
 }
 
 // ValidateRoute checks how messages are shaped: the subject template, the

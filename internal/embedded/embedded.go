@@ -58,10 +58,10 @@ type Options struct {
 	// login and the receiver's may (fetcherConsumerSubjects). Either empty:
 	// no such guard.
 	Stream, FetchConsumer string
-	// SubjectPrefix, QuarantinePrefix and InterestPrefix are the
-	// configured prefixes of the receiver's streams, which consumers must
-	// not publish to (with topology.PlannedPrefixes).
-	SubjectPrefix, QuarantinePrefix, InterestPrefix string
+	// SubjectPrefix, QuarantinePrefix, InterestPrefix and CompletePrefix
+	// are the configured prefixes of the receiver's streams, which
+	// consumers must not publish to (with topology.PlannedPrefixes).
+	SubjectPrefix, QuarantinePrefix, InterestPrefix, CompletePrefix string
 }
 
 // Server is a running embedded server and the login of the receiver's own
@@ -196,7 +196,7 @@ func fetcherPermissions(denied ...string) *server.Permissions {
 // right; the consumers', which is who a client without a login becomes
 // when no consumer login is set; and the fetcher's, when set.
 func users(o Options, receiverPassword string) ([]*server.User, string, error) {
-	denied := append([]string{o.SubjectPrefix, o.QuarantinePrefix, o.InterestPrefix}, topology.PlannedPrefixes...)
+	denied := append([]string{o.SubjectPrefix, o.QuarantinePrefix, o.InterestPrefix, o.CompletePrefix}, topology.PlannedPrefixes...)
 	// The fetcher's login keeps its durable: fetcherPermissions are made
 	// from consumerPermissions, before this denial.
 	perms := consumerPermissions(denied...)

@@ -31,6 +31,7 @@ import (
 	"github.com/cdse-jetstream/receiver/internal/fetchconfig"
 	"github.com/cdse-jetstream/receiver/internal/natsconn"
 	"github.com/cdse-jetstream/receiver/internal/retry"
+	"github.com/cdse-jetstream/receiver/internal/topology"
 )
 
 // engineAttempts are the tries of one delivery inside the engine (a cut
@@ -210,6 +211,9 @@ func (a *App) setUp(ctx context.Context) (jetstream.Consumer, error) {
 		if err == nil {
 			return c, nil
 		}
+		if errors.Is(err, topology.ErrNotOwner) {
+			return nil, err // a setting to change, not a failure to retry
+		}
 		a.log.WithError(err).Warn("cannot set up the fetcher's stream and consumer; retrying")
 		if err := retry.Sleep(ctx, b.Next()); err != nil {
 			return nil, err
@@ -223,13 +227,17 @@ func (a *App) setUp(ctx context.Context) (jetstream.Consumer, error) {
 func (a *App) declare(ctx context.Context, resumeAt uint64) (jetstream.Consumer, error) {
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	_, err := a.js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
+	// The stream records the product stream it serves, as the receiver's
+	// complete stream does: a second deployment (staging's receiver and
+	// fetcher beside production's) left with the default FETCH_STREAM is
+	// refused instead of mixing its fetched events into the first one's.
+	_, err := topology.EnsureOwned(ctx, a.js, jetstream.StreamConfig{
 		Name:        a.cfg.Stream,
 		Description: "the fetcher's events: products stored, product events given up",
 		Subjects:    []string{a.cfg.FetchedPrefix + ".>", a.cfg.FailedPrefix + ".>"},
 		Storage:     jetstream.FileStorage,
 		Duplicates:  a.cfg.DedupeWindow,
-	})
+	}, a.cfg.ProductStream, "FETCH_STREAM, FETCH_FETCHED_PREFIX and FETCH_FAILED_PREFIX to a stream and subjects of this fetcher's own")
 	if err != nil {
 		return nil, fmt.Errorf("stream %s: %w", a.cfg.Stream, err)
 	}
@@ -321,7 +329,10 @@ func subjectCovers(pattern, filter string) bool {
 func (a *App) consume(ctx context.Context) error {
 	c, err := a.setUp(ctx)
 	if err != nil {
-		return nil // ctx ended first
+		if ctx.Err() != nil {
+			return nil // ctx ended first
+		}
+		return err // the stream is another deployment's: the fetcher stops, never ready
 	}
 	a.health.set(checkConsumer, "", false)
 	defer a.health.set(checkConsumer, "stopping", false)

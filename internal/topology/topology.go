@@ -6,6 +6,7 @@
 package topology
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -41,18 +42,24 @@ type Options struct {
 	QuarantinePrefix   string
 	QuarantineMaxAge   time.Duration
 	QuarantineMaxBytes int64
+	// The complete ranges' announcements (internal/complete): the stream
+	// captures <CompletePrefix>.> and records Stream as its owner
+	// (EnsureOwned). Empty: event.CompleteStream and event.CompletePrefix,
+	// the settings' defaults (Options made by hand, in tests and tools).
+	CompleteStream string
+	CompletePrefix string
 }
 
-// PlannedPrefixes are the subject prefixes of the streams the receiver's
-// coming stages will own, which have no setting yet: the fetcher's
-// products fetched (cdse.fetched.>) and failed fetches
-// (cdse.fetchfailed.>), and the completion stage's (cdse.complete.>).
-// They are written here, once, so that the embedded server denies
-// consumers publishing to them from the day those streams appear, without
-// a second change to its permissions that could be forgotten: the fetcher
-// and completion streams must take these names (as the defaults of their
-// settings, when they get some, added to the embedded server's deny list).
-var PlannedPrefixes = []string{"cdse.fetched", "cdse.fetchfailed", event.CompletePrefix, RetryPrefix}
+// PlannedPrefixes are the subject prefixes of the streams of the
+// receiver's other stages that the receiver's configuration does not
+// name: the fetcher's products fetched (cdse.fetched.>) and failed
+// fetches (cdse.fetchfailed.>), and its retries. They are written here,
+// once, so that the embedded server denies consumers publishing to them
+// without a second change to its permissions that could be forgotten: the
+// fetcher's settings default to these names. The complete ranges' prefix
+// is a setting of the receiver's (COMPLETE_SUBJECT_PREFIX), denied as
+// configured.
+var PlannedPrefixes = []string{"cdse.fetched", "cdse.fetchfailed", RetryPrefix}
 
 // RetryPrefix is the subjects of the product stream where `fetcher failed
 // retry` puts a given-up product event back for the fetcher's consumer
@@ -210,15 +217,25 @@ func (t *Topology) EnsureQuarantine(ctx context.Context) error {
 	return nil
 }
 
+// CompleteStream is the complete ranges' stream (COMPLETE_STREAM).
+func (t *Topology) CompleteStream() string { return cmp.Or(t.o.CompleteStream, event.CompleteStream) }
+
+// CompleteSubject is the subject of an interest's (or
+// event.CompleteProducts') complete range of an event, under
+// COMPLETE_SUBJECT_PREFIX.
+func (t *Topology) CompleteSubject(interest string, ev event.Kind) string {
+	return event.CompleteSubjectIn(cmp.Or(t.o.CompletePrefix, event.CompletePrefix), interest, ev)
+}
+
 // CompleteConfig is the stream of the complete ranges' announcements
-// (event.CompleteStream, subjects cdse.complete.>, topology's planned
-// prefix): the last message of each subject, on file, so that a consumer
-// reads where a range is now with one direct get.
+// (COMPLETE_STREAM, subjects <COMPLETE_SUBJECT_PREFIX>.>): the last
+// message of each subject, on file, so that a consumer reads where a range
+// is now with one direct get.
 func (t *Topology) CompleteConfig() jetstream.StreamConfig {
 	return jetstream.StreamConfig{
-		Name:              event.CompleteStream,
+		Name:              t.CompleteStream(),
 		Description:       "Complete ranges of the product stream and of each interest, by event: the last announcement of each (cdse receiver)",
-		Subjects:          []string{event.CompletePrefix + ".>"},
+		Subjects:          []string{cmp.Or(t.o.CompletePrefix, event.CompletePrefix) + ".>"},
 		Storage:           jetstream.FileStorage,
 		Retention:         jetstream.LimitsPolicy,
 		Discard:           jetstream.DiscardOld,
@@ -229,10 +246,14 @@ func (t *Topology) CompleteConfig() jetstream.StreamConfig {
 }
 
 // EnsureComplete creates the complete stream or brings it to its
-// settings.
+// settings, when it is this receiver's: one that another product stream
+// owns is refused with ErrNotOwner (EnsureOwned), so that a second
+// receiver never announces its ranges where the first one's consumers
+// read theirs.
 func (t *Topology) EnsureComplete(ctx context.Context) error {
-	if _, err := t.js.CreateOrUpdateStream(ctx, t.CompleteConfig()); err != nil {
-		return fmt.Errorf("complete stream %s: %w", event.CompleteStream, err)
+	if _, err := EnsureOwned(ctx, t.js, t.CompleteConfig(), t.o.Stream,
+		"COMPLETE_STREAM and COMPLETE_SUBJECT_PREFIX to a stream and subjects of this receiver's own"); err != nil {
+		return fmt.Errorf("complete stream %s: %w", t.CompleteStream(), err)
 	}
 	return nil
 }

@@ -107,7 +107,8 @@ func Topology(c config.Config) topology.Options {
 	return topology.Options{Stream: c.Stream, SubjectPrefix: c.SubjectPrefix, Replicas: c.StreamReplicas,
 		Duplicates: c.DedupeWindow, MaxAge: c.StreamMaxAge, MaxBytes: c.StreamMaxBytes,
 		QuarantineStream: c.QuarantineStream, QuarantinePrefix: c.QuarantinePrefix, InterestPrefix: interestPrefix(c),
-		QuarantineMaxAge: c.QuarantineMaxAge, QuarantineMaxBytes: c.QuarantineMaxBytes}
+		QuarantineMaxAge: c.QuarantineMaxAge, QuarantineMaxBytes: c.QuarantineMaxBytes,
+		CompleteStream: c.CompleteStream, CompletePrefix: c.CompletePrefix}
 }
 
 // interestPrefix is the interests' subject prefix when there are

@@ -213,7 +213,10 @@ func run(ctx context.Context) error {
 		}
 		q, err := startReceiver(ctx, bin, ns.ClientURL(), o.cpuProfile != "", append(strings.Fields(env),
 			"NATS_STREAM=BENCH_COMPARE", "NATS_SUBJECT_PREFIX=compare.product", "INTEREST_SUBJECT_PREFIX=compare.interest",
-			"QUARANTINE_STREAM=BENCH_COMPARE_QUARANTINE", "QUARANTINE_SUBJECT_PREFIX=compare.quarantine")...)
+			"QUARANTINE_STREAM=BENCH_COMPARE_QUARANTINE", "QUARANTINE_SUBJECT_PREFIX=compare.quarantine",
+			// A receiver of another NATS_STREAM may not use this one's
+			// complete stream (older builds ignore the settings).
+			"COMPLETE_STREAM=BENCH_COMPARE_COMPLETE", "COMPLETE_SUBJECT_PREFIX=compare.complete")...)
 		if err != nil {
 			return fmt.Errorf("-compare %s: %w", o.compare, err)
 		}
