@@ -34,17 +34,23 @@ type badDay struct {
 	cfg fetchconfig.Config
 	app *App
 	reg *prometheus.Registry
+	srv interface{ Shutdown() }
 	// published are the notifications put on the product stream.
 	published [][]byte
 }
 
 func startBadDay(t *testing.T, dir string, adjust func(*fetchconfig.Config)) *badDay {
+	return startBadDayRate(t, dir, cdsesim.Unthrottled, adjust)
+}
+
+// startBadDayRate is startBadDay with the simulator's download rate.
+func startBadDayRate(t *testing.T, dir string, rate int64, adjust func(*fetchconfig.Config)) *badDay {
 	t.Helper()
 	srv := natstest.RunJetStream(t)
 	js, closeNC := natstest.JetStream(t, srv.ClientURL())
 	t.Cleanup(closeNC)
 	h := simhosts.Start(t, cdsesim.Options{Users: map[string]cdsesim.User{"op": {Password: "pw"}},
-		DownloadRate: cdsesim.Unthrottled, MaxDownloads: -1, Seed: 3}, "127.0.0.1")
+		DownloadRate: rate, MaxDownloads: -1, Seed: 3}, "127.0.0.1")
 	cfg := fetchconfig.Default()
 	cfg.Target, cfg.NATSURL, cfg.AdminAddr, cfg.Start = "file://"+dir, srv.ClientURL(), "127.0.0.1:0", "all"
 	cfg.CDSEUsername, cfg.CDSEPassword = "op", "pw"
@@ -86,7 +92,7 @@ func startBadDay(t *testing.T, dir string, adjust func(*fetchconfig.Config)) *ba
 			t.Error("Run did not end")
 		}
 	})
-	return &badDay{sim: h.Sim, js: js, cfg: cfg, app: a, reg: reg}
+	return &badDay{sim: h.Sim, js: js, cfg: cfg, app: a, reg: reg, srv: srv}
 }
 
 // publish puts the created notification of a generated S2 product of
@@ -291,4 +297,39 @@ func TestLongRetryAfterIsNotSleptOn(t *testing.T) {
 	if whole != 1 {
 		t.Errorf("the product sent %d times, want 1", whole)
 	}
+}
+
+// TestCutOffFromNATSStopsTheDownload: a replica whose in-progress acks
+// fail for half the ack wait (its NATS gone) stops its download, keeping
+// the partial, and holds new work (nats_unreachable), before NATS gives
+// the product to another replica.
+func TestCutOffFromNATSStopsTheDownload(t *testing.T) {
+	dir := t.TempDir()
+	b := startBadDayRate(t, dir, 256<<10, func(c *fetchconfig.Config) { c.AckWait = 6 * time.Second })
+	b.publish(t, 16<<20) // a minute at 256 KiB/s
+	until(t, 20*time.Second, "the download running", func() bool {
+		return testutil.ToFloat64(b.app.running) == 1 && partialBytes(dir) > 0
+	})
+	b.srv.Shutdown()
+	until(t, 15*time.Second, "the download stopped and the work held", func() bool {
+		return testutil.ToFloat64(b.app.running) == 0 && b.app.health.report()[holdNATS] != ""
+	})
+	if v := testutil.ToFloat64(b.app.health.paused.WithLabelValues(holdNATS)); v != 1 {
+		t.Errorf("cdse_fetcher_paused{nats_unreachable} %v", v)
+	}
+	if partialBytes(dir) == 0 {
+		t.Error("the partial is not kept")
+	}
+}
+
+// partialBytes is the size of the partial downloads under dir.
+func partialBytes(dir string) int64 {
+	var n int64
+	filepath.Walk(filepath.Join(dir, ".partial"), func(_ string, fi os.FileInfo, err error) error {
+		if err == nil && !fi.IsDir() {
+			n += fi.Size()
+		}
+		return nil
+	})
+	return n
 }
