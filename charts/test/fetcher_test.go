@@ -185,6 +185,9 @@ func TestFetcherEmbeddedS3(t *testing.T) {
 	// One password, on both sides, from the chart's Secret.
 	rc := sts.Spec.Template.Spec.Containers[0]
 	re := env(rc)
+	if re["FETCH_CONSUMER"].Value == "" || re["FETCH_CONSUMER"].Value != e["FETCH_CONSUMER"].Value {
+		t.Errorf("the receiver guards consumer %q, the fetcher's is %q", re["FETCH_CONSUMER"].Value, e["FETCH_CONSUMER"].Value)
+	}
 	if re["NATS_EMBEDDED_FETCHER_USER"].Value != e["NATS_USER"].Value {
 		t.Errorf("the receiver's fetcher user %q, the fetcher's %q", re["NATS_EMBEDDED_FETCHER_USER"].Value, e["NATS_USER"].Value)
 	}
