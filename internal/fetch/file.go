@@ -8,6 +8,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"os/user"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -53,6 +54,13 @@ func NewFileTarget(dir string, reserve int64) (Target, error) {
 		return nil, fmt.Errorf("fetch target %s: %w", dir, err)
 	}
 	st, err := os.Stat(abs)
+	if errors.Is(err, fs.ErrNotExist) {
+		who := "the fetcher's user"
+		if u, err := user.Current(); err == nil {
+			who = u.Username
+		}
+		return nil, fmt.Errorf("fetch target %s does not exist, and the fetcher never creates it (a volume not mounted would be replaced by a directory on the disk below): create it, owned by the user the fetcher runs as: install -d -o %s %s", abs, who, abs)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("fetch target: %w", err)
 	}
@@ -165,6 +173,26 @@ func device(fi fs.FileInfo) uint64 {
 		return uint64(st.Dev)
 	}
 	return 0
+}
+
+// Probe implements Target: a hidden file written, synced and removed.
+func (t *FileTarget) Probe(context.Context) error {
+	f, err := os.CreateTemp(t.dir, ".probe-*")
+	if err != nil {
+		return fmt.Errorf("fetch target %s cannot be written: %w", t.dir, err)
+	}
+	_, err = f.WriteString("probe")
+	if err == nil {
+		err = f.Sync()
+	}
+	f.Close()
+	if rerr := os.Remove(f.Name()); err == nil {
+		err = rerr
+	}
+	if err != nil {
+		return fmt.Errorf("fetch target %s cannot be written: %w", t.dir, err)
+	}
+	return nil
 }
 
 // Check says whether the directory is still on the file system it was on

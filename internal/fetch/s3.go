@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/url"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 
@@ -186,6 +187,23 @@ func (t *S3Target) Stat(ctx context.Context, key string) (Stored, bool, error) {
 		meta[strings.ToLower(k)] = v
 	}
 	return Stored{Size: aws.ToInt64(out.ContentLength), MD5: meta["md5"], BLAKE3: meta["blake3"], ProductID: meta["product-id"]}, true, nil
+}
+
+// Probe implements Target: a small object under the prefix's hidden
+// .fetcher-probe/ (never a product key: checkName refuses elements
+// starting with a dot), put and deleted.
+func (t *S3Target) Probe(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	host, _ := os.Hostname()
+	key := aws.String(t.key(".fetcher-probe/" + host + "-" + strconv.Itoa(os.Getpid())))
+	if _, err := t.client.PutObject(ctx, &s3.PutObjectInput{Bucket: &t.bucket, Key: key, Body: strings.NewReader("probe")}); err != nil {
+		return fmt.Errorf("fetch target s3://%s/%s cannot be written: %w", t.bucket, t.prefix, err)
+	}
+	if _, err := t.client.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: &t.bucket, Key: key}); err != nil {
+		return fmt.Errorf("fetch target s3://%s/%s: removing the probe: %w", t.bucket, t.prefix, err)
+	}
+	return nil
 }
 
 // Delete implements Target.

@@ -28,6 +28,11 @@ type Target interface {
 	// A key another fetch holds gives ErrLocked, unless TakeOver is
 	// given: then the other's partial is set aside and its Commit fails.
 	Open(ctx context.Context, key string, size int64, want Stored, opts ...OpenOption) (Upload, error)
+	// Probe writes a small object of its own and removes it: it fails
+	// when nothing could be stored (a bucket missing, a directory not
+	// writable), which a lookup does not show (a HEAD in a missing
+	// bucket is a plain 404).
+	Probe(ctx context.Context) error
 	// Delete removes key (and what is kept beside it); no error when
 	// nothing is there.
 	Delete(ctx context.Context, key string) error

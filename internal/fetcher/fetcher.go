@@ -91,6 +91,7 @@ type App struct {
 	js       jetstream.JetStream
 	health   *health
 	spaceMu  sync.Mutex // one pause for a full target at a time
+	probed   time.Time  // the last probe write that succeeded (checks only)
 	outcomes *prometheus.CounterVec
 	running  prometheus.Gauge
 	oldest   prometheus.Gauge
@@ -123,6 +124,7 @@ func New(cfg fetchconfig.Config, parts Parts, reg *prometheus.Registry, log logr
 	a.health = h
 	h.set(checkConsumer, "stream and consumer not set up yet", false)
 	h.set(checkNATS, "not connected yet", false)
+	h.set(checkTarget, "not probed yet", false)
 	if err := errors.Join(reg.Register(a.outcomes), reg.Register(a.running), reg.Register(a.oldest), reg.Register(a.restored)); err != nil {
 		return nil, err
 	}

@@ -129,6 +129,7 @@ func (h *health) serveReady(w http.ResponseWriter, _ *http.Request) {
 // often a full target's free space is looked at again.
 var (
 	checkEvery   = 5 * time.Second
+	probeEvery   = 30 * time.Second
 	noSpaceEvery = 30 * time.Second
 )
 
@@ -168,13 +169,27 @@ func (a *App) checkOnce(ctx context.Context) {
 	if ck, ok := a.parts.Target.(Checker); ok {
 		a.checkMoved(ck)
 	}
-	cctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	// A write (put and removed) at start and every probeEvery: only a
+	// write shows a missing bucket or a directory the fetcher cannot
+	// write to; a lookup in between shows the target reachable.
+	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	if _, _, err := a.parts.Target.Stat(cctx, probeKey); err != nil {
-		a.health.set(checkTarget, err.Error(), false)
+	var err error
+	if time.Since(a.probed) >= probeEvery {
+		if err = a.parts.Target.Probe(cctx); err == nil {
+			a.probed = time.Now()
+		}
 	} else {
-		a.health.set(checkTarget, "", false)
+		_, _, err = a.parts.Target.Stat(cctx, probeKey)
 	}
+	if err != nil {
+		if _, was := a.health.report()[checkTarget]; !was {
+			a.log.WithError(err).Error("the target cannot store products: not ready")
+		}
+		a.health.set(checkTarget, err.Error(), false)
+		return
+	}
+	a.health.set(checkTarget, "", false)
 }
 
 // checkMoved holds the work while the target directory is not on the

@@ -130,6 +130,13 @@ type fetcherProc struct {
 // startFetcher is fetcher, with a kill -9 too.
 func (w *world) startFetcher(t *testing.T, env map[string]string) *fetcherProc {
 	t.Helper()
+	return w.launchFetcher(t, env, true)
+}
+
+// launchFetcher starts the fetcher binary, and waits for /readyz's 200
+// when wait says so.
+func (w *world) launchFetcher(t *testing.T, env map[string]string, wait bool) *fetcherProc {
+	t.Helper()
 	var admin string
 	bin := bins.Build(t, "github.com/cdse-jetstream/receiver/cmd/fetcher")
 	port := natstest.FreePort(t)
@@ -191,10 +198,13 @@ func (w *world) startFetcher(t *testing.T, env map[string]string) *fetcherProc {
 			t.Logf("fetcher's logs:\n%s", logs)
 		}
 	})
-	if err := scrape.Status("http://"+admin+"/readyz", http.StatusOK, 20*time.Second); err != nil {
-		t.Fatalf("fetcher not ready: %v\n%s", err, logs)
+	p := &fetcherProc{admin: admin, logs: logs, stop: stop, kill: kill}
+	if wait {
+		if err := scrape.Status("http://"+admin+"/readyz", http.StatusOK, 20*time.Second); err != nil {
+			t.Fatalf("fetcher not ready: %v\n%s", err, logs)
+		}
 	}
-	return &fetcherProc{admin: admin, logs: logs, stop: stop, kill: kill}
+	return p
 }
 
 // events waits until the fetcher's stream holds n messages, then a moment
