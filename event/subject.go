@@ -236,3 +236,31 @@ func (f Filter) Subject() (string, error) {
 	}
 	return b.String(), nil
 }
+
+// SubjectCovers says whether every subject that filter matches is also
+// matched by pattern, both NATS subjects with * and >: for a literal
+// filter, whether pattern takes that subject. It is the one rule the
+// project uses for "this stream (or consumer) already takes those
+// subjects", and consumers may use it to check their own filters against
+// a stream's. It agrees with nats-server's SubjectIsSubsetMatch, written
+// here so that a consumer need not link the server.
+func SubjectCovers(pattern, filter string) bool {
+	p, f := strings.Split(pattern, "."), strings.Split(filter, ".")
+	for i, tok := range p {
+		if tok == ">" {
+			return len(f) > i
+		}
+		if i >= len(f) {
+			return false
+		}
+		switch {
+		case f[i] == ">":
+			return false // filter takes more tokens than pattern
+		case tok == "*":
+			continue
+		case f[i] == "*" || tok != f[i]:
+			return false
+		}
+	}
+	return len(p) == len(f)
+}

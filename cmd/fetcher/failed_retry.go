@@ -235,24 +235,10 @@ func (r *failedRetrier) check(ctx context.Context, consumer, subject string) err
 
 func anySubjectMatches(filters []string, subject string) bool {
 	for _, f := range filters {
-		if subjectMatches(f, subject) {
+		if event.SubjectCovers(f, subject) {
 			return true
 		}
 	}
 	return false
 }
 
-// subjectMatches reports whether the NATS filter (with * and >) takes the
-// subject.
-func subjectMatches(filter, subject string) bool {
-	f, s := strings.Split(filter, "."), strings.Split(subject, ".")
-	for i, t := range f {
-		if t == ">" {
-			return len(s) > i
-		}
-		if i >= len(s) || (t != "*" && t != s[i]) {
-			return false
-		}
-	}
-	return len(f) == len(s)
-}

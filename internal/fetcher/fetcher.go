@@ -13,7 +13,6 @@ import (
 	"fmt"
 	"net"
 	"net/http"
-	"strings"
 	"sync"
 	"time"
 
@@ -301,29 +300,13 @@ func ConsumerSubjects(cfg fetchconfig.Config) []string {
 	subjects := cfg.SubjectList()
 	retry := event.FetchRetrySubjects(cfg.ProductStream) + "." + cfg.Consumer + ".>"
 	for _, s := range subjects {
-		if subjectCovers(s, retry) {
+		if event.SubjectCovers(s, retry) {
 			return subjects
 		}
 	}
 	return append(subjects, retry)
 }
 
-// subjectCovers says whether every subject filter matches is matched by
-// pattern (tokens compared, * and > as NATS reads them). Written here
-// rather than nats-server's SubjectIsSubsetMatch, which would link the
-// whole server package into the fetcher for twelve lines.
-func subjectCovers(pattern, filter string) bool {
-	p, f := strings.Split(pattern, "."), strings.Split(filter, ".")
-	for i, tok := range p {
-		if tok == ">" {
-			return len(f) > i
-		}
-		if i >= len(f) || (tok != "*" && tok != f[i]) || (tok == "*" && f[i] == ">") {
-			return false
-		}
-	}
-	return len(p) == len(f)
-}
 
 // consume takes product events until ctx ends; each runs in its own
 // goroutine, at most FETCH_CONCURRENCY at once here (NATS caps them across

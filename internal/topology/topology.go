@@ -11,7 +11,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -79,23 +78,12 @@ func (o Options) productSubjects() []string {
 		subjects = append(subjects, o.InterestPrefix+".>")
 	}
 	retry := event.FetchRetrySubjects(o.Stream) + ".>"
-	if slices.ContainsFunc(subjects, func(have string) bool { return covers(have, retry) }) {
+	if slices.ContainsFunc(subjects, func(have string) bool { return event.SubjectCovers(have, retry) }) {
 		return subjects
 	}
 	return append(subjects, retry)
 }
 
-// covers says whether a stream subject have already takes every subject
-// of subj (equal, or have is a prefix ending in ">"); a stream cannot list
-// both. Wildcards ("*") in have are not looked into: such a stream is an
-// operator's, and JetStream says what it refuses.
-func covers(have, subj string) bool {
-	if have == subj || have == ">" {
-		return true
-	}
-	p, ok := strings.CutSuffix(have, ">")
-	return ok && strings.HasSuffix(p, ".") && strings.HasPrefix(subj, p)
-}
 
 // Topology is the receiver's resources on one JetStream context.
 type Topology struct {
@@ -170,7 +158,7 @@ func (t *Topology) EnsureProduct(ctx context.Context) (*jetstream.StreamInfo, er
 		// subject before it carried the stream's name) keeps taking
 		// cdse.fetchretry.<stream>.>, and JetStream refuses a stream that
 		// lists both.
-		if !slices.ContainsFunc(want.Subjects, func(have string) bool { return covers(have, subj) }) {
+		if !slices.ContainsFunc(want.Subjects, func(have string) bool { return event.SubjectCovers(have, subj) }) {
 			want.Subjects = append(slices.Clone(want.Subjects), subj)
 		}
 	}
