@@ -241,4 +241,3 @@ func anySubjectMatches(filters []string, subject string) bool {
 	}
 	return false
 }
-

@@ -51,7 +51,7 @@ type Deps struct {
 	Config config.Config
 	// Publisher is the source's own: what it stores is counted under its
 	// name (clock, delivery delay, interests).
-	Publisher  Publisher
+	Publisher  publish.BatchPublisher
 	Route      ingest.Route
 	Quarantine *quarantine.Store
 	Topology   *topology.Topology
@@ -62,11 +62,6 @@ type Deps struct {
 	Interests *interest.Router
 	Registry  prometheus.Registerer
 	Log       logrus.FieldLogger
-}
-
-// Publisher stores messages, as internal/publish does.
-type Publisher interface {
-	Publish(ctx context.Context, msgs []publish.Message) ([]publish.Result, error)
 }
 
 // builtinSources is the list of the receiver's sources, in the order
@@ -99,6 +94,8 @@ type reconcileSource struct {
 	*reconcile.Reconciler
 	ranges *completeRanges
 }
+
+var _ source.Source = reconcileSource{}
 
 func (reconcileSource) Name() string { return ingest.SourceReconcile }
 
@@ -175,6 +172,8 @@ type pushSource struct {
 	ln   net.Listener
 	stop time.Duration
 }
+
+var _ source.Source = (*pushSource)(nil)
 
 func (*pushSource) Name() string { return ingest.SourcePush }
 

@@ -55,16 +55,6 @@ import (
 	"github.com/cdse-jetstream/receiver/internal/topology"
 )
 
-// Publisher stores messages (internal/publish).
-type Publisher interface {
-	Publish(ctx context.Context, msgs []publish.Message) ([]publish.Result, error)
-}
-
-// Quarantine keeps what fails validation (internal/quarantine).
-type Quarantine interface {
-	Put(ctx context.Context, e quarantine.Entry) error
-}
-
 // Options say what to backfill.
 type Options struct {
 	Filter       string
@@ -124,8 +114,8 @@ type Summary struct {
 type Backfill struct {
 	o    Options
 	list *catalogclient.Lister
-	pub  Publisher
-	qu   Quarantine
+	pub  publish.BatchPublisher
+	qu   quarantine.Putter
 	st   Streams
 	log  logrus.FieldLogger
 	// OnPage, if set, is told after every page.
@@ -133,7 +123,7 @@ type Backfill struct {
 }
 
 // New prepares a run listing through list.
-func New(o Options, list *catalogclient.Lister, pub Publisher, qu Quarantine, st Streams, log logrus.FieldLogger) *Backfill {
+func New(o Options, list *catalogclient.Lister, pub publish.BatchPublisher, qu quarantine.Putter, st Streams, log logrus.FieldLogger) *Backfill {
 	if o.Now == nil {
 		o.Now = time.Now
 	}

@@ -115,12 +115,12 @@ func TestBackfillExactlyOnceAcrossTiesAndResume(t *testing.T) {
 // recorder is the publisher, noting every message it was given and every
 // copy the publish made.
 type recorder struct {
-	backfill.Publisher
+	publish.BatchPublisher
 	sent []string // subject " " Nats-Msg-Id
 }
 
 func (r *recorder) Publish(ctx context.Context, msgs []publish.Message) ([]publish.Result, error) {
-	res, err := r.Publisher.Publish(ctx, msgs)
+	res, err := r.BatchPublisher.Publish(ctx, msgs)
 	for _, m := range msgs {
 		r.sent = append(r.sent, m.Subject+" "+m.MsgID)
 		for _, c := range m.Copies {
@@ -171,7 +171,7 @@ func TestBackfillInterest(t *testing.T) {
 	since := time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
 	run := func(o backfill.Options) ([]string, backfill.Summary) {
 		t.Helper()
-		rec := &recorder{Publisher: env.Publisher}
+		rec := &recorder{BatchPublisher: env.Publisher}
 		sum, err := backfill.New(o, catalogclient.NewLister(api, 10, 1000), rec, env.Quarantine, st, log).Run(context.Background())
 		if err != nil {
 			t.Fatal(err)

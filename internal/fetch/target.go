@@ -45,6 +45,13 @@ type Target interface {
 	SweepPartials(ctx context.Context, maxAge time.Duration) (int, error)
 }
 
+// Interface guards: each target is a Target, and the directory target
+// also offers what the fetcher's checks ask of a file system.
+var (
+	_ Target = (*FileTarget)(nil)
+	_ Target = (*S3Target)(nil)
+)
+
 // OpenOption changes Target.Open.
 type OpenOption int
 

@@ -307,7 +307,6 @@ func ConsumerSubjects(cfg fetchconfig.Config) []string {
 	return append(subjects, retry)
 }
 
-
 // consume takes product events until ctx ends; each runs in its own
 // goroutine, at most FETCH_CONCURRENCY at once here (NATS caps them across
 // replicas).

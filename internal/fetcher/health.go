@@ -13,6 +13,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/cdse-jetstream/receiver/internal/fetch"
 	"github.com/cdse-jetstream/receiver/internal/retry"
 )
 
@@ -144,6 +145,8 @@ type Checker interface {
 	Check() error
 	Space() (freeBeyondReserve int64, err error)
 }
+
+var _ Checker = (*fetch.FileTarget)(nil)
 
 // checks runs the background checks until ctx ends.
 func (a *App) checks(ctx context.Context) {

@@ -95,6 +95,15 @@ func Confirmed(results []Result) bool {
 	return false
 }
 
+// BatchPublisher is what a source needs of the publisher: every source
+// (and the quarantine's replay) takes this one interface, declared here
+// beside its implementation, *Publisher.
+type BatchPublisher interface {
+	Publish(ctx context.Context, msgs []Message) ([]Result, error)
+}
+
+var _ BatchPublisher = (*Publisher)(nil)
+
 // Publisher publishes to one stream with synchronous confirmation.
 type Publisher struct {
 	nc      *nats.Conn

@@ -33,17 +33,6 @@ type Queue interface {
 	GetProduct(ctx context.Context, id string) (json.RawMessage, error)
 }
 
-// Publisher stores messages (internal/publish).
-type Publisher interface {
-	Publish(ctx context.Context, msgs []publish.Message) ([]publish.Result, error)
-}
-
-// Quarantine keeps the notifications that fail validation
-// (internal/quarantine); Put returns without error once one is stored.
-type Quarantine interface {
-	Put(ctx context.Context, e quarantine.Entry) error
-}
-
 // ErrGone means the subscription no longer exists (cancelled or deleted):
 // the source stops instead of spinning.
 var ErrGone = errors.New("pull subscription not found (cancelled?)")
@@ -65,8 +54,8 @@ type Options struct {
 type Source struct {
 	o   Options
 	q   Queue
-	pub Publisher
-	qu  Quarantine
+	pub publish.BatchPublisher
+	qu  quarantine.Putter
 	log logrus.FieldLogger
 	m   *metrics
 
@@ -77,7 +66,7 @@ type Source struct {
 const batch = 20 // the catalogue's maximum $top
 
 // New returns a source; metrics are registered on reg.
-func New(o Options, q Queue, pub Publisher, qu Quarantine, reg prometheus.Registerer, log logrus.FieldLogger) (*Source, error) {
+func New(o Options, q Queue, pub publish.BatchPublisher, qu quarantine.Putter, reg prometheus.Registerer, log logrus.FieldLogger) (*Source, error) {
 	if o.Interval <= 0 {
 		o.Interval = 10 * time.Second
 	}
@@ -90,6 +79,13 @@ func New(o Options, q Queue, pub Publisher, qu Quarantine, reg prometheus.Regist
 	}
 	return &Source{o: o, q: q, pub: pub, qu: qu, log: log.WithField("pull_subscription", o.SubscriptionID), m: m}, nil
 }
+
+// Interface guards: a PULL source is a source, named in /status by its
+// subscription.
+var (
+	_ source.Source     = (*Source)(nil)
+	_ source.Subscriber = (*Source)(nil)
+)
 
 // Name is the source's name (internal/source).
 func (*Source) Name() string { return ingest.SourcePull }

@@ -144,9 +144,18 @@ func New(t *topology.Topology, timeout time.Duration, reg prometheus.Registerer,
 // configured ones.
 func (s *Store) Ensure(ctx context.Context) error { return s.t.EnsureQuarantine(ctx) }
 
+// Putter is what a source needs of the quarantine: declared once, here,
+// for every source.
+type Putter interface {
+	Put(ctx context.Context, e Entry) error
+}
+
+var _ Putter = (*Store)(nil)
+
 // Put stores e and returns once JetStream has acknowledged it (or knows it
 // from an earlier delivery of the same body). Any error wraps
 // ErrUnavailable: the caller must not report the body as kept.
+
 func (s *Store) Put(ctx context.Context, e Entry) error {
 	msg := &nats.Msg{Subject: s.t.QuarantineSubject(event.SanitizeToken(e.Source)), Header: nats.Header{}, Data: e.Body}
 	h := msg.Header

@@ -15,11 +15,6 @@ import (
 // body's sequence in the quarantine.
 const HeaderReplayed = "Cdse-Replayed"
 
-// Publisher stores messages on the product stream (internal/publish).
-type Publisher interface {
-	Publish(ctx context.Context, msgs []publish.Message) ([]publish.Result, error)
-}
-
 // ReplayOptions say how a replay validates and shapes what it publishes:
 // as the receiver does, with its route and limits.
 type ReplayOptions struct {
@@ -60,7 +55,7 @@ type ReplayItem struct {
 // quarantine only after its PubAck. Bodies are read one at a time (Each).
 // A sequence of o.Seqs not in the quarantine is an item "not-found" and
 // sum.NotFound counts it; the others are replayed all the same.
-func (r *Reader) Replay(ctx context.Context, pub Publisher, o ReplayOptions) (ReplaySummary, error) {
+func (r *Reader) Replay(ctx context.Context, pub publish.BatchPublisher, o ReplayOptions) (ReplaySummary, error) {
 	sum := ReplaySummary{DryRun: o.DryRun, Items: []ReplayItem{}}
 	one := func(s Stored) error { return r.replayOne(ctx, pub, o, s, &sum) }
 	if len(o.Seqs) == 0 {
@@ -83,7 +78,7 @@ func (r *Reader) Replay(ctx context.Context, pub Publisher, o ReplayOptions) (Re
 	return sum, nil
 }
 
-func (r *Reader) replayOne(ctx context.Context, pub Publisher, o ReplayOptions, s Stored, sum *ReplaySummary) error {
+func (r *Reader) replayOne(ctx context.Context, pub publish.BatchPublisher, o ReplayOptions, s Stored, sum *ReplaySummary) error {
 	sum.Checked++
 	item := ReplayItem{Seq: s.Seq, ProductID: s.ProductID}
 	body, err := s.Decoded(o.MaxBody)

@@ -29,16 +29,6 @@ import (
 	"github.com/cdse-jetstream/receiver/internal/quarantine"
 )
 
-// Publisher stores messages (internal/publish).
-type Publisher interface {
-	Publish(ctx context.Context, msgs []publish.Message) ([]publish.Result, error)
-}
-
-// Quarantine keeps what fails validation (internal/quarantine).
-type Quarantine interface {
-	Put(ctx context.Context, e quarantine.Entry) error
-}
-
 // Options configure a Reconciler.
 type Options struct {
 	// Filter is an OData filter on Products (and DeletedProducts), usually
@@ -87,8 +77,8 @@ func watermarkKey(ev event.Kind) string {
 type Reconciler struct {
 	o      Options
 	list   *catalogclient.Lister
-	pub    Publisher
-	qu     Quarantine
+	pub    publish.BatchPublisher
+	qu     quarantine.Putter
 	bk     Buckets
 	log    logrus.FieldLogger
 	id     string // this replica, in the lease
@@ -107,7 +97,7 @@ type Reconciler struct {
 }
 
 // New returns a reconciler; its metrics are registered on reg.
-func New(o Options, cat catalogclient.Lists, pub Publisher, qu Quarantine, bk Buckets, reg prometheus.Registerer, log logrus.FieldLogger) (*Reconciler, error) {
+func New(o Options, cat catalogclient.Lists, pub publish.BatchPublisher, qu quarantine.Putter, bk Buckets, reg prometheus.Registerer, log logrus.FieldLogger) (*Reconciler, error) {
 	if o.Lookback <= 0 {
 		o.Lookback = 24 * time.Hour
 	}

@@ -84,7 +84,6 @@ func (o Options) productSubjects() []string {
 	return append(subjects, retry)
 }
 
-
 // Topology is the receiver's resources on one JetStream context.
 type Topology struct {
 	js jetstream.JetStream

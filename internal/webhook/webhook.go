@@ -1,13 +1,12 @@
 // Package webhook is the PUSH endpoint the catalogue calls: an Echo server
 // that authenticates the caller, reads and validates the notification body,
-// hands the notifications to a Publisher, and answers 2xx only once every one
+// hands the notifications to a publish.BatchPublisher, and answers 2xx only once every one
 // of them is stored (or known to be stored already).
 package webhook
 
 import (
 	"bytes"
 	"compress/gzip"
-	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -35,12 +34,6 @@ import (
 	"github.com/cdse-jetstream/receiver/internal/publish"
 	"github.com/cdse-jetstream/receiver/internal/quarantine"
 )
-
-// Publisher stores messages and says, per message, whether it was a
-// duplicate. It returns without error only once every message is stored.
-type Publisher interface {
-	Publish(ctx context.Context, msgs []publish.Message) ([]publish.Result, error)
-}
 
 // Options configure the webhook.
 type Options struct {
@@ -71,13 +64,7 @@ type Options struct {
 	// logger given to New.
 	RequestLog logging.RequestLog
 	// Quarantine, if set, keeps every authenticated body that is refused.
-	Quarantine Quarantine
-}
-
-// Quarantine keeps refused bodies (internal/quarantine); Put returns
-// without error only once the body is stored.
-type Quarantine interface {
-	Put(ctx context.Context, e quarantine.Entry) error
+	Quarantine quarantine.Putter
 }
 
 // Response is the body of a 200.
@@ -95,7 +82,7 @@ const (
 
 type handler struct {
 	o         Options
-	pub       Publisher
+	pub       publish.BatchPublisher
 	m         *metrics
 	log       logrus.FieldLogger
 	tooLarge  error // the refusal of a body over MaxBody, made once
@@ -104,7 +91,7 @@ type handler struct {
 }
 
 // New builds the webhook's Echo server. Its metrics are registered on reg.
-func New(o Options, pub Publisher, v Verifier, reg prometheus.Registerer, log logrus.FieldLogger) (*echo.Echo, error) {
+func New(o Options, pub publish.BatchPublisher, v Verifier, reg prometheus.Registerer, log logrus.FieldLogger) (*echo.Echo, error) {
 	m, err := newMetrics(reg)
 	if err != nil {
 		return nil, err
