@@ -482,16 +482,7 @@ func (a *App) reloadCredentials(ctx context.Context, every time.Duration) {
 	if (a.cfg.HTPasswdFile == "" || a.verifier == nil) && a.interests == nil {
 		return
 	}
-	t := time.NewTicker(every)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-		a.Reload(false)
-	}
+	retry.Every(ctx, every, false, func() { a.Reload(false) })
 }
 
 // Reload re-reads what the receiver reads from files while it runs (the

@@ -180,14 +180,7 @@ const sweepEvery = time.Hour
 // longer fetched), at start and every sweepEvery, until ctx ends. Each
 // replica sweeps; an upload another one removed first is not counted.
 func (a *App) sweep(ctx context.Context) {
-	t := time.NewTimer(0)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
+	retry.Every(ctx, sweepEvery, true, func() {
 		n, err := a.parts.Engine.SweepPartials(ctx, a.cfg.PartialMaxAge)
 		switch {
 		case err != nil && ctx.Err() == nil:
@@ -195,8 +188,7 @@ func (a *App) sweep(ctx context.Context) {
 		case n > 0:
 			a.log.WithFields(logrus.Fields{"removed": n, "older_than": a.cfg.PartialMaxAge.String()}).Info("stale partial downloads removed from the target")
 		}
-		t.Reset(sweepEvery)
-	}
+	})
 }
 
 // setNotReady has /readyz answer 503 with why on the consumer check; ""
@@ -410,21 +402,13 @@ const backlogEvery = 15 * time.Second
 // watchBacklog keeps cdse_fetcher_oldest_unfetched_age_seconds until ctx
 // ends.
 func (a *App) watchBacklog(ctx context.Context, c jetstream.Consumer) {
-	t := time.NewTimer(0)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
+	retry.Every(ctx, backlogEvery, true, func() {
 		if age, err := a.oldestUnfetched(ctx, c); err != nil {
 			a.log.WithError(err).Debug("cannot look up the oldest unfetched event")
 		} else {
 			a.oldest.Set(age.Seconds())
 		}
-		t.Reset(backlogEvery)
-	}
+	})
 }
 
 // oldestUnfetched is the age of the first message after the consumer's ack

@@ -150,17 +150,7 @@ var _ Checker = (*fetch.FileTarget)(nil)
 
 // checks runs the background checks until ctx ends.
 func (a *App) checks(ctx context.Context) {
-	t := time.NewTimer(0)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-		a.checkOnce(ctx)
-		t.Reset(checkEvery)
-	}
+	retry.Every(ctx, checkEvery, true, func() { a.checkOnce(ctx) })
 }
 
 func (a *App) checkOnce(ctx context.Context) {

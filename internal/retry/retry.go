@@ -64,6 +64,29 @@ func Sleep(ctx context.Context, d time.Duration) error {
 	}
 }
 
+// Every calls fn until ctx ends: at once when now is true, and every
+// interval after each call ends (a slow call delays the next rather than
+// piling calls up). It is the one shape of the periodic background work
+// (checks, sweeps, watches), so that each says what it does, not how it
+// waits.
+func Every(ctx context.Context, every time.Duration, now bool, fn func()) {
+	first := every
+	if now {
+		first = 0
+	}
+	t := time.NewTimer(first)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		fn()
+		t.Reset(every)
+	}
+}
+
 // RetryAfter reads a Retry-After header (RFC 9110 10.2.3: delay-seconds or
 // an HTTP-date) as a wait from now, capped at most; ok is false when the
 // header is absent or unreadable (the caller's backoff applies then). A

@@ -61,3 +61,35 @@ func TestSleepEndsWithItsContext(t *testing.T) {
 		t.Errorf("Sleep: %v", err)
 	}
 }
+
+// TestEvery: at once when asked, then every interval after each call,
+// until the context ends; never after.
+func TestEvery(t *testing.T) {
+	for _, now := range []bool{true, false} {
+		ctx, cancel := context.WithCancel(context.Background())
+		calls := make(chan time.Time, 10)
+		start := time.Now()
+		done := make(chan struct{})
+		go func() {
+			Every(ctx, 30*time.Millisecond, now, func() {
+				calls <- time.Now()
+				if len(calls) == 3 {
+					cancel()
+				}
+			})
+			close(done)
+		}()
+		<-done
+		if len(calls) != 3 {
+			t.Fatalf("now=%v: %d calls", now, len(calls))
+		}
+		first := (<-calls).Sub(start)
+		if now && first >= 30*time.Millisecond {
+			t.Errorf("now=true: first call after %v", first)
+		}
+		if !now && first < 30*time.Millisecond {
+			t.Errorf("now=false: first call after %v, before the interval", first)
+		}
+		cancel()
+	}
+}

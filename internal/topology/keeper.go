@@ -10,6 +10,8 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/sirupsen/logrus"
+
+	"github.com/cdse-jetstream/receiver/internal/retry"
 )
 
 // Keeper owns the product stream while the receiver runs: it creates it
@@ -85,18 +87,11 @@ func (k *Keeper) Check(ctx context.Context) error {
 
 // Run checks the stream every interval until ctx ends.
 func (k *Keeper) Run(ctx context.Context, every time.Duration) {
-	t := time.NewTicker(every)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
+	retry.Every(ctx, every, false, func() {
 		cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		defer cancel()
 		if err := k.Check(cctx); err != nil && ctx.Err() == nil {
 			k.log.WithError(err).Warn("stream check failed")
 		}
-		cancel()
-	}
+	})
 }
