@@ -267,23 +267,15 @@ var errCutOff = errors.New("cut off from NATS: in-progress acks failed for half 
 
 // watchNATS clears the NATS hold once NATS answers again.
 func (a *App) watchNATS(ctx context.Context) {
-	t := time.NewTicker(time.Second)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
+	retry.Every(ctx, time.Second, false, func() {
 		if _, held := a.health.report()[holdNATS]; !held {
-			continue
+			return
 		}
 		rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		_, err := a.js.AccountInfo(rctx)
-		cancel()
-		if err == nil {
+		defer cancel()
+		if _, err := a.js.AccountInfo(rctx); err == nil {
 			a.log.Info("NATS answers again: taking products again")
 			a.health.set(holdNATS, "", false)
 		}
-	}
+	})
 }
