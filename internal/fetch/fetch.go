@@ -367,7 +367,7 @@ func (f *Fetcher) Fetch(ctx context.Context, p Product, key string, progress fun
 	defer func() {
 		f.m.inFlight.Dec()
 		res.Took = time.Since(start)
-		f.m.downloads.WithLabelValues(outcome(res, err)).Inc()
+		f.m.downloads.WithLabelValues(Outcome(res, err)).Inc()
 	}()
 	if err := checkName(p.Name, key); err != nil {
 		return res, err
@@ -903,7 +903,9 @@ func (p *progressReader) Read(b []byte) (int, error) {
 	return n, err
 }
 
-func outcome(res Result, err error) string {
+// Outcome is a Fetch's outcome as the cdse_fetch_downloads_total label
+// names it: ok, unverified, already_there, or why it failed.
+func Outcome(res Result, err error) string {
 	switch {
 	case err == nil && res.AlreadyThere:
 		return "already_there"

@@ -106,6 +106,8 @@ type App struct {
 	// was deleted.
 	consumerEvery time.Duration
 	checkNow      chan struct{}
+	// track is parts.Engine as /status sees it (status.go).
+	track *tracked
 }
 
 // New is a fetcher of cfg (validated) over parts; reg serves /metrics.
@@ -126,6 +128,8 @@ func New(cfg fetchconfig.Config, parts Parts, reg *prometheus.Registry, log logr
 		return nil, err
 	}
 	a.health = h
+	a.track = newTracked(parts.Engine)
+	a.parts.Engine = a.track
 	h.set(checkConsumer, "stream and consumer not set up yet", false)
 	h.set(checkNATS, "not connected yet", false)
 	if err := errors.Join(reg.Register(a.outcomes), reg.Register(a.running), reg.Register(a.oldest), reg.Register(a.restored)); err != nil {
@@ -646,11 +650,12 @@ func (a *App) giveUp(ctx context.Context, log logrus.FieldLogger, m jetstream.Ms
 	_ = m.Term()
 }
 
-// admin is /healthz, /readyz and /metrics.
+// admin is /healthz, /readyz, /status and /metrics.
 func (a *App) admin() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok\n")) })
 	mux.HandleFunc("GET /readyz", a.health.serveReady)
+	mux.HandleFunc("GET /status", a.serveStatus)
 	mux.Handle("GET /metrics", promhttp.HandlerFor(a.reg, promhttp.HandlerOpts{}))
 	return mux
 }
