@@ -23,7 +23,7 @@ run: ## run the receiver with the embedded NATS and the development settings of 
 	$(GO) run -ldflags '$(LDFLAGS)' ./cmd/receiver --config configs/dev.yaml
 
 .PHONY: demo
-demo: ## the whole chain locally: simulator, receiver with two named interests, a subscriber per interest, register apply, a few products
+demo: ## the whole chain locally: simulator, receiver with two named interests, a subscriber per interest, register apply, a few products, the fetcher storing them verified into a directory
 	./scripts/demo.sh
 
 .PHONY: test
