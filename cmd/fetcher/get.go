@@ -13,6 +13,7 @@ import (
 	"github.com/cdse-jetstream/receiver/internal/fetch"
 	"github.com/cdse-jetstream/receiver/internal/fetchconfig"
 	"github.com/cdse-jetstream/receiver/internal/fetcher"
+	"github.com/cdse-jetstream/receiver/internal/fetchview"
 	"github.com/cdse-jetstream/receiver/internal/logging"
 )
 
@@ -44,7 +45,7 @@ Exit codes: 0 ok, 1 error, 2 usage.`,
 		}
 		log := logging.New(cfg.LogLevel, cfg.LogFormat, cmd.ErrOrStderr())
 		ctx := cmd.Context()
-		show, every, done := progressShow(cmd.ErrOrStderr())
+		show, every, done := fetchview.Progress(cmd.ErrOrStderr())
 		parts, err := fetcher.Build(ctx, cfg, getenv, prometheus.NewRegistry(), log, func(o *fetch.Options) { o.ProgressEvery = every })
 		if err != nil {
 			return err

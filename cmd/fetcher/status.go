@@ -3,18 +3,15 @@ package main
 import (
 	"fmt"
 	"io"
-	"maps"
 	"net"
 	"net/http"
-	"slices"
-	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/cdse-jetstream/receiver/internal/cli"
-	"github.com/cdse-jetstream/receiver/internal/fetch"
 	"github.com/cdse-jetstream/receiver/internal/fetchconfig"
+	"github.com/cdse-jetstream/receiver/internal/fetchview"
 	"github.com/cdse-jetstream/receiver/internal/status"
 )
 
@@ -48,7 +45,7 @@ Exit codes: 0 ok (ready or not), 1 the fetcher cannot be read, 2 usage.`,
 		if err != nil {
 			return fmt.Errorf("%w (is the fetcher running, with FETCH_ADMIN_ADDR=%s?)", err, cfg.AdminAddr)
 		}
-		return out.Print(cmd.OutOrStdout(), st, func(w io.Writer) error { return statusTable(w, st) })
+		return out.Print(cmd.OutOrStdout(), st, func(w io.Writer) error { return fetchview.StatusTable(w, st) })
 	}
 	return cmd
 }
@@ -64,45 +61,4 @@ func dialable(addr string) string {
 		host = "127.0.0.1"
 	}
 	return net.JoinHostPort(host, port)
-}
-
-func statusTable(w io.Writer, st *status.Fetcher) error {
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	ready := "yes"
-	if !st.Ready {
-		ready = "no"
-	}
-	fmt.Fprintf(tw, "READY\t%s\n", ready)
-	for _, check := range slices.Sorted(maps.Keys(st.NotReady)) {
-		fmt.Fprintf(tw, "  %s\t%s\n", check, st.NotReady[check])
-	}
-	if c := st.Consumer; c != nil {
-		fmt.Fprintf(tw, "CONSUMER\t%s on %s: %d waiting, %d in flight\n", c.Name, c.Stream, c.Waiting, c.InFlight)
-	} else {
-		fmt.Fprintf(tw, "CONSUMER\tunknown: %s\n", st.ConsumerError)
-	}
-	fmt.Fprintln(tw)
-	fmt.Fprintln(tw, "DOWNLOADING\tBYTES\tSIZE\tRATE\tLEFT\tKEY")
-	for _, d := range st.Downloads {
-		rate, left := fetch.HumanBytes(d.Rate)+"/s", orDash(d.ETA)
-		if d.Waiting != "" {
-			rate, left = d.Waiting, "-"
-		}
-		size := "unknown"
-		if d.Size > 0 {
-			size = fetch.HumanBytes(float64(d.Size))
-		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", d.ProductID, fetch.HumanBytes(float64(d.Bytes)), size, rate, left, d.Key)
-	}
-	fmt.Fprintln(tw)
-	fmt.Fprintln(tw, "STORED\tAT\tSIZE\tVERIFIED\tURL")
-	for _, s := range st.LastStored {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%t\t%s\n", s.ProductID, s.At.UTC().Format(time.RFC3339), fetch.HumanBytes(float64(s.Size)), s.Verified, s.URL)
-	}
-	fmt.Fprintln(tw)
-	fmt.Fprintln(tw, "FAILED\tCOUNT")
-	for _, r := range slices.Sorted(maps.Keys(st.Failures)) {
-		fmt.Fprintf(tw, "%s\t%d\n", r, st.Failures[r])
-	}
-	return tw.Flush()
 }

@@ -1,4 +1,7 @@
-package main
+// Package fetchview is what the fetcher's commands show a person: a
+// download's progress (a bar on a terminal, plain lines elsewhere) and a
+// running fetcher's /status as a table.
+package fetchview
 
 import (
 	"fmt"
@@ -13,16 +16,16 @@ import (
 	"github.com/cdse-jetstream/receiver/internal/fetch"
 )
 
-// progressShow is what `fetcher get` shows of a download on w (its
-// stderr): a bar where w is a terminal, else a plain line each time the
-// engine tells where it is (every progressEvery), which a log or a CI
-// job keeps readable where a bar's carriage returns would not be. done
+// Progress is what `fetcher get` shows of a download on w (its stderr): a
+// bar where w is a terminal, else a plain line each time the engine tells
+// where it is (every, for fetch.Options.ProgressEvery), which a log or a
+// CI job keeps readable where a bar's carriage returns would not be. done
 // ends the bar's line.
-func progressShow(w io.Writer) (show func(fetch.Progress), every time.Duration, done func()) {
+func Progress(w io.Writer) (show func(fetch.Progress), every time.Duration, done func()) {
 	if f, ok := w.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
 		return progressBar(f)
 	}
-	return func(p fetch.Progress) { fmt.Fprintln(w, progressLine(p)) }, 2 * time.Second, func() {}
+	return func(p fetch.Progress) { fmt.Fprintln(w, Line(p)) }, 2 * time.Second, func() {}
 }
 
 // progressBar draws the download on a terminal, refreshed often: a bar
@@ -68,9 +71,9 @@ func progressBar(w io.Writer) (func(fetch.Progress), time.Duration, func()) {
 	return show, 200 * time.Millisecond, done
 }
 
-// progressLine is one plain line of a download: its bytes (of the
+// Line is one plain line of a download: its bytes (of the
 // product's, when known), rate and time left, or why it waits.
-func progressLine(p fetch.Progress) string {
+func Line(p fetch.Progress) string {
 	s := fmt.Sprintf("%s: %s", p.Key, fetch.HumanBytes(float64(p.Held)))
 	if p.Total > 0 {
 		s += fmt.Sprintf(" of %s (%d%%)", fetch.HumanBytes(float64(p.Total)), p.Held*100/p.Total)
