@@ -22,8 +22,12 @@ build: ## build the binaries (receiver, register, fetcher, cdse-sim, subscribe) 
 run: ## run the receiver with the embedded NATS and the development settings of configs/dev.yaml
 	$(GO) run -ldflags '$(LDFLAGS)' ./cmd/receiver --config configs/dev.yaml
 
+.PHONY: s3-local
+s3-local: ## a local S3 server for the fetcher (versitygw, as tools/go.mod pins it) on 127.0.0.1:7070 serving data/s3, its bucket products created; prints the fetcher's AWS_* settings (S3_LOCAL_ADDR, S3_LOCAL_DIR, S3_LOCAL_BUCKET)
+	./scripts/s3-local.sh
+
 .PHONY: demo
-demo: ## the whole chain locally: simulator, receiver with two named interests, a subscriber per interest, register apply, a few products
+demo: ## the whole chain locally: simulator, receiver with two named interests, a subscriber per interest, register apply, a few products, the fetcher storing them verified into a directory
 	./scripts/demo.sh
 
 .PHONY: test

@@ -1,13 +1,16 @@
 #!/usr/bin/env bash
 # The whole chain on one machine: the catalogue simulator, the receiver with
 # its embedded NATS and two named interests, one subscriber per interest,
-# `register apply` making the one PUSH subscription that covers both, and a
-# handful of products (each sent twice, as the catalogue may).
+# `register apply` making the one PUSH subscription that covers both, a
+# handful of products (each sent twice, as the catalogue may), and the
+# fetcher storing each product, verified, into a directory that is kept.
 # Run it with `make demo`; it stops everything it started when it ends.
 #
-# DEMO_BIN (a directory holding receiver, register, cdse-sim and subscribe:
-# no build) and DEMO_SIM_ADDR, DEMO_RECEIVER_ADDR, DEMO_ADMIN_ADDR,
-# DEMO_NATS_ADDR (host:port) let test/docs run it beside other tests.
+# DEMO_BIN (a directory holding receiver, register, cdse-sim, subscribe and
+# fetcher: no build) and DEMO_SIM_ADDR, DEMO_RECEIVER_ADDR, DEMO_ADMIN_ADDR,
+# DEMO_NATS_ADDR, DEMO_FETCHER_ADMIN_ADDR (host:port) let test/docs run it
+# beside other tests; DEMO_PRODUCTS is the fetcher's directory (default: a
+# new one under /tmp, kept after the demo).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bin=${DEMO_BIN:-bin}
@@ -16,6 +19,10 @@ sim=${DEMO_SIM_ADDR:-127.0.0.1:8090}
 rcv=${DEMO_RECEIVER_ADDR:-127.0.0.1:8080}
 admin=${DEMO_ADMIN_ADDR:-127.0.0.1:9090}
 nats=${DEMO_NATS_ADDR:-127.0.0.1:4222}
+fadmin=${DEMO_FETCHER_ADMIN_ADDR:-127.0.0.1:9091}
+products=${DEMO_PRODUCTS:-$(mktemp -d "${TMPDIR:-/tmp}/cdse-demo-products.XXXXXX")}
+# The fetcher never creates its target directory: the demo does.
+mkdir -p "$products"
 data=$(mktemp -d)
 pids=()
 # On failure the logs are printed before the directory goes: a demo that
@@ -35,9 +42,9 @@ trap cleanup EXIT
 # The demo's addresses must be free: beside a running `make run`, the
 # demo's receiver could not bind, and its checks would have talked to the
 # other receiver and passed.
-for addr in "$sim" "$rcv" "$admin" "$nats"; do
+for addr in "$sim" "$rcv" "$admin" "$nats" "$fadmin"; do
   if (exec 3<>"/dev/tcp/${addr%:*}/${addr##*:}") 2>/dev/null; then
-    echo "something already listens on $addr (a make run or another demo left running?): stop it, or set DEMO_SIM_ADDR, DEMO_RECEIVER_ADDR, DEMO_ADMIN_ADDR, DEMO_NATS_ADDR" >&2
+    echo "something already listens on $addr (a make run or another demo left running?): stop it, or set DEMO_SIM_ADDR, DEMO_RECEIVER_ADDR, DEMO_ADMIN_ADDR, DEMO_NATS_ADDR, DEMO_FETCHER_ADMIN_ADDR" >&2
     exit 1
   fi
 done
@@ -68,6 +75,8 @@ echo "== catalogue simulator on $sim"
 SIM_PASSWORD=demo-password "$bin/cdse-sim" --addr "$sim" >"$data/sim.log" 2>&1 & pids+=($!)
 echo "== receiver on $rcv (embedded NATS on $nats, admin on $admin)"
 # Download links point at the simulator's catalogue, as they would at the real one.
+# The embedded NATS server gives the fetcher a login of its own.
+NATS_EMBEDDED_FETCHER_USER=fetcher NATS_EMBEDDED_FETCHER_PASSWORD=demo-fetcher-password \
 RECEIVER_ADDR=$rcv RECEIVER_ADMIN_ADDR=$admin NATS_EMBEDDED_ADDR=$nats INTERESTS_FILE="$data/interests.yaml" \
   CDSE_CATALOGUE_URL=http://$sim/odata/v1 RECEIVER_DATA_DIR="$data/receiver" LOG_LEVEL=warn \
   "$bin/receiver" --config configs/dev.yaml >"$data/receiver.log" 2>&1 & pids+=($!)
@@ -104,6 +113,35 @@ for i in s2-clear s1-grd; do
   done
 done
 alive "$receiver_pid" "the demo's receiver"
+
+echo "== the fetcher (admin on $fadmin) stores each product of the stream into $products, verified"
+export NATS_USER=fetcher NATS_PASSWORD=demo-fetcher-password FETCH_ADMIN_ADDR=$fadmin
+FETCH_TARGET="file://$products" FETCH_START=all CDSE_DOWNLOAD_URL=http://$sim/odata/v1 LOG_LEVEL=warn \
+  "$bin/fetcher" >"$data/fetcher.log" 2>&1 & pids+=($!)
+fetcher_pid=$!
+wait_for "http://$fadmin/readyz"
+# Done when its consumer has nothing waiting nor in flight, and it has
+# stored something (/status, which `fetcher status` prints).
+fetched=
+for _ in $(seq 300); do
+  st=$(curl -fs "http://$fadmin/status" || true)
+  grep -q '"waiting": 0,' <<<"$st" && grep -q '"inFlight": 0' <<<"$st" && grep -q '"verified": true' <<<"$st" && { fetched=1; break; }
+  sleep 0.1
+done
+alive "$fetcher_pid" "the demo's fetcher"
+[ -n "$fetched" ] || { echo "the fetcher did not store the products within 30 s" >&2; exit 1; }
+echo "== fetcher status:"
+"$bin/fetcher" status | sed 's/^/   /'
 echo "== simulator: $(curl -fs "http://$sim/sim/stats")"
 echo "== receiver: $(curl -fs "http://$admin/metrics" | grep -E '^cdse_receiver_(notifications_total\{event="created"|interest_routed_total|interest_unmatched_total\{event="created")' | tr '\n' ' ')"
 echo "== the Sentinel-3 product and any Sentinel-2 one above 50 % cloud are outside the subscription (the interests' union): the catalogue never sends them"
+echo "== fetcher fetched list (what was stored, where, verified or not):"
+list=$("$bin/fetcher" fetched list)
+sed 's/^/   /' <<<"$list"
+# The table's last two columns are VERIFIED and URL.
+verified=$(awk 'NR > 1 && $(NF-1) == "true" { print $NF }' <<<"$list")
+file=$(head -n 1 <<<"$verified")
+file=${file#file://}
+[ -f "$file" ] || { echo "no verified file stored (fetched list above)" >&2; exit 1; }
+echo "== $(wc -l <<<"$verified") products stored in $products, each verified against the catalogue's checksums (kept: rm -rf $products removes them); one of them:"
+echo "verified file: $file"

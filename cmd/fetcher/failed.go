@@ -275,11 +275,30 @@ func (r *failedStore) Each(ctx context.Context, fn func(failedEvent) error) erro
 // server), up to the last failed event there was when it began: events
 // given up meanwhile (a retry failing again) wait for the next run.
 func (r *failedStore) each(ctx context.Context, headersOnly bool, fn func(failedEvent) error) error {
+	perFetch := failedPerFetch
+	if headersOnly {
+		perFetch = 500
+	}
+	return r.read(ctx, jetstream.OrderedConsumerConfig{FilterSubjects: []string{r.prefix + ".>"}, HeadersOnly: headersOnly}, perFetch,
+		func(m jetstream.Msg, md *jetstream.MsgMetadata) error {
+			ev := r.event(md.Sequence.Stream, md.Timestamp, m.Subject(), m.Headers(), m.Data())
+			if headersOnly {
+				ev.Body = nil
+				ev.Bytes, _ = strconv.Atoi(m.Headers().Get(nats.MsgSize))
+			}
+			return fn(ev)
+		})
+}
+
+// read reads FETCH_STREAM with an ordered consumer of oc (no state on the
+// server) up to the last message on its one filter subject there was when
+// it began: messages stored meanwhile wait for the next run.
+func (r *failedStore) read(ctx context.Context, oc jetstream.OrderedConsumerConfig, perFetch int, fn func(jetstream.Msg, *jetstream.MsgMetadata) error) error {
 	s, err := r.handle(ctx)
 	if err != nil {
 		return err
 	}
-	filter := r.prefix + ".>"
+	filter := oc.FilterSubjects[0]
 	lctx, done := r.calls.call(ctx)
 	last, err := s.GetLastMsgForSubject(lctx, filter)
 	err = refused(lctx, err)
@@ -290,19 +309,7 @@ func (r *failedStore) each(ctx context.Context, headersOnly bool, fn func(failed
 	if err != nil {
 		return fmt.Errorf("stream %s: last of %s: %w", r.stream, filter, err)
 	}
-	perFetch := failedPerFetch
-	if headersOnly {
-		perFetch = 500
-	}
-	return topology.ReadTo(ctx, s, jetstream.OrderedConsumerConfig{FilterSubjects: []string{filter}, HeadersOnly: headersOnly}, perFetch, last.Sequence,
-		func(m jetstream.Msg, md *jetstream.MsgMetadata) error {
-			ev := r.event(md.Sequence.Stream, md.Timestamp, m.Subject(), m.Headers(), m.Data())
-			if headersOnly {
-				ev.Body = nil
-				ev.Bytes, _ = strconv.Atoi(m.Headers().Get(nats.MsgSize))
-			}
-			return fn(ev)
-		})
+	return topology.ReadTo(ctx, s, oc, perFetch, last.Sequence, fn)
 }
 
 // Get returns one failed event, with its body and headers.

@@ -10,8 +10,10 @@ import (
 
 	"github.com/cdse-jetstream/receiver/event"
 	"github.com/cdse-jetstream/receiver/internal/cli"
+	"github.com/cdse-jetstream/receiver/internal/fetch"
 	"github.com/cdse-jetstream/receiver/internal/fetchconfig"
 	"github.com/cdse-jetstream/receiver/internal/fetcher"
+	"github.com/cdse-jetstream/receiver/internal/fetchview"
 	"github.com/cdse-jetstream/receiver/internal/logging"
 )
 
@@ -23,7 +25,8 @@ func newGet(getenv func(string) string, configFile *string) *cobra.Command {
 		Short: "Fetch one product into FETCH_TARGET by hand",
 		Long: `Reads the product's entity from the catalogue and stores the product in
 FETCH_TARGET under the key the server would give it, verified the same way.
-No event is published and no NATS is needed.
+No event is published and no NATS is needed. On a terminal, stderr shows a
+progress bar; elsewhere a line every 2 s (bytes, rate, time left).
 
 ` + settingsHelp + `
 
@@ -42,7 +45,8 @@ Exit codes: 0 ok, 1 error, 2 usage.`,
 		}
 		log := logging.New(cfg.LogLevel, cfg.LogFormat, cmd.ErrOrStderr())
 		ctx := cmd.Context()
-		parts, err := fetcher.Build(ctx, cfg, getenv, prometheus.NewRegistry(), log)
+		show, every, done := fetchview.Progress(cmd.ErrOrStderr())
+		parts, err := fetcher.Build(ctx, cfg, getenv, prometheus.NewRegistry(), log, func(o *fetch.Options) { o.ProgressEvery = every })
 		if err != nil {
 			return err
 		}
@@ -60,7 +64,8 @@ Exit codes: 0 ok, 1 error, 2 usage.`,
 		if err != nil {
 			return fmt.Errorf("product %s: %w", args[0], err)
 		}
-		res, err := parts.Engine.Fetch(ctx, fetcher.ProductOf(n), fetcher.Key(cfg.KeyTemplate, n), func() {})
+		res, err := parts.Engine.Fetch(ctx, fetcher.ProductOf(n), fetcher.Key(cfg.KeyTemplate, n), show)
+		done()
 		if err != nil {
 			return err
 		}

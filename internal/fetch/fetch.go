@@ -82,6 +82,9 @@ type Options struct {
 	// ProgressEvery is how often progress is called while bytes flow
 	// (default 2 s).
 	ProgressEvery time.Duration
+	// LogEvery is how often a download's progress is logged, at info:
+	// its bytes, rate and ETA (default 30 s).
+	LogEvery time.Duration
 	// HeaderTimeout bounds the wait for a response's headers (default 60 s).
 	HeaderTimeout time.Duration
 	// MaxHold is the longest wait (a Retry-After, the lock of a fetch of
@@ -158,6 +161,7 @@ func New(o Options, tokens TokenSource, t Target, reg prometheus.Registerer, log
 	def(&o.MaxBackoff, time.Minute)
 	def(&o.MaxRetryAfter, 5*time.Minute)
 	def(&o.ProgressEvery, 2*time.Second)
+	def(&o.LogEvery, 30*time.Second)
 	def(&o.HeaderTimeout, time.Minute)
 	def(&o.MaxHold, o.MaxRetryAfter)
 	def(&o.LockWait, 2*time.Minute)
@@ -353,18 +357,17 @@ func stored(id string, size int64, sums map[string]string) Stored {
 }
 
 // Fetch downloads p into the target under key, verified; progress (may
-// be nil) is called at least every Options.ProgressEvery while bytes flow.
-func (f *Fetcher) Fetch(ctx context.Context, p Product, key string, progress func()) (res Result, err error) {
+// be nil) is told where the download is at least every
+// Options.ProgressEvery while bytes flow or the Fetch waits.
+func (f *Fetcher) Fetch(ctx context.Context, p Product, key string, progress func(Progress)) (res Result, err error) {
 	start := time.Now()
-	if progress == nil {
-		progress = func() {}
-	}
+	tr := newTracker(p, key, progress, f.log, f.o.LogEvery)
 	res = Result{Key: key, URL: f.target.URL(key)}
 	f.m.inFlight.Inc()
 	defer func() {
 		f.m.inFlight.Dec()
 		res.Took = time.Since(start)
-		f.m.downloads.WithLabelValues(outcome(res, err)).Inc()
+		f.m.downloads.WithLabelValues(Outcome(res, err)).Inc()
 	}()
 	if err := checkName(p.Name, key); err != nil {
 		return res, err
@@ -390,7 +393,7 @@ func (f *Fetcher) Fetch(ctx context.Context, p Product, key string, progress fun
 
 	reread := false
 	for {
-		res2, err := f.download(ctx, p, key, sums, progress)
+		res2, err := f.download(ctx, p, key, sums, tr)
 		if errors.Is(err, errStoredMeanwhile) {
 			res.AlreadyThere, res.Size, res.Verified = true, p.ContentLength, verified(sums)
 			if s, ok, _ := f.target.Stat(ctx, key); ok {
@@ -486,9 +489,9 @@ func (e *attemptErr) Unwrap() error { return e.err }
 // download is one product's tries into one upload: a cut resumes from the
 // bytes held, a 200 to a Range starts over, a mismatch is returned for
 // Fetch to re-read the checksum.
-func (f *Fetcher) download(ctx context.Context, p Product, key string, sums map[string]string, progress func()) (Result, error) {
+func (f *Fetcher) download(ctx context.Context, p Product, key string, sums map[string]string, tr *tracker) (Result, error) {
 	var res Result
-	up, err := f.open(ctx, p, key, sums, progress)
+	up, err := f.open(ctx, p, key, sums, tr)
 	if err != nil {
 		return res, err
 	}
@@ -507,7 +510,8 @@ func (f *Fetcher) download(ctx context.Context, p Product, key string, sums map[
 	} else if r != nil {
 		// The hash state of a partial left by an earlier process is
 		// rebuilt by reading it (BLAKE3's hasher cannot be saved).
-		_, err := io.Copy(h, &progressReader{r: r, every: f.o.ProgressEvery, progress: progress, last: time.Now()})
+		tr.wait("re-reading the partial download")
+		_, err := io.Copy(h, &progressReader{r: r, every: f.o.ProgressEvery, progress: tr.tick, last: time.Now()})
 		r.Close()
 		if err != nil {
 			return res, fmt.Errorf("fetch: re-reading the partial download of %s: %w", key, err)
@@ -528,7 +532,7 @@ func (f *Fetcher) download(ctx context.Context, p Product, key string, sums map[
 		if err != nil {
 			return res, fmt.Errorf("fetch: the catalogue token: %w", err)
 		}
-		from, err := f.try(ctx, p, up, h, tok, progress)
+		from, err := f.try(ctx, p, up, h, tok, tr)
 		if err == nil {
 			res.Resumed = from
 			break
@@ -564,7 +568,8 @@ func (f *Fetcher) download(ctx context.Context, p Product, key string, sums map[
 			return res, &DeferError{Wait: wait, Err: ae}
 		}
 		f.log.WithFields(logrus.Fields{"product": p.ID, "key": key, "attempt": attempts}).Infof("fetch: %v; again in %v", ae.err, wait.Round(time.Millisecond))
-		if err := f.sleep(ctx, wait, progress); err != nil {
+		tr.wait(fmt.Sprintf("retrying in %v", wait.Round(time.Second)))
+		if err := f.sleep(ctx, wait, tr.tick); err != nil {
 			return res, fmt.Errorf("fetch %s: %w (last: %w)", p.ID, err, last)
 		}
 	}
@@ -604,7 +609,7 @@ func (f *Fetcher) download(ctx context.Context, p Product, key string, sums map[
 // keeping its own work alive, up to LockWait: by then the other has
 // stored the product (ErrStoredMeanwhile, for Fetch to find it there),
 // or has gone silent past the ack wait and its lock is taken over.
-func (f *Fetcher) open(ctx context.Context, p Product, key string, sums map[string]string, progress func()) (Upload, error) {
+func (f *Fetcher) open(ctx context.Context, p Product, key string, sums map[string]string, tr *tracker) (Upload, error) {
 	deadline := time.Now().Add(f.o.LockWait)
 	storedNow := func() bool {
 		s, ok, err := f.target.Stat(ctx, key)
@@ -627,7 +632,8 @@ func (f *Fetcher) open(ctx context.Context, p Product, key string, sums map[stri
 			f.log.WithFields(logrus.Fields{"product": p.ID, "key": key}).Warnf("fetch: the partial download has been locked for %v (FETCH_ACK_WAIT) by a fetch that no longer holds the product's message; taking it over", f.o.LockWait)
 			return f.target.Open(ctx, key, p.ContentLength, stored(p.ID, p.ContentLength, sums), TakeOver)
 		}
-		if err := f.sleep(ctx, min(time.Second, time.Until(deadline)+time.Millisecond), progress); err != nil {
+		tr.wait("another fetch of the same key holds its lock")
+		if err := f.sleep(ctx, min(time.Second, time.Until(deadline)+time.Millisecond), tr.tick); err != nil {
 			return nil, fmt.Errorf("fetch %s: waiting for the other fetch of %s: %w", p.ID, key, err)
 		}
 	}
@@ -639,7 +645,7 @@ var errStoredMeanwhile = errors.New("stored by another fetch meanwhile")
 // Range when some is held) until the product is whole, and says from
 // which byte the body it read began (the bytes resumed); an *attemptErr
 // is worth another try.
-func (f *Fetcher) try(ctx context.Context, p Product, up Upload, h *hashes, tok *oauth2.Token, progress func()) (int64, error) {
+func (f *Fetcher) try(ctx context.Context, p Product, up Upload, h *hashes, tok *oauth2.Token, tr *tracker) (int64, error) {
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	u := f.base.String() + "/Products(" + url.PathEscape(p.ID) + ")/$value"
@@ -704,7 +710,8 @@ func (f *Fetcher) try(ctx context.Context, p Product, up Upload, h *hashes, tok 
 		}
 	}
 
-	body := &progressReader{r: resp.Body, every: f.o.ProgressEvery, progress: progress, last: time.Now(), idle: idle, idleFor: f.o.IdleTimeout}
+	tr.begin(up.Held())
+	body := &progressReader{r: resp.Body, every: f.o.ProgressEvery, progress: tr.tick, last: time.Now(), idle: idle, idleFor: f.o.IdleTimeout}
 	// One byte more than expected is enough to know there are more.
 	limit := cmp.Or(p.ContentLength, f.o.MaxUnknownSize)
 	src := io.LimitReader(body, limit-up.Held()+1)
@@ -739,6 +746,7 @@ func (f *Fetcher) try(ctx context.Context, p Product, up Upload, h *hashes, tok 
 			}
 			h.Write(buf[:n])
 			f.m.bytes.Add(float64(n))
+			tr.held(up.Held())
 		}
 		if rerr == io.EOF {
 			break
@@ -895,7 +903,9 @@ func (p *progressReader) Read(b []byte) (int, error) {
 	return n, err
 }
 
-func outcome(res Result, err error) string {
+// Outcome is a Fetch's outcome as the cdse_fetch_downloads_total label
+// names it: ok, unverified, already_there, or why it failed.
+func Outcome(res Result, err error) string {
 	switch {
 	case err == nil && res.AlreadyThere:
 		return "already_there"

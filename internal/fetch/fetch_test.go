@@ -517,7 +517,7 @@ func TestBoundedMemory(t *testing.T) {
 	runtime.GC()
 	runtime.ReadMemStats(&ms)
 	base := ms.HeapInuse
-	sample := func() {
+	sample := func(Progress) {
 		runtime.ReadMemStats(&ms)
 		peak = max(peak, ms.HeapInuse)
 	}
@@ -527,7 +527,7 @@ func TestBoundedMemory(t *testing.T) {
 	if _, err := fe.Fetch(ctx, p, "big.zip", sample); err != nil {
 		t.Fatal(err)
 	}
-	sample()
+	sample(Progress{})
 	if grow := int64(peak) - int64(base); grow > 32<<20 {
 		t.Errorf("heap grew by %d MiB", grow>>20)
 	}

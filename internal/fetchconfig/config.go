@@ -36,7 +36,7 @@ type Config struct {
 	OnDelete        string        `koanf:"FETCH_ON_DELETE" flag:"on-delete" help:"what a deleted event does to the stored product: keep or delete"`
 	TrustedHosts    string        `koanf:"FETCH_TRUSTED_HOSTS" flag:"trusted-hosts" help:"hosts the login token may be sent to on redirects, comma-separated domain[:port]: each domain with its subdomains, over HTTPS, on the port given or 443 (CDSE_DOWNLOAD_URL's own origin always)"`
 	KeyTemplate     string        `koanf:"FETCH_KEY_TEMPLATE" flag:"key-template" help:"object key of a product, of {collection} {productType} {yyyy} {mm} {dd} {name} {id}; must end in {name}.zip"`
-	AdminAddr       string        `koanf:"FETCH_ADMIN_ADDR" flag:"admin-addr" help:"listen address of /healthz, /readyz, /metrics; keep it private"`
+	AdminAddr       string        `koanf:"FETCH_ADMIN_ADDR" flag:"admin-addr" help:"listen address of /healthz, /readyz, /status, /metrics; keep it private"`
 	FetchedPrefix   string        `koanf:"FETCH_FETCHED_PREFIX" flag:"fetched-prefix" help:"subject prefix of the fetched events: <prefix>.<event>.<collection>.<productType>"`
 	FailedPrefix    string        `koanf:"FETCH_FAILED_PREFIX" flag:"failed-prefix" help:"subject prefix of the given-up events: <prefix>.<collection>.<productType>"`
 	Stream          string        `koanf:"FETCH_STREAM" flag:"fetch-stream" help:"stream of the fetched and failed events (the fetcher declares it)"`

@@ -39,7 +39,7 @@ const engineAttempts = 3
 
 // Engine is what the fetcher needs of internal/fetch (a *fetch.Fetcher).
 type Engine interface {
-	Fetch(ctx context.Context, p fetch.Product, key string, progress func()) (fetch.Result, error)
+	Fetch(ctx context.Context, p fetch.Product, key string, progress func(fetch.Progress)) (fetch.Result, error)
 	Delete(ctx context.Context, key string) error
 	SweepPartials(ctx context.Context, maxAge time.Duration) (int, error)
 }
@@ -53,8 +53,9 @@ type Parts struct {
 }
 
 // Build makes the engine, the target and the catalogue client of cfg;
-// getenv reads the AWS_* settings of an S3 target.
-func Build(ctx context.Context, cfg fetchconfig.Config, getenv func(string) string, reg prometheus.Registerer, log logrus.FieldLogger) (Parts, error) {
+// getenv reads the AWS_* settings of an S3 target; tune adjusts the
+// engine's options (fetcher get's progress interval).
+func Build(ctx context.Context, cfg fetchconfig.Config, getenv func(string) string, reg prometheus.Registerer, log logrus.FieldLogger, tune ...func(*fetch.Options)) (Parts, error) {
 	s3, err := fetch.S3OptionsFromEnv(getenv)
 	if err != nil {
 		return Parts{}, fmt.Errorf("S3 settings: %w", err)
@@ -67,12 +68,16 @@ func Build(ctx context.Context, cfg fetchconfig.Config, getenv func(string) stri
 	tokens := cdselogin.NewPasswordSource(cdselogin.PasswordConfig{TokenURL: cfg.CDSETokenURL, ClientID: cfg.CDSEClientID,
 		Username: cfg.CDSEUsername, Password: cfg.CDSEPassword, TOTP: cfg.CDSETOTP})
 	cat := catalogclient.New(cfg.CDSECatalogueURL, tokens, nil)
-	eng, err := fetch.New(fetch.Options{
+	o := fetch.Options{
 		DownloadURL: cfg.DownloadURL, TrustedHosts: cfg.TrustedHostList(), IdleTimeout: cfg.IdleTimeout,
 		MaxAttempts: engineAttempts, RequireChecksum: cfg.RequireChecksum, Entity: cat.GetProduct,
 		MaxRetryAfter: cfg.MaxRetryAfter, MaxHold: cfg.AckWait / 4, LockWait: cfg.AckWait,
 		MinRate: cfg.MinRate, MinRateWindow: cfg.MinRateWindow, MaxUnknownSize: cfg.MaxUnknownSize,
-	}, tokens, target, reg, log)
+	}
+	for _, t := range tune {
+		t(&o)
+	}
+	eng, err := fetch.New(o, tokens, target, reg, log)
 	if err != nil {
 		return Parts{}, err
 	}
@@ -101,6 +106,8 @@ type App struct {
 	// was deleted.
 	consumerEvery time.Duration
 	checkNow      chan struct{}
+	// track is parts.Engine as /status sees it (status.go).
+	track *tracked
 }
 
 // New is a fetcher of cfg (validated) over parts; reg serves /metrics.
@@ -121,6 +128,8 @@ func New(cfg fetchconfig.Config, parts Parts, reg *prometheus.Registry, log logr
 		return nil, err
 	}
 	a.health = h
+	a.track = newTracked(parts.Engine)
+	a.parts.Engine = a.track
 	h.set(checkConsumer, "stream and consumer not set up yet", false)
 	h.set(checkNATS, "not connected yet", false)
 	h.set(checkTarget, "not probed yet", false)
@@ -609,11 +618,12 @@ func (a *App) giveUp(ctx context.Context, log logrus.FieldLogger, m jetstream.Ms
 	_ = m.Term()
 }
 
-// admin is /healthz, /readyz and /metrics.
+// admin is /healthz, /readyz, /status and /metrics.
 func (a *App) admin() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok\n")) })
 	mux.HandleFunc("GET /readyz", a.health.serveReady)
+	mux.HandleFunc("GET /status", a.serveStatus)
 	mux.Handle("GET /metrics", promhttp.HandlerFor(a.reg, promhttp.HandlerOpts{}))
 	return mux
 }

@@ -201,24 +201,29 @@ type Stream struct {
 // Fetch reads a receiver's status from its admin base URL
 // (http://host:9090).
 func Fetch(ctx context.Context, client *http.Client, admin string) (*Receiver, error) {
+	return read[Receiver](ctx, client, admin, "receiver status")
+}
+
+// read is the status of what serves it at admin: what names it in errors.
+func read[T any](ctx context.Context, client *http.Client, admin, what string) (*T, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimRight(admin, "/")+Path, nil)
 	if err != nil {
-		return nil, fmt.Errorf("receiver status: %w", err)
+		return nil, fmt.Errorf("%s: %w", what, err)
 	}
 	resp, err := client.Do(req)
 	if err != nil {
-		return nil, fmt.Errorf("receiver status: %w", err)
+		return nil, fmt.Errorf("%s: %w", what, err)
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
 		b, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
-		return nil, fmt.Errorf("receiver status: %s answered %s: %s", req.URL, resp.Status, strings.TrimSpace(string(b)))
+		return nil, fmt.Errorf("%s: %s answered %s: %s", what, req.URL, resp.Status, strings.TrimSpace(string(b)))
 	}
-	var r Receiver
-	if err := json.NewDecoder(io.LimitReader(resp.Body, 1<<20)).Decode(&r); err != nil {
-		return nil, fmt.Errorf("receiver status: %s: %w", req.URL, err)
+	var v T
+	if err := json.NewDecoder(io.LimitReader(resp.Body, 1<<20)).Decode(&v); err != nil {
+		return nil, fmt.Errorf("%s: %s: %w", what, req.URL, err)
 	}
-	return &r, nil
+	return &v, nil
 }
 
 // Outcome is the check of `register status` of the complete ranges: ok
