@@ -183,13 +183,16 @@ func identifyS1(n string, attrs Attrs) (Identity, bool) {
 }
 
 // s1Layout is fixed width (the year is kept to four digits), so that the
-// byte order is the time order.
-const s1Layout = "20060102T150405.000000Z"
+// byte order is the time order. A version starts with the date's source,
+// P (processingDate) or U (PublicationDate): a publication is always
+// later than the processing, so two versions are ordered only when their
+// dates have the same source (Relate says Undecided otherwise).
+const s1Layout = "P20060102T150405.000000Z"
 
 func s1Version(attrs Attrs) (string, bool) {
-	t := attrs.ProcessingDate
+	t, src := attrs.ProcessingDate, byte('P')
 	if t.IsZero() {
-		t = attrs.PublicationDate
+		t, src = attrs.PublicationDate, 'U'
 	}
 	if t.IsZero() {
 		return "", false
@@ -203,16 +206,17 @@ func s1Version(attrs Attrs) (string, bool) {
 	var buf [len(s1Layout)]byte
 	year, month, day := t.Date()
 	hour, minute, sec := t.Clock()
-	put(buf[0:4], year)
-	put(buf[4:6], int(month))
-	put(buf[6:8], day)
-	buf[8] = 'T'
-	put(buf[9:11], hour)
-	put(buf[11:13], minute)
-	put(buf[13:15], sec)
-	buf[15] = '.'
-	put(buf[16:22], t.Nanosecond()/1000)
-	buf[22] = 'Z'
+	buf[0] = src
+	put(buf[1:5], year)
+	put(buf[5:7], int(month))
+	put(buf[7:9], day)
+	buf[9] = 'T'
+	put(buf[10:12], hour)
+	put(buf[12:14], minute)
+	put(buf[14:16], sec)
+	buf[16] = '.'
+	put(buf[17:23], t.Nanosecond()/1000)
+	buf[23] = 'Z'
 	return string(buf[:]), true
 }
 
@@ -362,6 +366,10 @@ const (
 	// Equal: the same version of the same acquisition (a re-publication,
 	// or two names of one product). Neither supersedes the other.
 	Equal
+	// Undecided: the same acquisition, but the versions cannot be
+	// ordered safely (Sentinel-1 versions dated from different
+	// attributes): no link is made, and it is counted.
+	Undecided
 )
 
 func (r Relation) String() string {
@@ -374,6 +382,8 @@ func (r Relation) String() string {
 		return "sibling"
 	case Equal:
 		return "equal"
+	case Undecided:
+		return "undecided"
 	}
 	return "unrelated"
 }
@@ -382,6 +392,9 @@ func (r Relation) String() string {
 func Relate(a, b Identity) Relation {
 	if a.Acquisition == "" || a.Acquisition != b.Acquisition || a.Rule != b.Rule {
 		return Unrelated
+	}
+	if a.Rule == RuleS1 && (a.Version == "" || b.Version == "" || a.Version[0] != b.Version[0]) {
+		return Undecided
 	}
 	switch c := strings.Compare(a.Version, b.Version); {
 	case c < 0:

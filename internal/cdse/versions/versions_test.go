@@ -57,6 +57,13 @@ func testRule(t *testing.T, rule string) {
 			}
 		}
 		switch c.Kind {
+		case "undecided":
+			ids := identifyAll(t, c)
+			for i := 1; i < len(ids); i++ {
+				if a, b := Relate(ids[i-1], ids[i]), Relate(ids[i], ids[i-1]); a != Undecided || b != Undecided {
+					t.Errorf("%s: %v and %v, want undecided both ways", c.Note, a, b)
+				}
+			}
 		case "versions", "siblings":
 			ids := identifyAll(t, c)
 			for i := 1; i < len(ids); i++ {
@@ -134,9 +141,9 @@ func TestKeys(t *testing.T) {
 		{"S2A_MSIL1C_20150704T101006_N0500_R022_T32TPS_20231011T134419.SAFE", Attrs{},
 			"S2A_MSIL1C_20150704T101006_R022_T32TPS", "0500"},
 		{"S1A_IW_GRDH_1SDH_20220402T225426_20220402T225450_042600_051507_D109", Attrs{ProcessingDate: processed},
-			"S1A_IW_GRDH_1SDH_20220402T225426_20220402T225450_042600_051507", "20220402T230203.456789Z"},
+			"S1A_IW_GRDH_1SDH_20220402T225426_20220402T225450_042600_051507", "P20220402T230203.456789Z"},
 		{"S1A_IW_GRDH_1SDV_20151021T063752_20151021T063817_008247_00B9CD_2770_COG.SAFE", Attrs{PublicationDate: processed},
-			"S1A_IW_GRDH_1SDV_20151021T063752_20151021T063817_008247_00B9CD_COG", "20220402T230203.456789Z"},
+			"S1A_IW_GRDH_1SDV_20151021T063752_20151021T063817_008247_00B9CD_COG", "U20220402T230203.456789Z"},
 		{"S3A_OL_1_EFR____20190430T094655_20190430T094955_20190430T114141_0180_044_136_2160_LN1_O_NR_002.SEN3", Attrs{},
 			"S3A_OL_1_EFR____044_136_2160", "1_002_20190430T114141"},
 		{"S5P_RPRO_L2__CH4____20220825T035306_20220825T053633_25208_03_020600_20240722T153153.nc", Attrs{},
@@ -188,8 +195,8 @@ func TestS1DateSources(t *testing.T) {
 	early, late := time.Date(2022, 4, 3, 0, 0, 0, 0, time.UTC), time.Date(2022, 5, 1, 0, 0, 0, 0, time.UTC)
 	a, _ := Identify(name, Attrs{ProcessingDate: early, PublicationDate: late})
 	b, _ := Identify(name, Attrs{PublicationDate: early})
-	if a.Version != b.Version {
-		t.Errorf("processingDate not preferred: %q, %q", a.Version, b.Version)
+	if a.Version != "P"+b.Version[1:] || b.Version[0] != 'U' {
+		t.Errorf("processingDate not preferred, or the date's source not said: %q, %q", a.Version, b.Version)
 	}
 	if id, ok := Identify(name, Attrs{ProcessingDate: time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC)}); ok {
 		t.Errorf("year 10000: %+v", id)
