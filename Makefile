@@ -22,6 +22,11 @@ build: ## build the binaries (receiver, register, fetcher, cdse-sim, subscribe) 
 run: ## run the receiver with the embedded NATS and the development settings of configs/dev.yaml
 	$(GO) run -ldflags '$(LDFLAGS)' ./cmd/receiver --config configs/dev.yaml
 
+.PHONY: run-fetcher
+run-fetcher: ## run the fetcher beside `make run` (configs/fetcher-dev.yaml) into ./products; export CDSE_USERNAME and CDSE_PASSWORD first
+	mkdir -p products
+	$(GO) run -ldflags '$(LDFLAGS)' ./cmd/fetcher --config configs/fetcher-dev.yaml
+
 .PHONY: demo
 demo: ## the whole chain locally: simulator, receiver with two named interests, a subscriber per interest, register apply, a few products
 	./scripts/demo.sh
