@@ -352,6 +352,47 @@ func TestPreflightSendsNoCredentialsToAStranger(t *testing.T) {
 	}
 }
 
+// TestDoctorDownloadUnreachable: a download service that cannot be
+// reached (no such host, nothing listening, no TLS) fails doctor (issue 38
+// item 4): every fetch would fail. Only what it answers about Range
+// informs.
+func TestDoctorDownloadUnreachable(t *testing.T) {
+	h := newHarness(t)
+	h.sim.Generate(cdsesim.Sentinel2, 2)
+	closed := httptest.NewServer(http.NotFoundHandler())
+	closed.Close()
+	plain := httptest.NewServer(http.NotFoundHandler())
+	defer plain.Close()
+	for _, tc := range []struct{ name, url, cause string }{
+		{"DNS", "http://cdse-download.invalid/odata/v1", "no such host"},
+		{"TCP", closed.URL + "/odata/v1", "connection refused"},
+		{"TLS", strings.Replace(plain.URL, "http://", "https://", 1) + "/odata/v1", "tls"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			code, out, errOut := h.run("doctor", "-o", "json", "--download-url", tc.url)
+			var r doctor.DoctorReport
+			if err := json.Unmarshal([]byte(out), &r); err != nil {
+				t.Fatalf("%v\n%s\n%s", err, out, errOut)
+			}
+			if code != 1 || r.OK {
+				t.Errorf("exit %d, ok %v; want 1, false", code, r.OK)
+			}
+			found := false
+			for _, p := range r.Probes {
+				if strings.HasPrefix(p.Check, "download") {
+					found = true
+					if !p.Required || p.OK || !strings.Contains(p.Cause+p.Got, tc.cause) {
+						t.Errorf("%+v: want required, failed, %q", p, tc.cause)
+					}
+				}
+			}
+			if !found {
+				t.Errorf("no download probe: %+v", r.Probes)
+			}
+		})
+	}
+}
+
 // TestDoctor: against the simulator every probe passes; when the
 // catalogue refuses one form (here $count on DeletedProducts), doctor names
 // that request, its status and the catalogue's message, and exits 1.
