@@ -18,6 +18,7 @@ import (
 	_ "golang.org/x/crypto/x509roots/fallback"
 
 	"github.com/cdse-jetstream/receiver/internal/cli"
+	"github.com/cdse-jetstream/receiver/internal/config"
 	"github.com/cdse-jetstream/receiver/internal/fetchconfig"
 	"github.com/cdse-jetstream/receiver/internal/settings"
 )
@@ -68,7 +69,7 @@ func loadWith(cmd *cobra.Command, getenv func(string) string, configFile string,
 		err = validate(cfg)
 	}
 	if err != nil {
-		return cfg, cli.Usagef("invalid configuration:\n%v", err)
+		return cfg, cli.Usagef("invalid configuration:\n%v%s", err, config.TypoHints(os.Environ()))
 	}
 	return cfg, nil
 }
