@@ -15,6 +15,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -136,7 +137,12 @@ func New(cfg fetchconfig.Config, parts Parts, reg *prometheus.Registry, log logr
 func (a *App) Run(ctx context.Context) error {
 	ln, err := net.Listen("tcp", a.cfg.AdminAddr)
 	if err != nil {
-		return fmt.Errorf("admin listener: %w", err)
+		// The setting to change, not only the address: a second fetcher
+		// beside the first (or the receiver's port) is the usual cause.
+		if errors.Is(err, syscall.EADDRINUSE) {
+			err = fmt.Errorf("%w (another process listens there: set FETCH_ADMIN_ADDR to a free address)", err)
+		}
+		return fmt.Errorf("admin listener, FETCH_ADMIN_ADDR %s: %w", a.cfg.AdminAddr, err)
 	}
 	a.natsOpts = natsconn.Options{URL: a.cfg.NATSURL, CredsFile: a.cfg.NATSCreds, User: a.cfg.NATSUser,
 		Password: a.cfg.NATSPassword, Token: a.cfg.NATSToken, CAFile: a.cfg.NATSCA, PermissionHint: permissionHint}

@@ -1,6 +1,7 @@
 package fetch
 
 import (
+	"net"
 	"strings"
 	"testing"
 	"time"
@@ -65,5 +66,22 @@ func TestStartUpErrorsNameTheSetting(t *testing.T) {
 				t.Errorf("the log says %q:\n%s", tc.never, p.logs)
 			}
 		})
+	}
+}
+
+// TestAdminPortInUse: a fetcher whose admin address is taken (a second
+// fetcher beside the first) says which setting to change (issue 38 item
+// 9), and exits 1.
+func TestAdminPortInUse(t *testing.T) {
+	taken, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer taken.Close()
+	bin := bins.Build(t, "github.com/cdse-jetstream/receiver/cmd/fetcher")
+	code, stdout, stderr := bins.Run(t, bin, map[string]string{"FETCH_ADMIN_ADDR": taken.Addr().String(), "FETCH_TARGET": "file://" + t.TempDir(),
+		"CDSE_USERNAME": user, "CDSE_PASSWORD": password, "NATS_URL": "nats://127.0.0.1:1", "LOG_FORMAT": "text"})
+	if code != 1 || !strings.Contains(stderr, "FETCH_ADMIN_ADDR "+taken.Addr().String()) || !strings.Contains(stderr, "address already in use") {
+		t.Errorf("exit %d; want 1 and an error naming FETCH_ADMIN_ADDR and its address:\n%s\n%s", code, stderr, stdout)
 	}
 }
