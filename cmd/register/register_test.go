@@ -518,6 +518,40 @@ func TestDoctorUnreachable(t *testing.T) {
 	}
 }
 
+// TestApplyToANewEndpointAtTheLimit: after `register create`, apply to
+// another endpoint is at the limit of one running subscription; when the
+// running one is a push subscription, the way out is to move it here
+// (register update ID --endpoint), named first with its ID and the new
+// endpoint (issue 38 item 9); a pull subscription cannot move.
+func TestApplyToANewEndpointAtTheLimit(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "interests.yaml")
+	if err := os.WriteFile(file, []byte("interests:\n  - name: s2\n    filter: Collection/Name eq 'SENTINEL-2'\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	const next = "https://new.example.org/notifications"
+	for _, tc := range []struct {
+		name       string
+		create     []string
+		wantUpdate bool
+	}{
+		{"a push subscription", []string{"create", "--endpoint", "https://old.example.org/notifications", "--skip-preflight"}, true},
+		{"a pull subscription", []string{"create", "--type", "pull"}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t)
+			if code, _, errOut := h.run(tc.create...); code != 0 {
+				t.Fatal(errOut)
+			}
+			id := h.subs(t)[0].ID
+			code, _, errOut := h.run("apply", "--interests", file, "--endpoint", next, "--skip-preflight")
+			update := "register update " + id + " --endpoint " + next
+			if got := strings.Contains(errOut, update); code != 1 || got != tc.wantUpdate || !strings.Contains(errOut, "register cancel ID") {
+				t.Errorf("exit %d; %q suggested: %v, want %v:\n%s", code, update, got, tc.wantUpdate, errOut)
+			}
+		})
+	}
+}
+
 // TestApply: against the live limit of one running subscription, apply
 // creates, changes nothing when run again, and swaps when the interests
 // change (create paused, pause the old, resume the new, cancel or keep the
