@@ -26,6 +26,11 @@ run: ## run the receiver with the embedded NATS and the development settings of 
 s3-local: ## a local S3 server for the fetcher (versitygw, as tools/go.mod pins it) on 127.0.0.1:7070 serving data/s3, its bucket products created; prints the fetcher's AWS_* settings (S3_LOCAL_ADDR, S3_LOCAL_DIR, S3_LOCAL_BUCKET)
 	./scripts/s3-local.sh
 
+.PHONY: run-fetcher
+run-fetcher: ## run the fetcher beside `make run` (configs/fetcher-dev.yaml) into ./products; export CDSE_USERNAME and CDSE_PASSWORD first
+	mkdir -p products
+	$(GO) run -ldflags '$(LDFLAGS)' ./cmd/fetcher --config configs/fetcher-dev.yaml
+
 .PHONY: demo
 demo: ## the whole chain locally: simulator, receiver with two named interests, a subscriber per interest, register apply, a few products, the fetcher storing them verified into a directory
 	./scripts/demo.sh

@@ -121,10 +121,12 @@ func run(ctx context.Context, args []string, getenv func(string) string) int {
 	fmt.Printf("cdse-sim listening on %s\n", ln.Addr())
 	fmt.Printf("  CDSE_TOKEN_URL=%s%s\n", base, cdsesim.TokenPath)
 	fmt.Printf("  CDSE_CATALOGUE_URL=%s/odata/v1\n", base)
+	// A NAME=value line like the others: a download address missed sends
+	// the fetcher to the live host.
 	if o.DownloadURL != "" {
-		fmt.Printf("  download URL: %s (Products(<Id>)/$value; the catalogue's redirects there)\n", o.DownloadURL)
+		fmt.Printf("  CDSE_DOWNLOAD_URL=%s   # Products(<Id>)/$value; the catalogue's redirects there\n", o.DownloadURL)
 	} else {
-		fmt.Printf("  download URL: %s/odata/v1\n", base)
+		fmt.Printf("  CDSE_DOWNLOAD_URL=%s/odata/v1\n", base)
 	}
 	fmt.Printf("  publish products: curl -X POST %s/sim/products -d '{\"mission\":\"S2\",\"count\":3}'\n", base)
 	srv := &http.Server{Handler: sim.Handler(), ReadHeaderTimeout: 5 * time.Second}

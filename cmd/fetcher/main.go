@@ -18,6 +18,7 @@ import (
 	_ "golang.org/x/crypto/x509roots/fallback"
 
 	"github.com/cdse-jetstream/receiver/internal/cli"
+	"github.com/cdse-jetstream/receiver/internal/config"
 	"github.com/cdse-jetstream/receiver/internal/fetchconfig"
 	"github.com/cdse-jetstream/receiver/internal/settings"
 )
@@ -51,7 +52,8 @@ names its environment variable. Secrets have no flag (it would show in ps):
 set the variable or <NAME>_FILE (also in the YAML file):
 ` + secretsList() + `
 An S3 target reads the AWS SDK's settings (AWS_ACCESS_KEY_ID,
-AWS_SECRET_ACCESS_KEY, AWS_REGION, AWS_ENDPOINT_URL_S3, ...).
+AWS_SECRET_ACCESS_KEY, AWS_REGION, AWS_ENDPOINT_URL_S3, ...); the
+instance's role only with AWS_EC2_METADATA_DISABLED=false.
 The whole table: docs/fetching.md.`
 
 func secretsList() string { return settings.SecretsHelp(fetchconfig.Settings()) }
@@ -68,7 +70,7 @@ func loadWith(cmd *cobra.Command, getenv func(string) string, configFile string,
 		err = validate(cfg)
 	}
 	if err != nil {
-		return cfg, cli.Usagef("invalid configuration:\n%v", err)
+		return cfg, cli.Usagef("invalid configuration:\n%v%s", err, config.TypoHints(os.Environ()))
 	}
 	return cfg, nil
 }

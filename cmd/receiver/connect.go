@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"os"
 
 	"github.com/cdse-jetstream/receiver/internal/cli"
 	"github.com/cdse-jetstream/receiver/internal/config"
@@ -18,7 +19,7 @@ func commandConfig(file string, getenv func(string) string, validate ...func(con
 		return cfg, cli.Usagef("invalid configuration:\n%v", err)
 	}
 	if err := cfg.Check(validate...); err != nil {
-		return cfg, cli.Usagef("invalid configuration:\n%v", err)
+		return cfg, cli.Usagef("invalid configuration:\n%v%s", err, config.TypoHints(os.Environ()))
 	}
 	return cfg, nil
 }

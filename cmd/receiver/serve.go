@@ -50,7 +50,7 @@ func newServe(getenv func(string) string, use string, configFile *string) *cobra
 			err = cfg.Validate()
 		}
 		if err != nil {
-			return cli.Usagef("invalid configuration:\n%v", err)
+			return cli.Usagef("invalid configuration:\n%v%s", err, config.TypoHints(os.Environ()))
 		}
 		return serve(cmd.Context(), cfg, cmd)
 	}

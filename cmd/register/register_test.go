@@ -352,6 +352,47 @@ func TestPreflightSendsNoCredentialsToAStranger(t *testing.T) {
 	}
 }
 
+// TestDoctorDownloadUnreachable: a download service that cannot be
+// reached (no such host, nothing listening, no TLS) fails doctor (issue 38
+// item 4): every fetch would fail. Only what it answers about Range
+// informs.
+func TestDoctorDownloadUnreachable(t *testing.T) {
+	h := newHarness(t)
+	h.sim.Generate(cdsesim.Sentinel2, 2)
+	closed := httptest.NewServer(http.NotFoundHandler())
+	closed.Close()
+	plain := httptest.NewServer(http.NotFoundHandler())
+	defer plain.Close()
+	for _, tc := range []struct{ name, url, cause string }{
+		{"DNS", "http://cdse-download.invalid/odata/v1", "no such host"},
+		{"TCP", closed.URL + "/odata/v1", "connection refused"},
+		{"TLS", strings.Replace(plain.URL, "http://", "https://", 1) + "/odata/v1", "tls"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			code, out, errOut := h.run("doctor", "-o", "json", "--download-url", tc.url)
+			var r doctor.DoctorReport
+			if err := json.Unmarshal([]byte(out), &r); err != nil {
+				t.Fatalf("%v\n%s\n%s", err, out, errOut)
+			}
+			if code != 1 || r.OK {
+				t.Errorf("exit %d, ok %v; want 1, false", code, r.OK)
+			}
+			found := false
+			for _, p := range r.Probes {
+				if strings.HasPrefix(p.Check, "download") {
+					found = true
+					if !p.Required || p.OK || !strings.Contains(p.Cause+p.Got, tc.cause) {
+						t.Errorf("%+v: want required, failed, %q", p, tc.cause)
+					}
+				}
+			}
+			if !found {
+				t.Errorf("no download probe: %+v", r.Probes)
+			}
+		})
+	}
+}
+
 // TestDoctor: against the simulator every probe passes; when the
 // catalogue refuses one form (here $count on DeletedProducts), doctor names
 // that request, its status and the catalogue's message, and exits 1.
@@ -474,6 +515,40 @@ func TestDoctorUnreachable(t *testing.T) {
 		if len(l) > 200 {
 			t.Errorf("a line of %d columns: %q", len(l), l)
 		}
+	}
+}
+
+// TestApplyToANewEndpointAtTheLimit: after `register create`, apply to
+// another endpoint is at the limit of one running subscription; when the
+// running one is a push subscription, the way out is to move it here
+// (register update ID --endpoint), named first with its ID and the new
+// endpoint (issue 38 item 9); a pull subscription cannot move.
+func TestApplyToANewEndpointAtTheLimit(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "interests.yaml")
+	if err := os.WriteFile(file, []byte("interests:\n  - name: s2\n    filter: Collection/Name eq 'SENTINEL-2'\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	const next = "https://new.example.org/notifications"
+	for _, tc := range []struct {
+		name       string
+		create     []string
+		wantUpdate bool
+	}{
+		{"a push subscription", []string{"create", "--endpoint", "https://old.example.org/notifications", "--skip-preflight"}, true},
+		{"a pull subscription", []string{"create", "--type", "pull"}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t)
+			if code, _, errOut := h.run(tc.create...); code != 0 {
+				t.Fatal(errOut)
+			}
+			id := h.subs(t)[0].ID
+			code, _, errOut := h.run("apply", "--interests", file, "--endpoint", next, "--skip-preflight")
+			update := "register update " + id + " --endpoint " + next
+			if got := strings.Contains(errOut, update); code != 1 || got != tc.wantUpdate || !strings.Contains(errOut, "register cancel ID") {
+				t.Errorf("exit %d; %q suggested: %v, want %v:\n%s", code, update, got, tc.wantUpdate, errOut)
+			}
+		})
 	}
 }
 

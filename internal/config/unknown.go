@@ -1,6 +1,7 @@
 package config
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 
@@ -120,4 +121,18 @@ func distance(a, b string) int {
 		prev, cur = cur, prev
 	}
 	return prev[len(b)]
+}
+
+// TypoHints is a line per variable of environ (as os.Environ) that
+// nothing reads and that resembles a known one, "" when none does. It goes
+// with a configuration error: a setting reported missing is often the one
+// misspelt, and the warning at start comes only once the rest is valid.
+func TypoHints(environ []string) string {
+	var b strings.Builder
+	for _, u := range UnknownEnv(environ) {
+		if u.Suggest != "" {
+			fmt.Fprintf(&b, "\n%s is set, and nothing reads it: did you mean %s?", u.Name, u.Suggest)
+		}
+	}
+	return b.String()
 }

@@ -63,7 +63,8 @@ type Probe struct {
 	OK    bool   `json:"ok"`
 	// Required: a form the receiver relies on, whose failure fails the
 	// command. The rest inform (filter forms users paste, the download
-	// service's Range) and never fail it.
+	// service's Range) and never fail it, but a download service that
+	// does not answer at all.
 	Required bool `json:"required"`
 }
 
@@ -259,15 +260,24 @@ func Doctor(ctx context.Context, getenv func(string) string, o DoctorOptions, no
 		r.Probes[len(r.Probes)-1].Required = false
 	}
 	if o.DownloadURL != "" && len(someProduct) > 0 {
+		answered := true
 		probe("download: Range", "206 with Content-Range (a cut download resumes) or 200 (it starts over): both handled", func() (string, error) {
 			tok, err := tokens.Token(ctx)
 			if err != nil {
 				return "", err
 			}
-			_, detail, err := fetch.RangeSupport(ctx, hc, o.DownloadURL, tok.Type()+" "+tok.AccessToken, someProduct)
+			status, detail, err := fetch.RangeSupport(ctx, hc, o.DownloadURL, tok.Type()+" "+tok.AccessToken, someProduct)
+			answered = status != 0
 			return detail, err
 		})
-		r.Probes[len(r.Probes)-1].Required = false
+		// What it answers about Range informs; no answer at all (DNS,
+		// TCP, TLS) fails every fetch, and the command.
+		last := &r.Probes[len(r.Probes)-1]
+		last.Required = !answered
+		if !answered {
+			last.Check = "download: reachable"
+			last.Expected = "an HTTP answer from the download service (CDSE_DOWNLOAD_URL, --download-url)"
+		}
 	}
 	return r.done(), nil
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/feature/ec2/imds"
 	"github.com/aws/aws-sdk-go-v2/feature/s3/transfermanager"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
@@ -37,7 +38,15 @@ type S3Options struct {
 	// memory is about (Concurrency+1) × PartSize per download.
 	PartSize    int64
 	Concurrency int
+	// IMDS lets the credential chain ask the instance metadata service
+	// (AWS_EC2_METADATA_DISABLED=false). Off by default, unlike the
+	// SDK's: off EC2 the question only costs time before the error,
+	// and on EC2 the instance's role is a login the user did not name.
+	IMDS bool
 }
+
+// noCredentials is what to set when the credential chain finds none.
+const noCredentials = "no S3 credentials: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (or their _FILE), AWS_PROFILE, or AWS_WEB_IDENTITY_TOKEN_FILE; AWS_EC2_METADATA_DISABLED=false uses the instance's role"
 
 // S3OptionsFromEnv reads the S3 target's settings the AWS way:
 // AWS_ENDPOINT_URL_S3 before AWS_ENDPOINT_URL, AWS_REGION,
@@ -52,6 +61,7 @@ func S3OptionsFromEnv(getenv func(string) string) (S3Options, error) {
 		o.Endpoint = getenv("AWS_ENDPOINT_URL")
 	}
 	o.Region = getenv("AWS_REGION")
+	o.IMDS = strings.EqualFold(getenv("AWS_EC2_METADATA_DISABLED"), "false")
 	for _, s := range []struct {
 		name string
 		dst  *string
@@ -99,6 +109,19 @@ func (t *S3Target) partSize(size int64) int64 {
 	return (size/maxParts + mib) / mib * mib
 }
 
+// retrieve asks p (the SDK's credential chain) for credentials once,
+// within a bound: a web identity or the metadata service answer over the
+// network.
+func retrieve(ctx context.Context, p aws.CredentialsProvider) error {
+	if p == nil {
+		return errors.New("no credential provider")
+	}
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	_, err := p.Retrieve(ctx)
+	return err
+}
+
 // NewS3Target is the target s3://bucket/prefix.
 func NewS3Target(ctx context.Context, bucket, prefix string, o S3Options) (Target, error) {
 	if bucket == "" {
@@ -111,6 +134,9 @@ func NewS3Target(ctx context.Context, bucket, prefix string, o S3Options) (Targe
 	if o.AccessKeyID != "" {
 		load = append(load, config.WithCredentialsProvider(credentials.NewStaticCredentialsProvider(o.AccessKeyID, o.SecretAccessKey, o.SessionToken)))
 	}
+	if !o.IMDS {
+		load = append(load, config.WithEC2IMDSClientEnableState(imds.ClientDisabled))
+	}
 	// The SDK's own HTTP client (awshttp.NewBuildableClient) is kept: it
 	// is the one AWS_CA_BUNDLE can add roots to. Checksums the SDK
 	// would compute of each part cost a read of it: the fetcher has its
@@ -121,6 +147,13 @@ func NewS3Target(ctx context.Context, bucket, prefix string, o S3Options) (Targe
 	cfg, err := config.LoadDefaultConfig(ctx, load...)
 	if err != nil {
 		return nil, fmt.Errorf("fetch target s3://%s: %w", bucket, err)
+	}
+	if o.AccessKeyID == "" {
+		// At start, not with every product: without credentials each
+		// would fail with the SDK's account of its chain.
+		if err := retrieve(ctx, cfg.Credentials); err != nil {
+			return nil, fmt.Errorf("fetch target s3://%s: %s: %w", bucket, noCredentials, err)
+		}
 	}
 	pathStyle := false
 	if o.PathStyle != nil {

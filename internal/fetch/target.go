@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net/url"
+	"path/filepath"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -111,13 +112,25 @@ func ParseTarget(ctx context.Context, raw string, o TargetOptions) (Target, erro
 	}
 	switch u.Scheme {
 	case "file":
-		if u.Host != "" && u.Host != "localhost" {
-			return nil, fmt.Errorf("fetch target %q: a file URL names a local directory (file:///dir)", raw)
+		dir := u.Path
+		switch u.Host {
+		case "", "localhost":
+		case ".":
+			// file://./dir: relative to the working directory (the
+			// development settings), made absolute once for the URLs
+			// of the fetched events.
+			abs, err := filepath.Abs("." + u.Path)
+			if err != nil {
+				return nil, fmt.Errorf("fetch target %q: %w", raw, err)
+			}
+			dir = abs
+		default:
+			return nil, fmt.Errorf("fetch target %q: a file URL names a local directory (file:///dir, or file://./dir under the working directory)", raw)
 		}
 		if u.Path == "" {
 			return nil, fmt.Errorf("fetch target %q: no directory", raw)
 		}
-		return NewFileTarget(u.Path, o.DiskReserve)
+		return NewFileTarget(dir, o.DiskReserve)
 	case "s3":
 		if u.Host == "" {
 			return nil, fmt.Errorf("fetch target %q: no bucket", raw)

@@ -14,6 +14,7 @@ import (
 	"net"
 	"net/http"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -92,6 +93,7 @@ type App struct {
 	log   logrus.FieldLogger
 
 	nc       *nats.Conn
+	natsOpts natsconn.Options
 	js       jetstream.JetStream
 	health   *health
 	spaceMu  sync.Mutex // one pause for a full target at a time
@@ -145,10 +147,16 @@ func New(cfg fetchconfig.Config, parts Parts, reg *prometheus.Registry, log logr
 func (a *App) Run(ctx context.Context) error {
 	ln, err := net.Listen("tcp", a.cfg.AdminAddr)
 	if err != nil {
-		return fmt.Errorf("admin listener: %w", err)
+		// The setting to change, not only the address: a second fetcher
+		// beside the first (or the receiver's port) is the usual cause.
+		if errors.Is(err, syscall.EADDRINUSE) {
+			err = fmt.Errorf("%w (another process listens there: set FETCH_ADMIN_ADDR to a free address)", err)
+		}
+		return fmt.Errorf("admin listener, FETCH_ADMIN_ADDR %s: %w", a.cfg.AdminAddr, err)
 	}
-	nc, err := natsconn.Connect(natsconn.Options{URL: a.cfg.NATSURL, CredsFile: a.cfg.NATSCreds, User: a.cfg.NATSUser,
-		Password: a.cfg.NATSPassword, Token: a.cfg.NATSToken, CAFile: a.cfg.NATSCA}, a.log)
+	a.natsOpts = natsconn.Options{URL: a.cfg.NATSURL, CredsFile: a.cfg.NATSCreds, User: a.cfg.NATSUser,
+		Password: a.cfg.NATSPassword, Token: a.cfg.NATSToken, CAFile: a.cfg.NATSCA, PermissionHint: permissionHint}
+	nc, err := natsconn.Connect(a.natsOpts, a.log)
 	if err != nil {
 		ln.Close()
 		return err
@@ -204,6 +212,9 @@ func (a *App) sweep(ctx context.Context) {
 // makes it pass.
 func (a *App) setNotReady(why string) { a.health.set(checkConsumer, why, false) }
 
+// permissionHint is what to fix when NATS refuses the fetcher a right.
+const permissionHint = "the fetcher's NATS user lacks a right it needs: beside the receiver's embedded NATS, set NATS_EMBEDDED_FETCHER_USER and NATS_EMBEDDED_FETCHER_PASSWORD on the receiver and the same as NATS_USER and NATS_PASSWORD on the fetcher; on your own NATS, grant this user the fetcher's rights (docs/fetching.md)"
+
 // setUp declares the fetcher's stream and its consumer on the product
 // stream, retrying until NATS answers or ctx ends.
 func (a *App) setUp(ctx context.Context) (jetstream.Consumer, error) {
@@ -215,6 +226,12 @@ func (a *App) setUp(ctx context.Context) (jetstream.Consumer, error) {
 		}
 		if errors.Is(err, topology.ErrNotOwner) {
 			return nil, err // a setting to change, not a failure to retry
+		}
+		err = natsconn.Explain(a.nc, a.natsOpts, err)
+		if a.nc.IsClosed() {
+			// The client gave up (the login refused twice): only a
+			// restart with other settings can change that.
+			return nil, err
 		}
 		a.log.WithError(err).Warn("cannot set up the fetcher's stream and consumer; retrying")
 		if err := retry.Sleep(ctx, b.Next()); err != nil {

@@ -5,9 +5,11 @@
 package natsconn
 
 import (
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/cdse-jetstream/receiver/internal/redact"
@@ -34,6 +36,57 @@ type Options struct {
 	// publish of the receiver's in JetStream's place. Unset with an
 	// external NATS, whose permissions the operator wrote for _INBOX.
 	InboxPrefix string
+	// PermissionHint, when set, is logged with a permissions violation:
+	// what this binary's user needs and which setting grants it (the
+	// server says only which subject it refused).
+	PermissionHint string
+}
+
+// LoginHint is logged with the server's refusal of the login: the
+// settings that make it (the same names in every binary).
+const LoginHint = "the NATS server refused the login: check NATS_USER and NATS_PASSWORD (or NATS_CREDS, NATS_TOKEN)"
+
+// Who names who o logs in as, for the log (never the secret).
+func (o Options) Who() string {
+	switch {
+	case o.User != "":
+		return o.User
+	case o.CredsFile != "":
+		return "NATS_CREDS " + o.CredsFile
+	case o.Token != "":
+		return "NATS_TOKEN"
+	case o.InProcess != nil:
+		return "in-process"
+	}
+	return "anonymous"
+}
+
+// Explain is err with the server's reason when nc is not connected
+// because of one: without it a request fails with the client's view
+// ("outbound buffer limit exceeded", "connection closed") and not the
+// server's ("authorization violation"); and with what to fix when the
+// server refused a right.
+func Explain(nc *nats.Conn, o Options, err error) error {
+	last := nc.LastError()
+	if r, ok := refused.Load(nc); ok && !nc.IsConnected() {
+		// The client clears LastError between its attempts.
+		last = r.(error)
+	}
+	switch {
+	case err == nil || last == nil:
+		return err
+	case isAuth(last) && !nc.IsConnected():
+		return fmt.Errorf("%w (as NATS user %s): %s", last, o.Who(), LoginHint)
+	case errors.Is(last, nats.ErrPermissionViolation) && o.PermissionHint != "":
+		return fmt.Errorf("%w, after %w (as NATS user %s): %s", err, last, o.Who(), o.PermissionHint)
+	}
+	return err
+}
+
+// isAuth says whether err is the server's refusal of the login.
+func isAuth(err error) bool {
+	return errors.Is(err, nats.ErrAuthorization) || errors.Is(err, nats.ErrAuthExpired) ||
+		errors.Is(err, nats.ErrAuthRevoked) || errors.Is(err, nats.ErrAccountAuthExpired)
 }
 
 // Connect dials NATS and keeps reconnecting forever. While disconnected,
@@ -41,6 +94,7 @@ type Options struct {
 // request must get a 503 the sender retries, not a 2xx for bytes held in
 // memory, and memory must not grow with an outage.
 func Connect(o Options, log logrus.FieldLogger) (*nats.Conn, error) {
+	var last lastError // the reconnect error logged last
 	opts := []nats.Option{
 		nats.Name("cdse-receiver"),
 		nats.MaxReconnects(-1),
@@ -48,16 +102,44 @@ func Connect(o Options, log logrus.FieldLogger) (*nats.Conn, error) {
 		nats.ReconnectJitter(250*time.Millisecond, time.Second),
 		nats.ReconnectBufSize(-1),
 		nats.RetryOnFailedConnect(true),
+		// Closed, the client keeps its reason in LastError; the entry
+		// would outlive the connection.
+		nats.ClosedHandler(func(nc *nats.Conn) { refused.Delete(nc) }),
 		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) {
 			if err == nil {
 				return // a deliberate close or drain
 			}
 			log.WithError(err).Warn("nats disconnected; requests get 503 until it is back")
 		}),
-		nats.ConnectHandler(func(nc *nats.Conn) { checkServer(nc, log, "nats connected") }),
-		nats.ReconnectHandler(func(nc *nats.Conn) { checkServer(nc, log, "nats reconnected") }),
+		nats.ConnectHandler(func(nc *nats.Conn) { connected(nc, &last); checkServer(nc, log, "nats connected") }),
+		nats.ReconnectHandler(func(nc *nats.Conn) { connected(nc, &last); checkServer(nc, log, "nats reconnected") }),
 		nats.ErrorHandler(func(_ *nats.Conn, _ *nats.Subscription, err error) {
-			log.WithError(err).Error("nats error")
+			l := log.WithError(err)
+			if errors.Is(err, nats.ErrPermissionViolation) {
+				l = l.WithField("nats_user", o.Who())
+				if o.PermissionHint != "" {
+					l = l.WithField("fix", o.PermissionHint)
+				}
+			}
+			l.Error("nats error")
+		}),
+		// Without it a refused login is never logged: the client
+		// retries in silence and requests fail with "outbound buffer
+		// limit exceeded". Each error once, not every ReconnectWait.
+		nats.ReconnectErrHandler(func(nc *nats.Conn, err error) {
+			if err == nil {
+				return
+			}
+			refused.Store(nc, err)
+			if last.Swap(err.Error()) == err.Error() {
+				return
+			}
+			l := log.WithError(err).WithField("nats_user", o.Who())
+			if isAuth(err) {
+				l.WithField("fix", LoginHint).Error("nats refused the login")
+				return
+			}
+			l.Warn("cannot connect to nats; retrying")
 		}),
 	}
 	nc, err := nats.Connect(o.URL, append(opts, o.auth()...)...)
@@ -65,6 +147,32 @@ func Connect(o Options, log logrus.FieldLogger) (*nats.Conn, error) {
 		return nil, fmt.Errorf("connect to nats: %w", err)
 	}
 	return nc, nil
+}
+
+// lastError is the text of the last error logged, shared by the
+// connection's callbacks.
+type lastError struct {
+	mu sync.Mutex
+	s  string
+}
+
+// Swap sets s and returns the one before.
+func (l *lastError) Swap(s string) string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	old := l.s
+	l.s = s
+	return old
+}
+
+// refused is each connection's last failed attempt's error while it is
+// not connected, for Explain.
+var refused sync.Map // *nats.Conn → error
+
+// connected forgets nc's failed attempts.
+func connected(nc *nats.Conn, last *lastError) {
+	refused.Delete(nc)
+	last.Swap("")
 }
 
 // MinServerVersion is the oldest nats-server release the receiver is tested

@@ -124,6 +124,15 @@ func (s *Session) Apply(ctx context.Context, o ApplyOptions, log io.Writer) (App
 		others--
 	}
 	if others+1 > o.MaxRunning {
+		// A push subscription elsewhere is most often this receiver's
+		// old address (register create, then apply to the new one):
+		// moving it keeps its place, where a pause or cancel loses
+		// what it sends meanwhile.
+		for _, sub := range allRunning {
+			if sub.SubscriptionType == "push" {
+				return r, limitError(allRunning, o.MaxRunning, fmt.Sprintf("`register update %s --endpoint %s` to move it here, then run this again (it swaps it for one that covers the interests); or `register pause ID` or `register cancel ID`, then run this again", sub.ID, o.Endpoint))
+			}
+		}
 		return r, handLimitError(allRunning, o.MaxRunning)
 	}
 	if same != nil {

@@ -69,7 +69,7 @@ func NewSession(getenv func(string) string) (*Session, error) {
 		missing = append(missing, "CDSE_PASSWORD or CDSE_PASSWORD_FILE")
 	}
 	if len(missing) > 0 {
-		return nil, cli.Usagef("set %s", strings.Join(missing, " and "))
+		return nil, cli.Usagef("set %s%s", strings.Join(missing, " and "), config.TypoHints(os.Environ()))
 	}
 	tokens := cdselogin.NewPasswordSource(wiring.Login(cfg))
 	return &Session{API: catalogclient.New(cfg.CDSECatalogueURL, tokens, nil), tokens: tokens, cfg: cfg}, nil

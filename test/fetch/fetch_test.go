@@ -125,17 +125,24 @@ type fetcherProc struct {
 	// how long the fetcher took; kill sends SIGKILL and waits.
 	stop func() time.Duration
 	kill func()
+	// exit waits d for the fetcher to end by itself, and returns its
+	// exit code.
+	exit func(d time.Duration) int
 }
 
 // startFetcher is fetcher, with a kill -9 too.
 func (w *world) startFetcher(t *testing.T, env map[string]string) *fetcherProc {
 	t.Helper()
-	return w.launchFetcher(t, env, true)
+	p := w.launchFetcher(t, env)
+	if err := scrape.Status("http://"+p.admin+"/readyz", http.StatusOK, 20*time.Second); err != nil {
+		t.Fatalf("fetcher not ready: %v\n%s", err, p.logs)
+	}
+	return p
 }
 
-// launchFetcher starts the fetcher binary, and waits for /readyz's 200
-// when wait says so.
-func (w *world) launchFetcher(t *testing.T, env map[string]string, wait bool) *fetcherProc {
+// launchFetcher is startFetcher without waiting for it to be ready: for
+// a fetcher that is not to become ready.
+func (w *world) launchFetcher(t *testing.T, env map[string]string) *fetcherProc {
 	t.Helper()
 	var admin string
 	bin := bins.Build(t, "github.com/cdse-jetstream/receiver/cmd/fetcher")
@@ -182,6 +189,20 @@ func (w *world) launchFetcher(t *testing.T, env map[string]string, wait bool) *f
 		})
 		return took
 	}
+	exit := func(d time.Duration) int {
+		code := -1
+		once.Do(func() {
+			select {
+			case <-exited:
+				code = cmd.ProcessState.ExitCode()
+			case <-time.After(d):
+				_ = cmd.Process.Kill()
+				<-exited
+				t.Errorf("fetcher still running after %s\n%s", d, logs)
+			}
+		})
+		return code
+	}
 	kill := func() {
 		once.Do(func() {
 			_ = cmd.Process.Kill()
@@ -198,13 +219,7 @@ func (w *world) launchFetcher(t *testing.T, env map[string]string, wait bool) *f
 			t.Logf("fetcher's logs:\n%s", logs)
 		}
 	})
-	p := &fetcherProc{admin: admin, logs: logs, stop: stop, kill: kill}
-	if wait {
-		if err := scrape.Status("http://"+admin+"/readyz", http.StatusOK, 20*time.Second); err != nil {
-			t.Fatalf("fetcher not ready: %v\n%s", err, logs)
-		}
-	}
-	return p
+	return &fetcherProc{admin: admin, logs: logs, stop: stop, kill: kill, exit: exit}
 }
 
 // events waits until the fetcher's stream holds n messages, then a moment

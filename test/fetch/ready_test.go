@@ -23,7 +23,7 @@ func TestNotReadyUntilTheBucketExists(t *testing.T) {
 	store := s3test.Start(t)
 	env := store.Env()
 	env["FETCH_TARGET"] = "s3://cdse-not-made-yet/products"
-	p := w.launchFetcher(t, env, false)
+	p := w.launchFetcher(t, env)
 	readyz := func() (int, map[string]string) {
 		resp, err := http.Get("http://" + p.admin + "/readyz")
 		if err != nil {
