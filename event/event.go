@@ -96,6 +96,15 @@ const (
 	// none, and on the product subjects.
 	HeaderAreaUnevaluated = "Cdse-Area-Unevaluated"
 
+	// HeaderAcquisition is a stable key of what the product shows (its
+	// mission's acquisition: datatake and tile, orbit and frame, ...),
+	// the same for every processing of it, and HeaderVersion a string
+	// that sorts as that acquisition's versions do (byte order): set
+	// only where a mission's naming rule decides (docs/consumers.md,
+	// "Versions of one acquisition"), never a guess.
+	HeaderAcquisition = "Cdse-Acquisition"
+	HeaderVersion     = "Cdse-Version"
+
 	HeaderProductType      = "Cdse-Product-Type"
 	HeaderPublicationDate  = "Cdse-Publication-Date"
 	HeaderModificationDate = "Cdse-Modification-Date"
@@ -164,6 +173,9 @@ type Notification struct {
 	Footprint json.RawMessage
 	// Attributes are the product's attributes by name.
 	Attributes map[string]Attribute
+	// Acquisition and Version are the Cdse-Acquisition and Cdse-Version
+	// headers: "" where no naming rule decided.
+	Acquisition, Version string
 
 	// Data is the notification exactly as the catalogue sent it.
 	Data []byte
@@ -322,6 +334,7 @@ func DecodeData(data []byte, h nats.Header) (*Notification, error) {
 	}
 	n.ID, n.Source, n.Interest = get(HeaderMsgID), get(HeaderSource), get(HeaderInterest)
 	n.AreaUnevaluated = get(HeaderAreaUnevaluated)
+	n.Acquisition, n.Version = get(HeaderAcquisition), get(HeaderVersion)
 	if u := get(HeaderDownloadURL); u != "" {
 		n.DownloadURL = u // the configured catalogue's, not a mirror's
 	}

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/cdse-jetstream/receiver/event"
+	"github.com/cdse-jetstream/receiver/internal/cdse/versions"
 	"github.com/cdse-jetstream/receiver/internal/notification"
 )
 
@@ -28,10 +29,10 @@ import (
 // need a second file for the other value; nothing changes it afterwards.
 var consumerHeaders = true
 
-// headerCap sizes a product message's header map and its values: the 22
+// headerCap sizes a product message's header map and its values: the 24
 // headers with every option on, and Nats-Expected-Stream, which nats.go
 // sets when Publish sends the message. (A copy's map is a clone of it.)
-const headerCap = 24
+const headerCap = 26
 
 // headerWriter sets headers whose values share one backing slice instead
 // of a slice each: on the request path every allocation counts. Each
@@ -143,6 +144,14 @@ func buildHeaders(n *notification.Notification, id, source string, r *Route, con
 
 	w.set(event.HeaderProductType, n.ProductType)
 	w.set(event.HeaderPublicationDate, n.PublicationDate)
+	// What the product shows, from its name alone (internal/cdse/versions):
+	// only where a mission's rule decides; otherwise no header, counted.
+	if v, ok := versions.Identify(n.ProductName, versions.Attrs{ProcessingDate: n.ProcessingDate, PublicationDate: n.Published}); ok {
+		w.set(event.HeaderAcquisition, v.Acquisition)
+		w.set(event.HeaderVersion, v.Version)
+	} else if r.Unversioned != nil {
+		r.Unversioned(string(v.Reason))
+	}
 	w.set(event.HeaderModificationDate, value(modified))
 	w.set(event.HeaderContentLength, n.ContentLength)
 	w.set(event.HeaderS3Path, n.S3Path)

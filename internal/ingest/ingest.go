@@ -45,6 +45,9 @@ type Route struct {
 	// tokens>, stored with the product message or not at all.
 	Interests      Interests
 	InterestPrefix string
+	// Unversioned, when set, is told why a product got no
+	// Cdse-Acquisition and Cdse-Version (versions.Reason*): a metric.
+	Unversioned func(reason string)
 }
 
 // Interests says which named interests a notification is routed to

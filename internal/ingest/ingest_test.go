@@ -105,6 +105,10 @@ func TestNotificationHeaders(t *testing.T) {
 		event.HeaderContentLength:    "1132462080",
 		event.HeaderS3Path:           "/eodata/Sentinel-2/MSI/L2A/2026/11/21/S2B_MSIL2A_20261121T103319_N0511_R108_T32TQM_20261121T132945.SAFE",
 		event.HeaderOnline:           "true",
+		// From the name (internal/cdse/versions): tile, orbit and
+		// datatake, and the processing baseline.
+		event.HeaderAcquisition: "S2B_MSIL2A_20261121T103319_R108_T32TQM",
+		event.HeaderVersion:     "0511",
 	}
 	for k, v := range want {
 		if got := h[k]; len(got) != 1 || got[0] != v {

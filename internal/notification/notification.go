@@ -93,6 +93,9 @@ type Notification struct {
 	ProductType, Platform, ProcessingLevel, TileID, RelativeOrbit string
 	// Entity fields a consumer acts on, header-safe; "" when absent.
 	PublicationDate, ContentLength, S3Path, Online string
+	// ProcessingDate is the processingDate attribute, zero when absent or
+	// unreadable.
+	ProcessingDate time.Time
 	// Published and Deleted are the product's PublicationDate and (for a
 	// deleted product) DeletionDate, zero when absent or unreadable: with
 	// ModificationDate, when the event happened (EventTime).
@@ -118,6 +121,8 @@ const (
 	attrProcessingLevel = "processingLevel"
 	attrTileID          = "tileId"
 	attrRelativeOrbit   = "relativeOrbitNumber"
+	// attrProcessingDate orders Sentinel-1 versions (internal/cdse/versions).
+	attrProcessingDate = "processingDate"
 )
 
 // Limits on what a notification field may hold. Real values are far shorter;
@@ -406,6 +411,12 @@ func (n *Notification) readProduct(raw []byte, i int, note bool) (int, *fieldErr
 					setToken(&n.TileID, value)
 				case attrRelativeOrbit:
 					setToken(&n.RelativeOrbit, value)
+				case attrProcessingDate:
+					// Unreadable: no date, and so no Sentinel-1 version;
+					// the notification itself is not refused for it.
+					if s, ok := jsonscan.String(value); ok && n.ProcessingDate.IsZero() {
+						n.ProcessingDate, _ = ParseTime(s)
+					}
 				}
 				return ae
 			})
@@ -523,6 +534,8 @@ func readAttributeName(lit []byte) string {
 		return attrTileID
 	case `"` + attrRelativeOrbit + `"`:
 		return attrRelativeOrbit
+	case `"` + attrProcessingDate + `"`:
+		return attrProcessingDate
 	}
 	if bytes.IndexByte(lit, '\\') < 0 {
 		return ""
@@ -532,7 +545,7 @@ func readAttributeName(lit []byte) string {
 		return ""
 	}
 	switch s {
-	case attrPlatform, attrProductType, attrProcessingLevel, attrTileID, attrRelativeOrbit:
+	case attrPlatform, attrProductType, attrProcessingLevel, attrTileID, attrRelativeOrbit, attrProcessingDate:
 		return s
 	}
 	return ""

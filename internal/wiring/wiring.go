@@ -77,6 +77,12 @@ func RouteWithInterests(c config.Config, reg prometheus.Registerer, log logrus.F
 	if err != nil {
 		return route, nil, err
 	}
+	unversioned := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "cdse_receiver_products_unversioned_total",
+		Help: "Product messages without Cdse-Acquisition and Cdse-Version, by why no naming rule decided: other_mission, unparsed, unsupported, nrti, unofficial_baseline, no_date."}, []string{"reason"})
+	if err := reg.Register(unversioned); err != nil {
+		return route, nil, err
+	}
+	route.Unversioned = func(reason string) { unversioned.WithLabelValues(reason).Inc() }
 	r, err := Interests(c, &route, reg, log)
 	return route, r, err
 }

@@ -26,7 +26,7 @@ const module = "github.com/cdse-jetstream/receiver"
 // package is placed deliberately.
 var layers = [][]string{
 	{"event", "internal/buildinfo", "internal/jsonscan", "internal/source", "internal/retry", "internal/preflight/wire", "internal/tlsreload", "internal/logging",
-		"internal/cdse", "internal/acmerules", "internal/redact", "internal/settings", "internal/proclimit"},
+		"internal/cdse", "internal/cdse/versions", "internal/acmerules", "internal/redact", "internal/settings", "internal/proclimit"},
 	{"internal/notification", "internal/cli", "internal/status", "internal/preflight", "internal/stac", "internal/fetchconfig", "internal/fetch"},
 	{"internal/publish", "internal/natsconn", "internal/topology", "internal/auth", "internal/cdselogin", "internal/catalogclient", "internal/productfilter", "internal/acme",
 		"internal/fetchview"},
