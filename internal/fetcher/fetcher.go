@@ -155,7 +155,7 @@ func (a *App) Run(ctx context.Context) error {
 		return fmt.Errorf("admin listener, FETCH_ADMIN_ADDR %s: %w", a.cfg.AdminAddr, err)
 	}
 	a.natsOpts = natsconn.Options{URL: a.cfg.NATSURL, CredsFile: a.cfg.NATSCreds, User: a.cfg.NATSUser,
-		Password: a.cfg.NATSPassword, Token: a.cfg.NATSToken, CAFile: a.cfg.NATSCA, PermissionHint: permissionHint}
+		Password: a.cfg.NATSPassword, Token: a.cfg.NATSToken, CAFile: a.cfg.NATSCA, PermissionHint: PermissionHint}
 	nc, err := natsconn.Connect(a.natsOpts, a.log)
 	if err != nil {
 		ln.Close()
@@ -212,8 +212,9 @@ func (a *App) sweep(ctx context.Context) {
 // makes it pass.
 func (a *App) setNotReady(why string) { a.health.set(checkConsumer, why, false) }
 
-// permissionHint is what to fix when NATS refuses the fetcher a right.
-const permissionHint = "the fetcher's NATS user lacks a right it needs: beside the receiver's embedded NATS, set NATS_EMBEDDED_FETCHER_USER and NATS_EMBEDDED_FETCHER_PASSWORD on the receiver and the same as NATS_USER and NATS_PASSWORD on the fetcher; on your own NATS, grant this user the fetcher's rights (docs/fetching.md)"
+// PermissionHint is what to fix when NATS refuses the fetcher (or its
+// failed verbs) a right.
+const PermissionHint = "the fetcher's NATS user lacks a right it needs: beside the receiver's embedded NATS, set NATS_EMBEDDED_FETCHER_USER and NATS_EMBEDDED_FETCHER_PASSWORD on the receiver and the same as NATS_USER and NATS_PASSWORD on the fetcher; on your own NATS, grant this user the fetcher's rights (docs/fetching.md)"
 
 // setUp declares the fetcher's stream and its consumer on the product
 // stream, retrying until NATS answers or ctx ends.
