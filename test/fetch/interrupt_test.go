@@ -2,7 +2,10 @@ package fetch
 
 import (
 	"context"
+	"fmt"
 	"io/fs"
+	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -15,6 +18,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/cdse-jetstream/receiver/internal/cdsesim"
+	"github.com/cdse-jetstream/receiver/internal/testkit/bins"
 	"github.com/cdse-jetstream/receiver/internal/testkit/s3test"
 )
 
@@ -131,5 +135,90 @@ func TestCtrlCTwiceIntoS3(t *testing.T) {
 	}
 	if strings.Contains(logs, "resume on redelivery") {
 		t.Errorf("the log says an S3 download resumes:\n%s", logs)
+	}
+}
+
+// TestGetInterrupted: `fetcher get` cut by Ctrl-C says whether a rerun
+// resumes: into a directory, from which byte (the partial file's size);
+// into S3, that it starts over, the multipart upload aborted. It used to
+// say only "context canceled".
+func TestGetInterrupted(t *testing.T) {
+	bin := bins.Build(t, "github.com/cdse-jetstream/receiver/cmd/fetcher")
+	store := s3test.Start(t)
+	for _, tc := range []struct {
+		name string
+		env  func(dir string) map[string]string
+		// under is true once bytes are held where the target keeps them.
+		under func(dir string) bool
+		want  func(dir string) string
+		// after checks the target after the exit.
+		after func(t *testing.T, dir string)
+	}{
+		{
+			name:  "directory",
+			env:   func(dir string) map[string]string { return map[string]string{"FETCH_TARGET": "file://" + dir} },
+			under: func(dir string) bool { _, n := partialFile(dir); return n > 0 },
+			want: func(dir string) string {
+				_, n := partialFile(dir)
+				return fmt.Sprintf("rerun to resume from byte %d", n)
+			},
+		},
+		{
+			name: "s3",
+			env: func(string) map[string]string {
+				env := store.Env()
+				env["FETCH_TARGET"] = "s3://" + store.Bucket + "/get"
+				return env
+			},
+			under: func(string) bool { return multipartUploads(t, store) > 0 },
+			want:  func(string) string { return "a rerun starts over" },
+			after: func(t *testing.T, _ string) {
+				waitFor(t, 5*time.Second, "no multipart upload left", func() bool { return multipartUploads(t, store) == 0 })
+			},
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			w := newWorld(t)
+			w.sim.SetDownloadRate(1 << 20)
+			p := w.sim.GenerateWith(cdsesim.Sentinel2, 1, func(p *cdsesim.Product) { p.ContentLength = 40 << 20 })[0]
+			dir := t.TempDir()
+			env := tc.env(dir)
+			for k, v := range map[string]string{"CDSE_USERNAME": user, "CDSE_PASSWORD": password,
+				"CDSE_TOKEN_URL": w.simURL + cdsesim.TokenPath, "CDSE_CATALOGUE_URL": w.simURL + "/odata/v1",
+				"CDSE_DOWNLOAD_URL": w.dlURL, "FETCH_TRUSTED_HOSTS": "127.0.0.1"} {
+				env[k] = v
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			cmd := exec.CommandContext(ctx, bin, "get", p.ID)
+			cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir()}
+			for k, v := range env {
+				cmd.Env = append(cmd.Env, k+"="+v)
+			}
+			var stdout, stderr bins.SyncBuffer
+			cmd.Stdout, cmd.Stderr = &stdout, &stderr
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			exited := make(chan error, 1)
+			go func() { exited <- cmd.Wait() }()
+			waitFor(t, 30*time.Second, "bytes held in the target", func() bool { return tc.under(dir) })
+			_ = cmd.Process.Signal(syscall.SIGINT)
+			select {
+			case <-exited:
+			case <-time.After(10 * time.Second):
+				_ = cmd.Process.Kill()
+				t.Fatalf("fetcher get still running 10s after Ctrl-C:\n%s", &stderr)
+			}
+			if code := cmd.ProcessState.ExitCode(); code != 1 {
+				t.Errorf("exit code %d, want 1", code)
+			}
+			if want := tc.want(dir); !strings.Contains(stderr.String(), want) {
+				t.Errorf("stderr does not say %q:\n%s", want, &stderr)
+			}
+			if tc.after != nil {
+				tc.after(t, dir)
+			}
+		})
 	}
 }
