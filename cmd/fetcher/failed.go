@@ -17,6 +17,7 @@ import (
 	"github.com/cdse-jetstream/receiver/event"
 	"github.com/cdse-jetstream/receiver/internal/cli"
 	"github.com/cdse-jetstream/receiver/internal/fetchconfig"
+	"github.com/cdse-jetstream/receiver/internal/fetcher"
 	"github.com/cdse-jetstream/receiver/internal/natsconn"
 	"github.com/cdse-jetstream/receiver/internal/topology"
 )
@@ -85,12 +86,13 @@ func (fc *failedCmd) open(cmd *cobra.Command) (fetchconfig.Config, *failedStore,
 	if err != nil {
 		return cfg, nil, nil, err
 	}
-	nc, err := natsconn.ConnectOnce(natsconn.Options{URL: cfg.NATSURL, CredsFile: cfg.NATSCreds, User: cfg.NATSUser,
-		Password: cfg.NATSPassword, Token: cfg.NATSToken, CAFile: cfg.NATSCA}, "cdse-fetcher-failed")
+	o := natsconn.Options{URL: cfg.NATSURL, CredsFile: cfg.NATSCreds, User: cfg.NATSUser,
+		Password: cfg.NATSPassword, Token: cfg.NATSToken, CAFile: cfg.NATSCA}
+	nc, err := natsconn.ConnectOnce(o, "cdse-fetcher-failed")
 	if err != nil {
 		return cfg, nil, nil, err
 	}
-	calls := &natsCalls{stderr: cmd.ErrOrStderr()}
+	calls := &natsCalls{stderr: cmd.ErrOrStderr(), who: o.Who()}
 	nc.SetErrorHandler(calls.handler)
 	js, err := jetstream.New(nc)
 	if err != nil {
@@ -109,6 +111,7 @@ type natsCalls struct {
 	mu     sync.Mutex
 	cancel context.CancelCauseFunc // of the request under way
 	stderr io.Writer
+	who    string // the NATS user, named with a refusal
 }
 
 func (c *natsCalls) handler(_ *nats.Conn, _ *nats.Subscription, err error) {
@@ -120,7 +123,10 @@ func (c *natsCalls) handler(_ *nats.Conn, _ *nats.Subscription, err error) {
 		cancel := c.cancel
 		c.mu.Unlock()
 		if cancel != nil {
-			cancel(err)
+			// The server names the subject only: who was refused, and
+			// the settings that give the fetcher's rights, are ours to
+			// say.
+			cancel(fmt.Errorf("%w (as NATS user %s): %s", err, c.who, fetcher.PermissionHint))
 			return
 		}
 	}
@@ -343,6 +349,29 @@ func (r *failedStore) Remove(ctx context.Context, seq uint64) error {
 	defer done()
 	if err := s.DeleteMsg(ctx, seq); err != nil && !errors.Is(err, jetstream.ErrMsgNotFound) {
 		return fmt.Errorf("remove failed event %d: %w", seq, refused(ctx, err))
+	}
+	return nil
+}
+
+// MayRemove asks NATS whether the login may remove a failed event (what a
+// retry and a drop do, and their dry runs check): it deletes sequence 0,
+// which no message has, so that the answer with the right is "no message
+// found" and nothing is removed; without it, a permissions violation. A
+// stream that denies deletes (deny_delete) says "not permitted", and
+// refuses the real removal as well.
+func (r *failedStore) MayRemove(ctx context.Context) error {
+	s, err := r.handle(ctx)
+	if err != nil {
+		return err
+	}
+	ctx, done := r.calls.call(ctx)
+	defer done()
+	err = refused(ctx, s.DeleteMsg(ctx, 0))
+	if err == nil {
+		return fmt.Errorf("remove a failed event from %s: the check deleted sequence 0", r.stream)
+	}
+	if !errors.Is(err, jetstream.ErrMsgDeleteUnsuccessful) || strings.Contains(err.Error(), "not permitted") {
+		return fmt.Errorf("remove a failed event from %s: %w", r.stream, err)
 	}
 	return nil
 }

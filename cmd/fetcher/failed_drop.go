@@ -73,6 +73,13 @@ type failedDropItem struct {
 // an item "not-found", the others are dropped all the same.
 func failedDrop(ctx context.Context, store *failedStore, seqs []uint64, dryRun bool) (failedDropSummary, error) {
 	sum := failedDropSummary{DryRun: dryRun, Items: []failedDropItem{}}
+	if dryRun {
+		// A would-drop must mean the drop would succeed: the login's
+		// right too, which a read never shows.
+		if err := store.MayRemove(ctx); err != nil {
+			return sum, err
+		}
+	}
 	for _, seq := range seqs {
 		f, err := store.Get(ctx, seq)
 		if errors.Is(err, errNoFailed) {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -56,7 +57,7 @@ func newFailedRetry(fc *failedCmd) *cobra.Command {
 				return err
 			}
 			defer done()
-			r := &failedRetrier{store: store, cfg: cfg, routes: map[string]*retryRoute{}}
+			r := &failedRetrier{store: store, cfg: cfg, routes: map[string]*retryRoute{}, mayPublish: map[string]bool{}}
 			sum, err := r.run(cmd.Context(), only, dryRun)
 			if err != nil && len(sum.Items) == 0 {
 				return failedCtxDone(cmd.Context(), err)
@@ -117,6 +118,10 @@ type failedRetrier struct {
 	store  *failedStore
 	cfg    fetchconfig.Config
 	routes map[string]*retryRoute // by consumer
+	// What a dry run found the login may do: publish to a retry
+	// subject, delete from FETCH_STREAM (each asked once).
+	mayPublish map[string]bool
+	mayDelete  bool
 }
 
 // run retries every failed event (or those of only), one at a time. Each
@@ -159,6 +164,11 @@ func (r *failedRetrier) one(ctx context.Context, f failedEvent, dryRun bool, sum
 	}
 	item := failedRetryItem{Seq: f.Seq, ProductID: f.ProductID, Subject: subject}
 	if dryRun {
+		// A would-retry must mean the retry would succeed: the login's
+		// rights too, which a read never shows.
+		if err := r.rights(ctx, subject); err != nil {
+			return fmt.Errorf("failed event %d could not be retried: %w", f.Seq, err)
+		}
 		item.Result, item.Detail = "would-retry", "for consumer "+consumer+" on "+subject
 		sum.Retried++
 		sum.Items = append(sum.Items, item)
@@ -229,6 +239,41 @@ func (r *failedRetrier) check(ctx context.Context, consumer, subject string) err
 	if len(route.filters) > 0 && !anySubjectMatches(route.filters, subject) {
 		return fmt.Errorf("the consumer %s on %s does not take %s: a retry would never be fetched; its subjects (%s) need %s.%s.> (see docs/fetching.md, Failed products)",
 			consumer, r.cfg.ProductStream, subject, strings.Join(route.filters, ", "), event.FetchRetrySubjects(r.cfg.ProductStream), consumer)
+	}
+	return nil
+}
+
+// rights asks NATS whether the login may do what a retry to subject does
+// beyond reading: publish there on the product stream, then delete the
+// failed event from FETCH_STREAM. Neither probe changes a stream: the
+// publish expects a last sequence no stream reaches, which JetStream
+// refuses without storing (wrong last sequence) once the server has let
+// the login publish; the delete is MayRemove's. A refused right is a
+// permissions violation instead (natsCalls).
+func (r *failedRetrier) rights(ctx context.Context, subject string) error {
+	if !r.mayPublish[subject] {
+		pctx, done := r.store.calls.call(ctx)
+		_, err := r.store.js.PublishMsg(pctx, &nats.Msg{Subject: subject},
+			jetstream.WithExpectStream(r.cfg.ProductStream), jetstream.WithExpectLastSequence(math.MaxUint64))
+		err = refused(pctx, err)
+		done()
+		var apiErr *jetstream.APIError
+		switch {
+		case errors.As(err, &apiErr) && (apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence ||
+			apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequenceConstant):
+		case err == nil:
+			// Cannot happen short of 2^64 messages; said rather than hidden.
+			return fmt.Errorf("the check of the right to publish to %s stored a message on %s", subject, r.cfg.ProductStream)
+		default:
+			return fmt.Errorf("publish %s: %w", subject, err)
+		}
+		r.mayPublish[subject] = true
+	}
+	if !r.mayDelete {
+		if err := r.store.MayRemove(ctx); err != nil {
+			return err
+		}
+		r.mayDelete = true
 	}
 	return nil
 }

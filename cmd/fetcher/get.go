@@ -64,8 +64,12 @@ Exit codes: 0 ok, 1 error, 2 usage.`,
 		if err != nil {
 			return fmt.Errorf("product %s: %w", args[0], err)
 		}
-		res, err := parts.Engine.Fetch(ctx, fetcher.ProductOf(n), fetcher.Key(cfg.KeyTemplate, n), show)
+		key := fetcher.Key(cfg.KeyTemplate, n)
+		res, err := parts.Engine.Fetch(ctx, fetcher.ProductOf(n), key, show)
 		done()
+		if err != nil && ctx.Err() != nil {
+			return interrupted(parts.Target, key, args[0], err)
+		}
 		if err != nil {
 			return err
 		}
@@ -75,4 +79,17 @@ Exit codes: 0 ok, 1 error, 2 usage.`,
 		})
 	}
 	return cmd
+}
+
+// interrupted is the error of a get cut by Ctrl-C (err): whether a rerun
+// resumes, which is what the user weighs before pressing it again.
+func interrupted(t fetch.Target, key, id string, err error) error {
+	held, keeps := t.Partial(key)
+	switch {
+	case !keeps:
+		return fmt.Errorf("interrupted (%w): the target keeps no partial download (an S3 multipart upload is aborted): a rerun starts over", err)
+	case held == 0:
+		return fmt.Errorf("interrupted (%w) before a byte was kept: a rerun starts from the start", err)
+	}
+	return fmt.Errorf("interrupted (%w): %d bytes kept in the partial file: rerun to resume from byte %d (fetcher get %s)", err, held, held, id)
 }

@@ -24,20 +24,46 @@ import (
 )
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	code := cli.Execute(ctx, newRoot(os.Getenv), os.Args[1:], os.Stdout, os.Stderr)
+	ctx, now, stop := stopSignals()
+	code := cli.Execute(ctx, newRoot(os.Getenv, now), os.Args[1:], os.Stdout, os.Stderr)
 	stop()
 	os.Exit(code)
 }
 
+// stopSignals: the first SIGINT or SIGTERM ends ctx, a stop that lets
+// running downloads finish (FETCH_SHUTDOWN_TIMEOUT); the second closes
+// now, a stop at once. After it the signals have their default effect
+// again: a third ends the process whatever it is doing.
+func stopSignals() (ctx context.Context, now <-chan struct{}, stop func()) {
+	ctx, cancel := context.WithCancel(context.Background())
+	sig := make(chan os.Signal, 2)
+	signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
+	nowc, quit := make(chan struct{}), make(chan struct{})
+	go func() {
+		for i := range 2 {
+			select {
+			case <-sig:
+			case <-quit:
+				return
+			}
+			if i == 0 {
+				cancel()
+			}
+		}
+		close(nowc)
+		signal.Stop(sig)
+	}()
+	return ctx, nowc, func() { signal.Stop(sig); close(quit); cancel() }
+}
+
 // newRoot is the command tree; getenv reads the environment (tests give
-// their own).
-func newRoot(getenv func(string) string) *cobra.Command {
+// their own); now is closed by a second signal (stopSignals).
+func newRoot(getenv func(string) string, now <-chan struct{}) *cobra.Command {
 	var configFile string
-	root := newServe(getenv, "fetcher", &configFile)
+	root := newServe(getenv, "fetcher", &configFile, now)
 	root.Short = "Download the products of the receiver's stream into a directory or S3"
 	root.PersistentFlags().StringVar(&configFile, "config", getenv("FETCH_CONFIG"), "YAML file of settings, keys as the environment names (FETCH_CONFIG)")
-	serve := newServe(getenv, "serve", &configFile)
+	serve := newServe(getenv, "serve", &configFile, now)
 	serve.Short = "Run the fetcher (what `fetcher` alone does)"
 	root.AddCommand(serve, newGet(getenv, &configFile), newFailed(getenv, &configFile), newFetched(getenv, &configFile), newStatus(getenv, &configFile))
 	cli.AddVersion(root)

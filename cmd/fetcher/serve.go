@@ -19,8 +19,8 @@ import (
 )
 
 // newServe is the server's command, named use ("fetcher" at the root,
-// "serve" below it).
-func newServe(getenv func(string) string, use string, configFile *string) *cobra.Command {
+// "serve" below it); now, closed, cuts a shutdown's running downloads.
+func newServe(getenv func(string) string, use string, configFile *string, now <-chan struct{}) *cobra.Command {
 	cmd := &cobra.Command{
 		Use: use,
 		Long: `Consumes the receiver's product stream (one durable consumer, shared by every
@@ -37,12 +37,12 @@ product in FETCH_TARGET, verified, and publishes a fetched event for it
 		if err != nil {
 			return err
 		}
-		return serve(cmd.Context(), cfg, getenv, cmd)
+		return serve(cmd.Context(), cfg, getenv, cmd, now)
 	}
 	return cmd
 }
 
-func serve(ctx context.Context, cfg fetchconfig.Config, getenv func(string) string, cmd *cobra.Command) error {
+func serve(ctx context.Context, cfg fetchconfig.Config, getenv func(string) string, cmd *cobra.Command, now <-chan struct{}) error {
 	log, flush := logging.NewBatched(cfg.LogLevel, cfg.LogFormat, cmd.OutOrStdout())
 	defer flush()
 	// The receiver's list knows the fetcher's variables (and the
@@ -68,6 +68,7 @@ func serve(ctx context.Context, cfg fetchconfig.Config, getenv func(string) stri
 	if err != nil {
 		return err
 	}
+	a.StopNowOn(now)
 	log.WithFields(map[string]any{"target": redact.URLs(cfg.Target), "consumer": cfg.Consumer, "subjects": cfg.SubjectList(),
 		"concurrency": cfg.Concurrency, "admin": cfg.AdminAddr}).Info("fetcher starting")
 	if err := a.Run(ctx); err != nil {

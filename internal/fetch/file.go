@@ -81,6 +81,19 @@ func (t *FileTarget) sums(key string) string {
 	return filepath.Join(t.dir, sumsDir, filepath.FromSlash(key)+".json")
 }
 
+// Partial implements Target: the size of key's partial file (0 when
+// there is none, or key is "").
+func (t *FileTarget) Partial(key string) (int64, bool) {
+	if key == "" {
+		return 0, true
+	}
+	st, err := os.Stat(t.part(key))
+	if err != nil {
+		return 0, true
+	}
+	return st.Size(), true
+}
+
 // Stat implements Target: the sums count only when the sidecar describes
 // a file of the size found (a product replaced by hand has none).
 func (t *FileTarget) Stat(_ context.Context, key string) (Stored, bool, error) {

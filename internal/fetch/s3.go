@@ -343,6 +343,11 @@ func (u *s3Upload) Abort(bool) error {
 	return nil
 }
 
+// Partial implements Target: S3 keeps nothing of a cut download to
+// resume from in another process (the parts' hash state is not in the
+// bucket, and the upload is aborted).
+func (t *S3Target) Partial(string) (int64, bool) { return 0, false }
+
 // SweepPartials implements Target: the multipart uploads under the prefix
 // started more than maxAge ago are aborted. S3 keeps no partial a later
 // process can resume (the parts' hash state is not in the bucket), so an

@@ -44,6 +44,12 @@ type Target interface {
 	// its partial as it grows and locks it; an S3 upload is as old as
 	// it was started, so maxAge must exceed the longest download).
 	SweepPartials(ctx context.Context, maxAge time.Duration) (int, error)
+	// Partial is how many bytes of key a download cut short left for a
+	// later process to resume from, and whether the target keeps such
+	// bytes at all: the file target keeps its partial file; S3 keeps
+	// none (a cut multipart upload is aborted, and a later Fetch starts
+	// over), 0 and false. What a user is told of a stop depends on it.
+	Partial(key string) (held int64, keeps bool)
 }
 
 // Interface guards: each target is a Target, and the directory target

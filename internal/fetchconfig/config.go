@@ -41,7 +41,7 @@ type Config struct {
 	FailedPrefix    string        `koanf:"FETCH_FAILED_PREFIX" flag:"failed-prefix" help:"subject prefix of the given-up events: <prefix>.<collection>.<productType>"`
 	Stream          string        `koanf:"FETCH_STREAM" flag:"fetch-stream" help:"stream of the fetched and failed events (the fetcher declares it)"`
 	DedupeWindow    time.Duration `koanf:"FETCH_DEDUPE_WINDOW" flag:"dedupe-window" help:"that stream's duplicate window: how long a fetched event is recognised as already stored"`
-	ShutdownTimeout time.Duration `koanf:"FETCH_SHUTDOWN_TIMEOUT" flag:"shutdown-timeout" help:"after SIGTERM, running downloads get this long before they are cut (the partial object is kept to resume)"`
+	ShutdownTimeout time.Duration `koanf:"FETCH_SHUTDOWN_TIMEOUT" flag:"shutdown-timeout" help:"after SIGTERM or Ctrl-C, running downloads get this long before they are cut (a second signal cuts them at once); a directory keeps the partial file to resume from, S3 starts over"`
 	S3PathStyle     string        `koanf:"FETCH_S3_PATH_STYLE" flag:"s3-path-style" help:"S3 addressing: true (endpoint/bucket/key), false (bucket.endpoint/key); empty: true for an IP or localhost endpoint"`
 	S3PartSize      int64         `koanf:"FETCH_S3_PART_SIZE" flag:"s3-part-size" help:"S3 multipart part size (5MiB to 5GiB), larger for a product that would need more than 9 000 parts (S3 allows 10 000); memory is about (FETCH_S3_CONCURRENCY + 1) parts a download"`
 	S3Concurrency   int           `koanf:"FETCH_S3_CONCURRENCY" flag:"s3-concurrency" help:"parts of one download sent to S3 at once"`

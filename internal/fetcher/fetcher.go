@@ -14,6 +14,7 @@ import (
 	"net"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -110,7 +111,15 @@ type App struct {
 	checkNow      chan struct{}
 	// track is parts.Engine as /status sees it (status.go).
 	track *tracked
+	// now, once closed, cuts the running downloads of a shutdown at
+	// once rather than at FETCH_SHUTDOWN_TIMEOUT (StopNowOn); nil never.
+	now <-chan struct{}
 }
+
+// StopNowOn has a shutdown cut the running downloads as soon as now is
+// closed (the second Ctrl-C or SIGTERM), not at FETCH_SHUTDOWN_TIMEOUT:
+// a user who asks twice means now.
+func (a *App) StopNowOn(now <-chan struct{}) { a.now = now }
 
 // New is a fetcher of cfg (validated) over parts; reg serves /metrics.
 func New(cfg fetchconfig.Config, parts Parts, reg *prometheus.Registry, log logrus.FieldLogger) (*App, error) {
@@ -142,8 +151,9 @@ func New(cfg fetchconfig.Config, parts Parts, reg *prometheus.Registry, log logr
 }
 
 // Run serves until ctx ends, then stops taking work and gives running
-// downloads FETCH_SHUTDOWN_TIMEOUT before cutting them (the engine keeps
-// their partial bytes; their messages are redelivered).
+// downloads FETCH_SHUTDOWN_TIMEOUT before cutting them (or less: see
+// StopNowOn); their messages are redelivered, and resume from the partial
+// bytes where the target keeps them (a directory, not S3).
 func (a *App) Run(ctx context.Context) error {
 	ln, err := net.Listen("tcp", a.cfg.AdminAddr)
 	if err != nil {
@@ -155,7 +165,7 @@ func (a *App) Run(ctx context.Context) error {
 		return fmt.Errorf("admin listener, FETCH_ADMIN_ADDR %s: %w", a.cfg.AdminAddr, err)
 	}
 	a.natsOpts = natsconn.Options{URL: a.cfg.NATSURL, CredsFile: a.cfg.NATSCreds, User: a.cfg.NATSUser,
-		Password: a.cfg.NATSPassword, Token: a.cfg.NATSToken, CAFile: a.cfg.NATSCA, PermissionHint: permissionHint}
+		Password: a.cfg.NATSPassword, Token: a.cfg.NATSToken, CAFile: a.cfg.NATSCA, PermissionHint: PermissionHint}
 	nc, err := natsconn.Connect(a.natsOpts, a.log)
 	if err != nil {
 		ln.Close()
@@ -212,8 +222,9 @@ func (a *App) sweep(ctx context.Context) {
 // makes it pass.
 func (a *App) setNotReady(why string) { a.health.set(checkConsumer, why, false) }
 
-// permissionHint is what to fix when NATS refuses the fetcher a right.
-const permissionHint = "the fetcher's NATS user lacks a right it needs: beside the receiver's embedded NATS, set NATS_EMBEDDED_FETCHER_USER and NATS_EMBEDDED_FETCHER_PASSWORD on the receiver and the same as NATS_USER and NATS_PASSWORD on the fetcher; on your own NATS, grant this user the fetcher's rights (docs/fetching.md)"
+// PermissionHint is what to fix when NATS refuses the fetcher (or its
+// failed verbs) a right.
+const PermissionHint = "the fetcher's NATS user lacks a right it needs: beside the receiver's embedded NATS, set NATS_EMBEDDED_FETCHER_USER and NATS_EMBEDDED_FETCHER_PASSWORD on the receiver and the same as NATS_USER and NATS_PASSWORD on the fetcher; on your own NATS, grant this user the fetcher's rights (docs/fetching.md)"
 
 // setUp declares the fetcher's stream and its consumer on the product
 // stream, retrying until NATS answers or ctx ends.
@@ -345,6 +356,7 @@ func (a *App) consume(ctx context.Context) error {
 	defer cut()
 	sem := make(chan struct{}, a.cfg.Concurrency)
 	var wg sync.WaitGroup
+	var busy atomic.Int64 // handlers running, for the shutdown's countdown
 	handler := func(m jetstream.Msg) {
 		if ctx.Err() != nil {
 			_ = m.Nak() // buffered while stopping: to another replica at once
@@ -357,8 +369,9 @@ func (a *App) consume(ctx context.Context) error {
 			return
 		}
 		wg.Add(1)
+		busy.Add(1)
 		go func() {
-			defer func() { <-sem; wg.Done() }()
+			defer func() { <-sem; busy.Add(-1); wg.Done() }()
 			a.running.Inc()
 			defer a.running.Dec()
 			a.handle(work, m)
@@ -408,18 +421,73 @@ func (a *App) consume(ctx context.Context) error {
 	a.log.Info("stopping: no new product events; waiting for the running downloads")
 	done := make(chan struct{})
 	go func() { wg.Wait(); close(done) }()
-	select {
-	case <-done:
-	case <-time.After(a.cfg.ShutdownTimeout):
-		a.log.Warn("running downloads cut at FETCH_SHUTDOWN_TIMEOUT; they resume on redelivery")
-		cut()
+	a.waitOrCut(done, busy.Load, cut)
+	return nil
+}
+
+// countdownEvery is how often a shutdown says what it waits for.
+const countdownEvery = 5 * time.Second
+
+// waitOrCut waits for done (the running handlers ended) until
+// FETCH_SHUTDOWN_TIMEOUT or a.now, then cuts them. Meanwhile it says,
+// every countdownEvery, how many are running, when they are cut, and
+// how to stop at once: a silent wait of 30 s after Ctrl-C looks hung.
+func (a *App) waitOrCut(done <-chan struct{}, running func() int64, cut func()) {
+	deadline := time.Now().Add(a.cfg.ShutdownTimeout)
+	timeout := time.NewTimer(a.cfg.ShutdownTimeout)
+	defer timeout.Stop()
+	tick := time.NewTicker(countdownEvery)
+	defer tick.Stop()
+	say := func() {
+		n := running()
+		if n == 0 {
+			return // ending: done is near
+		}
+		left := time.Until(deadline).Round(time.Second)
+		a.log.WithFields(logrus.Fields{"running": n, "cut_in": left.String()}).
+			Infof("stopping: %d %s running, cut in %ds; Ctrl-C again to stop now", n, plural(n, "download", "downloads"), int(left.Seconds()))
+	}
+	say()
+	for waiting := true; waiting; {
 		select {
 		case <-done:
-		case <-time.After(5 * time.Second):
-			a.log.Error("downloads did not end after being cut")
+			return
+		case <-tick.C:
+			say()
+		case <-timeout.C:
+			a.log.Warn("running downloads cut at FETCH_SHUTDOWN_TIMEOUT; " + a.onRedelivery())
+			waiting = false
+		case <-a.now:
+			a.log.Warn("stopping now (a second signal): running downloads cut; " + a.onRedelivery())
+			waiting = false
 		}
 	}
-	return nil
+	cut()
+	// A cut download ends at once; S3's abort of its multipart upload
+	// takes a request, well within this.
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		a.log.Error("downloads did not end after being cut")
+	}
+}
+
+// onRedelivery says what becomes of a cut download, as the target keeps
+// partial bytes across processes or not.
+func (a *App) onRedelivery() string {
+	if a.parts.Target != nil {
+		if _, keeps := a.parts.Target.Partial(""); !keeps {
+			return "their multipart uploads are aborted (S3 keeps no partial upload): each product restarts from the start on redelivery"
+		}
+	}
+	return "their partial files are kept: each download resumes from there on redelivery"
+}
+
+func plural(n int64, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
 }
 
 // backlogEvery is how often the oldest unfetched event is looked up.

@@ -293,3 +293,53 @@ func TestFailedWithTheEmbeddedFetcherLogin(t *testing.T) {
 		t.Fatalf("after the retry: %d fetched, %d failed: %v", len(fetched), len(failed), fetched)
 	}
 }
+
+// TestFailedRetryDryRunChecksTheRights: run with a login that may read
+// the streams but not queue a retry nor remove a failed event (the
+// embedded server's anonymous consumer, no NATS_USER), `failed retry
+// --dry-run` fails as the real retry would, rather than say would-retry
+// (issue 38 item 6), and so does `failed drop --dry-run`; each names the NATS user and the settings that give
+// the fetcher's rights. With the fetcher's login the dry runs pass, and
+// neither queues nor removes anything.
+func TestFailedRetryDryRunChecksTheRights(t *testing.T) {
+	w := startWorld(t, true)
+	p := w.sim.Generate(cdsesim.Sentinel2, 1)[0]
+	notFound(t, w, p)
+	dir := t.TempDir()
+	w.fetcher(t, map[string]string{"FETCH_TARGET": "file://" + dir, "NATS_USER": fetcherUser, "NATS_PASSWORD": fetcherPassword})
+	w.notify(t, p)
+	if _, failed := w.events(t, 1); len(failed) != 1 {
+		t.Fatalf("%d failed events, want 1", len(failed))
+	}
+	bin := bins.Build(t, "github.com/cdse-jetstream/receiver/cmd/fetcher")
+	anonymous := map[string]string{"NATS_URL": w.receiver.NATSURL}
+	l := w.failedList(t)
+	if len(l) != 1 {
+		t.Fatalf("%d failed events listed, want 1", len(l))
+	}
+	seq := fmt.Sprint(l[0].Seq)
+	for _, args := range [][]string{{"failed", "retry", "--dry-run"}, {"failed", "retry"}, {"failed", "drop", "--dry-run", seq}} {
+		code, out, errOut := runBounded(t, bin, anonymous, 30*time.Second, args...)
+		if code != 1 || strings.Contains(out, "would-") {
+			t.Errorf("%v as the anonymous consumer: exit %d, want 1 and no would-retry or would-drop:\n%s%s", args, code, out, errOut)
+		}
+		for _, want := range []string{"permissions violation", "NATS user anonymous", "NATS_EMBEDDED_FETCHER_USER", "NATS_USER and NATS_PASSWORD"} {
+			if !strings.Contains(strings.ToLower(errOut), strings.ToLower(want)) {
+				t.Errorf("%v as the anonymous consumer: the error does not say %q:\n%s", args, want, errOut)
+			}
+		}
+	}
+	fetcher := map[string]string{"NATS_URL": w.receiver.NATSURL, "NATS_USER": fetcherUser, "NATS_PASSWORD": fetcherPassword}
+	if code, out, errOut := runBounded(t, bin, fetcher, 30*time.Second, "failed", "retry", "--dry-run"); code != 0 || !strings.Contains(out, "would-retry") {
+		t.Errorf("dry run with the fetcher's login: exit %d, want 0 and would-retry:\n%s%s", code, out, errOut)
+	}
+	if code, out, errOut := runBounded(t, bin, fetcher, 30*time.Second, "failed", "drop", "--dry-run", seq); code != 0 || !strings.Contains(out, "would-drop") {
+		t.Errorf("drop dry run with the fetcher's login: exit %d, want 0 and would-drop:\n%s%s", code, out, errOut)
+	}
+	if l := w.failedList(t); len(l) != 1 {
+		t.Errorf("%d failed events after the dry runs and the refused retry, want 1 kept", len(l))
+	}
+	if n := retries(t, w); n != 0 {
+		t.Errorf("%d retries queued by dry runs and a refused retry", n)
+	}
+}

@@ -128,6 +128,8 @@ type fetcherProc struct {
 	// exit waits d for the fetcher to end by itself, and returns its
 	// exit code.
 	exit func(d time.Duration) int
+	// signal sends sig (a Ctrl-C: SIGINT), without waiting.
+	signal func(sig os.Signal)
 }
 
 // startFetcher is fetcher, with a kill -9 too.
@@ -219,7 +221,8 @@ func (w *world) launchFetcher(t *testing.T, env map[string]string) *fetcherProc 
 			t.Logf("fetcher's logs:\n%s", logs)
 		}
 	})
-	return &fetcherProc{admin: admin, logs: logs, stop: stop, kill: kill, exit: exit}
+	signal := func(sig os.Signal) { _ = cmd.Process.Signal(sig) }
+	return &fetcherProc{admin: admin, logs: logs, stop: stop, kill: kill, exit: exit, signal: signal}
 }
 
 // events waits until the fetcher's stream holds n messages, then a moment

@@ -4,9 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -38,14 +36,7 @@ func TestKill9ResumesFromThePartial(t *testing.T) {
 			t.Fatalf("the partial did not reach %d bytes in 30s (%d)", size*6/10, held)
 		}
 		time.Sleep(20 * time.Millisecond)
-		_ = filepath.WalkDir(filepath.Join(dir, ".partial"), func(path string, d fs.DirEntry, err error) error {
-			if err == nil && strings.HasSuffix(path, ".part") {
-				if info, err := d.Info(); err == nil {
-					part, held = path, info.Size()
-				}
-			}
-			return nil
-		})
+		part, held = partialFile(dir)
 	}
 	first.kill()
 	info, err := os.Stat(part)

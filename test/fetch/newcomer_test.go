@@ -94,11 +94,11 @@ func TestAdminPortInUse(t *testing.T) {
 
 // runBounded is bins.Run for a binary that might not end: killed after d,
 // which fails the test.
-func runBounded(t *testing.T, bin string, env map[string]string, d time.Duration) (code int, stdout, stderr string) {
+func runBounded(t *testing.T, bin string, env map[string]string, d time.Duration, args ...string) (code int, stdout, stderr string) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), d)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, bin)
+	cmd := exec.CommandContext(ctx, bin, args...)
 	cmd.Env = []string{"PATH=" + os.Getenv("PATH")}
 	for k, v := range env {
 		cmd.Env = append(cmd.Env, k+"="+v)
