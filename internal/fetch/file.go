@@ -143,6 +143,13 @@ func (t *FileTarget) Open(_ context.Context, key string, size int64, _ Stored, o
 		}
 	}
 	f, err := os.OpenFile(part, os.O_RDWR|os.O_CREATE, 0o644)
+	if errors.Is(err, fs.ErrNotExist) {
+		// Its folder pruned by a download of the same folder that just
+		// ended (pruneEmpty): made again.
+		if err = os.MkdirAll(filepath.Dir(part), 0o755); err == nil {
+			f, err = os.OpenFile(part, os.O_RDWR|os.O_CREATE, 0o644)
+		}
+	}
 	if err != nil {
 		return nil, targetErr(fmt.Errorf("fetch target: %w", err))
 	}
@@ -410,6 +417,7 @@ func (u *fileUpload) Commit(_ context.Context, s Stored) error {
 		return targetErr(fmt.Errorf("fetch target: storing %s: %w", u.key, err))
 	}
 	os.Remove(u.etagPath())
+	u.t.pruneEmpty(filepath.Dir(u.t.part(u.key)))
 	b, _ := json.Marshal(s)
 	side := u.t.sums(u.key)
 	if err := os.MkdirAll(filepath.Dir(side), 0o755); err != nil {
@@ -431,7 +439,22 @@ func (u *fileUpload) Abort(keep bool) error {
 	if err := os.Remove(u.f.Name()); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("fetch target: %w", err)
 	}
+	u.t.pruneEmpty(filepath.Dir(u.f.Name()))
 	return nil
+}
+
+// pruneEmpty removes dir and its parents up to .partial/ while they are
+// empty: the folders a key's partial needed are not left behind once it
+// is stored or dropped. A folder another download is filling is not
+// empty, and its Open makes it again if it raced the removal.
+func (t *FileTarget) pruneEmpty(dir string) {
+	root := filepath.Join(t.dir, partialDir)
+	for dir != root && strings.HasPrefix(dir, root+string(filepath.Separator)) {
+		if os.Remove(dir) != nil {
+			return
+		}
+		dir = filepath.Dir(dir)
+	}
 }
 
 func syncDir(dir string) error {

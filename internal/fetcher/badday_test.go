@@ -17,6 +17,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/sirupsen/logrus"
+	logtest "github.com/sirupsen/logrus/hooks/test"
 
 	"github.com/cdse-jetstream/receiver/event"
 	"github.com/cdse-jetstream/receiver/internal/cdsesim"
@@ -35,6 +36,8 @@ type badDay struct {
 	app *App
 	reg *prometheus.Registry
 	srv interface{ Shutdown() }
+	// hook holds the fetcher's log entries.
+	hook *logtest.Hook
 	// published are the notifications put on the product stream.
 	published [][]byte
 }
@@ -69,6 +72,7 @@ func startBadDayRate(t *testing.T, dir string, rate int64, adjust func(*fetchcon
 	}
 	log := logrus.New()
 	log.SetLevel(logrus.DebugLevel)
+	hook := logtest.NewLocal(log)
 	reg := prometheus.NewRegistry()
 	parts, err := Build(ctx, cfg, func(string) string { return "" }, reg, log)
 	if err != nil {
@@ -92,7 +96,7 @@ func startBadDayRate(t *testing.T, dir string, rate int64, adjust func(*fetchcon
 			t.Error("Run did not end")
 		}
 	})
-	return &badDay{sim: h.Sim, js: js, cfg: cfg, app: a, reg: reg, srv: srv}
+	return &badDay{sim: h.Sim, js: js, cfg: cfg, app: a, reg: reg, srv: srv, hook: hook}
 }
 
 // publish puts the created notification of a generated S2 product of
@@ -332,4 +336,27 @@ func partialBytes(dir string) int64 {
 		return nil
 	})
 	return n
+}
+
+// TestUnverifiedIsSaidApart: a product stored without any checksum is
+// logged as stored unverified, with why, not as a plain "product stored".
+func TestUnverifiedIsSaidApart(t *testing.T) {
+	b := startBadDay(t, t.TempDir(), nil)
+	p := b.sim.GenerateWith(cdsesim.Sentinel2, 1, func(p *cdsesim.Product) {
+		p.ContentLength, p.ChecksumForm = 64<<10, cdsesim.ChecksumNone
+	})[0]
+	b.publishProduct(t, p)
+	until(t, 20*time.Second, "the product stored", func() bool { return b.events(t, b.cfg.FetchedPrefix) == 1 })
+	var said, plain bool
+	for _, e := range b.hook.AllEntries() {
+		switch {
+		case e.Message == "product stored unverified" && e.Level == logrus.WarnLevel && e.Data["unverified"] != "":
+			said = true
+		case e.Message == "product stored":
+			plain = true
+		}
+	}
+	if !said || plain {
+		t.Errorf("unverified said apart %v, plain \"product stored\" %v", said, plain)
+	}
 }

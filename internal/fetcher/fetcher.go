@@ -608,7 +608,14 @@ func (a *App) handle(ctx context.Context, m jetstream.Msg) {
 			outcome = "unchanged"
 		}
 		a.outcomes.WithLabelValues(outcome).Inc()
-		log.WithFields(logrus.Fields{"url": res.URL, "size": res.Size, "took": res.Took.String(), "already_there": res.AlreadyThere}).Info("product stored")
+		stored := log.WithFields(logrus.Fields{"url": res.URL, "size": res.Size, "took": res.Took.String(), "already_there": res.AlreadyThere})
+		if res.Unverified != "" {
+			// Said apart: a product stored without a checksum is not
+			// what "stored" means everywhere else.
+			stored.WithField("unverified", res.Unverified).Warn("product stored unverified")
+		} else {
+			stored.Info("product stored")
+		}
 		pub = fetchedMsg(a.cfg.FetchedPrefix, a.cfg.Consumer, n, m.Headers(), res)
 	}
 	// The ack only after the PubAck: a crash between them redelivers the
