@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"time"
 
@@ -92,9 +93,6 @@ func (c *Session) Status(ctx context.Context, o StatusOptions, client *http.Clie
 			} else if q != nil {
 				add("quarantine", checkOK, "empty")
 			}
-			if w := st.Subscription; w != nil { // what the receiver's own watch last read
-				add("watch", preflight.Status(w.Outcome()), "%s", w.Summary())
-			}
 			if cr := st.Complete; cr != nil { // the complete ranges (docs/consumers.md)
 				add("complete", preflight.Status(cr.Outcome()), "%s", cr.Summary())
 			}
@@ -103,9 +101,26 @@ func (c *Session) Status(ctx context.Context, o StatusOptions, client *http.Clie
 	subs, err := c.API.ListSubscriptions(ctx)
 	if err != nil {
 		add("catalogue", checkFail, "%v", err)
+		if r.Receiver != nil && r.Receiver.Subscription != nil {
+			add("watch", preflight.Status(r.Receiver.Subscription.Outcome()), "%s", r.Receiver.Subscription.Summary())
+		}
 		return r.done(), nil
 	}
 	add("catalogue", checkOK, "logged in as %s, %d subscription(s)", c.User(), len(subs))
+	if r.Receiver != nil && r.Receiver.Subscription != nil { // what the receiver's own watch last read
+		w := r.Receiver.Subscription
+		if preflight.Status(w.Outcome()) == checkWarn && w.ID != "" && !slices.ContainsFunc(subs, func(s catalogclient.Subscription) bool {
+			return s.ID == w.ID && !strings.EqualFold(s.Status, "cancelled")
+		}) {
+			// Its last read is of a subscription that is gone now (register
+			// apply just replaced it): its problems are that one's, not
+			// the current one's, which the catalogue checks below judge.
+			add("watch", checkSkip, "the receiver's watch last read %s (%s), since cancelled; it reads the subscription that replaced it at its next look (SIGHUP: at once)",
+				w.ID, w.CheckedAt.UTC().Format(time.RFC3339))
+		} else {
+			add("watch", preflight.Status(w.Outcome()), "%s", w.Summary())
+		}
+	}
 
 	var webhook *status.Webhook
 	pullID := ""

@@ -109,6 +109,11 @@ func TestWatchSaysTheSubscriptionDoesNotCoverTheInterests(t *testing.T) {
 
 	// register apply, and the receiver's next read (SIGHUP here): all green.
 	w.register(t, "apply", "--interests", file, "--endpoint", r.Webhook, "--insecure-endpoint")
+	// Before that read, the watch's last one is of the subscription apply
+	// just cancelled: register status says so rather than warn about it.
+	if _, got := w.checks(t, "--receiver", r.Admin); got["watch"].Status == "warn" || !strings.Contains(got["watch"].Detail, "since cancelled") {
+		t.Errorf("register status just after the second apply: %+v", got["watch"])
+	}
 	r.App.Reload(true)
 	next := waitWatch(t, r.Admin, "applied again", func(s *status.Watch) bool { return s.ID != first.ID && covers(true)(s) })
 	if len(next.Problems) > 0 {
