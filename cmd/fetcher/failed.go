@@ -86,8 +86,7 @@ func (fc *failedCmd) open(cmd *cobra.Command) (fetchconfig.Config, *failedStore,
 	if err != nil {
 		return cfg, nil, nil, err
 	}
-	o := natsconn.Options{URL: cfg.NATSURL, CredsFile: cfg.NATSCreds, User: cfg.NATSUser,
-		Password: cfg.NATSPassword, Token: cfg.NATSToken, CAFile: cfg.NATSCA}
+	o := fetcher.NATSOptions(cfg)
 	nc, err := natsconn.ConnectOnce(o, "cdse-fetcher-failed")
 	if err != nil {
 		return cfg, nil, nil, err

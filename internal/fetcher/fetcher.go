@@ -86,6 +86,13 @@ func Build(ctx context.Context, cfg fetchconfig.Config, getenv func(string) stri
 	return Parts{Engine: eng, Target: target, Catalogue: cat}, nil
 }
 
+// NATSOptions is how the fetcher (and its commands) reach NATS: one place
+// for the settings' mapping, the permission hint included.
+func NATSOptions(cfg fetchconfig.Config) natsconn.Options {
+	return natsconn.Options{URL: cfg.NATSURL, CredsFile: cfg.NATSCreds, User: cfg.NATSUser,
+		Password: cfg.NATSPassword, Token: cfg.NATSToken, CAFile: cfg.NATSCA, PermissionHint: PermissionHint}
+}
+
 // App is one running fetcher.
 type App struct {
 	cfg   fetchconfig.Config
@@ -164,8 +171,7 @@ func (a *App) Run(ctx context.Context) error {
 		}
 		return fmt.Errorf("admin listener, FETCH_ADMIN_ADDR %s: %w", a.cfg.AdminAddr, err)
 	}
-	a.natsOpts = natsconn.Options{URL: a.cfg.NATSURL, CredsFile: a.cfg.NATSCreds, User: a.cfg.NATSUser,
-		Password: a.cfg.NATSPassword, Token: a.cfg.NATSToken, CAFile: a.cfg.NATSCA, PermissionHint: PermissionHint}
+	a.natsOpts = NATSOptions(a.cfg)
 	nc, err := natsconn.Connect(a.natsOpts, a.log)
 	if err != nil {
 		ln.Close()
