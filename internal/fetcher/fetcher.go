@@ -307,7 +307,6 @@ func ConsumerSubjects(cfg fetchconfig.Config) []string {
 	return append(subjects, retry)
 }
 
-
 // consume takes product events until ctx ends; each runs in its own
 // goroutine, at most FETCH_CONCURRENCY at once here (NATS caps them across
 // replicas).
@@ -514,9 +513,10 @@ func (a *App) handle(ctx context.Context, m jetstream.Msg) {
 			log.WithError(err).WithField("retry_in", deferred.Wait.Round(time.Second).String()).Warn("the download service asks to wait; the product event is given back until then")
 			_ = m.NakWithDelay(deferred.Wait)
 			return
-		case errors.Is(err, errCutOff):
-			// Not acknowledged either way: NATS gives it to a replica
-			// that can reach it, and this one's partial is kept.
+		case errors.Is(err, errCutOff), errors.Is(err, errLapsed):
+			// Not acknowledged either way: NATS gives it (or gave it
+			// already) to a replica that can reach it, and this one's
+			// partial is kept.
 			log.WithError(err).Error("download stopped")
 			return
 		case err != nil && fetch.Permanent(err):

@@ -125,6 +125,8 @@ type fetcherProc struct {
 	// how long the fetcher took; kill sends SIGKILL and waits.
 	stop func() time.Duration
 	kill func()
+	// signal sends sig (SIGSTOP, SIGCONT) to the running process.
+	signal func(sig os.Signal) error
 }
 
 // startFetcher is fetcher, with a kill -9 too.
@@ -198,7 +200,7 @@ func (w *world) launchFetcher(t *testing.T, env map[string]string, wait bool) *f
 			t.Logf("fetcher's logs:\n%s", logs)
 		}
 	})
-	p := &fetcherProc{admin: admin, logs: logs, stop: stop, kill: kill}
+	p := &fetcherProc{admin: admin, logs: logs, stop: stop, kill: kill, signal: cmd.Process.Signal}
 	if wait {
 		if err := scrape.Status("http://"+admin+"/readyz", http.StatusOK, 20*time.Second); err != nil {
 			t.Fatalf("fetcher not ready: %v\n%s", err, logs)
