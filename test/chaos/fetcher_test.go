@@ -317,6 +317,7 @@ type FetchReport struct {
 	Excused         int // download records of a frozen replica open across its SIGSTOP
 	TwoEvents       int // products whose created and modified events two replicas downloaded at once (S3)
 	Settle          time.Duration
+	Last            string // the product whose outcome came last, and why it was late
 }
 
 func (r FetchReport) String() string {
@@ -324,6 +325,7 @@ func (r FetchReport) String() string {
 	fmt.Fprintf(&b, "fetcher (2 replicas, FETCH_CONCURRENCY=%d, FETCH_ACK_WAIT=%s) into %s:\n", fetchConcurrency, fetchAckWait, r.Target)
 	fmt.Fprintf(&b, "  %d product events routed: %d fetched events, %d failed (%s); %d objects stored; settled %.1fs after the traffic\n",
 		r.Routed, r.Fetched, r.Failed, counts(r.Reasons), r.Objects, r.Settle.Seconds())
+	fmt.Fprintf(&b, "  the last outcome: %s\n", r.Last)
 	fmt.Fprintf(&b, "  downloads: %d bodies begun, %d requests faulted on purpose; peak %d at once (simulator's per-account peaks %v); %d records excused as open across a SIGSTOP; %d products' created and modified events downloaded side by side (S3: no guard across replicas)\n",
 		r.Downloads, r.Faulted, r.Peak, r.UserPeaks, r.Excused, r.TwoEvents)
 	fmt.Fprintf(&b, "  left before the sweep: %d multipart uploads, %d partial files; the sweep removed %d\n", r.Uploads, r.Parts, r.Swept)
@@ -411,7 +413,18 @@ func (w *world) checkFetch(start time.Time, productMsgs, fetchedMsgs []natstest.
 	}
 	fs.mu.Lock()
 	products := fs.products
+	if n := len(fetchedMsgs); n > 0 {
+		m := fetchedMsgs[n-1]
+		id := m.Header.Get("Cdse-Product-Id")
+		fr.Last = fmt.Sprintf("%s %s on %s", id, m.Header.Get("Cdse-Event"), m.Subject)
+		if fp := products[id]; fp != nil {
+			fr.Last += fmt.Sprintf(" (%d bytes, download faults %v, deleted %v)", fp.p.ContentLength, fp.faults, fp.deleted)
+		}
+	}
 	fs.mu.Unlock()
+	if n := len(fetchedMsgs); n > 0 {
+		w.t.Logf("the last outcome's product:\n%s", w.timeline(start, fetchedMsgs[n-1].Header.Get("Cdse-Product-Id"), rep))
+	}
 
 	// Events.
 	keyOf := map[string]string{} // product id → its object's URL
