@@ -101,6 +101,42 @@ type App struct {
 	// was deleted.
 	consumerEvery time.Duration
 	checkNow      chan struct{}
+	keys          keyLocks // the keys this replica is fetching
+}
+
+// keyLocks lets one fetch of a key run at a time in this replica.
+type keyLocks struct {
+	mu   sync.Mutex
+	held map[string]chan struct{} // closed when the key is released
+}
+
+// lock waits until no other fetch of key runs here (or ctx ends) and
+// returns the release.
+func (k *keyLocks) lock(ctx context.Context, key string) (func(), error) {
+	for {
+		k.mu.Lock()
+		if k.held == nil {
+			k.held = map[string]chan struct{}{}
+		}
+		busy, ok := k.held[key]
+		if !ok {
+			done := make(chan struct{})
+			k.held[key] = done
+			k.mu.Unlock()
+			return func() {
+				k.mu.Lock()
+				delete(k.held, key)
+				k.mu.Unlock()
+				close(done)
+			}, nil
+		}
+		k.mu.Unlock()
+		select {
+		case <-busy:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
 }
 
 // New is a fetcher of cfg (validated) over parts; reg serves /metrics.
@@ -553,6 +589,15 @@ func (a *App) fetch(ctx context.Context, log logrus.FieldLogger, m jetstream.Msg
 	ctx, cut := context.WithCancelCause(ctx)
 	defer cut(nil)
 	go a.heartbeat(ctx, m, cut)
+	// One fetch of a key at a time here, its message kept alive
+	// meanwhile: a product's created and modified events taken together
+	// would otherwise download it twice at once into S3 (a directory's
+	// partial is locked); the second finds it stored.
+	release, err := a.keys.lock(ctx, key)
+	if err != nil {
+		return fetch.Result{}, cmp.Or(context.Cause(ctx), err)
+	}
+	defer release()
 	for {
 		if err := a.health.waitUnheld(ctx); err != nil {
 			return fetch.Result{}, cmp.Or(context.Cause(ctx), err)
