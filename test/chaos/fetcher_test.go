@@ -220,10 +220,11 @@ func (fs *fetchSide) deleted(id string) {
 	}
 }
 
-// inject runs the fetcher's schedule and returns when each fault healed.
+// injectFetch runs the fetcher's schedule, noting how long each
+// restarted replica took to be ready.
 func (w *world) injectFetch(start time.Time, faults []Fault) {
 	fs := w.fetch
-	for _, f := range faults {
+	for i, f := range faults {
 		time.Sleep(time.Until(start.Add(f.At)))
 		w.t.Logf("fault %s", f)
 		end := time.Now().Add(f.For)
@@ -235,9 +236,14 @@ func (w *world) injectFetch(start time.Time, faults []Fault) {
 			if err := r.Start(); err != nil {
 				w.t.Error(err)
 			}
-			if err := r.waitReady(30 * time.Second); err != nil {
+			// A minute: a replica that starts while the cluster has no
+			// quorum retries its declarations with a backoff of up to
+			// 30 s (fetcher setUp).
+			started := time.Now()
+			if err := r.waitReady(time.Minute); err != nil {
 				w.t.Error(err)
 			}
+			faults[i].Ready = time.Since(started)
 		case KillS3:
 			fs.mu.Lock()
 			fs.s3Down = true
@@ -450,8 +456,13 @@ func (w *world) checkFetch(start time.Time, productMsgs, fetchedMsgs []natstest.
 				}
 			}
 		case len(fe) == 1 && len(fa) == 0:
-		case len(fe) == 0 && len(fa) > 0 && fp.deleted:
-			// Deleted in the catalogue before its download: not found.
+		case len(fe) == 0 && len(fa) == n && fp.deleted:
+			// Deleted in the catalogue before its download.
+			for _, m := range fa {
+				if r := m.Header.Get("Cdse-Fetch-Error"); !strings.Contains(r, "not found") {
+					problem(id, "%s %s: deleted, failed with %q, want not found", id, k[1], r)
+				}
+			}
 		default:
 			problem(id, "%s %s: %d fetched and %d failed events (%v), want exactly one fetched", id, k[1], len(fe), len(fa), reasons(fa))
 		}
@@ -545,11 +556,11 @@ func (w *world) checkFetch(start time.Time, productMsgs, fetchedMsgs []natstest.
 // SIGCONT (by then the replica must have cut it).
 //
 // One exception, counted in the report: an S3 target has no guard across
-// replicas (a directory's partial is locked), so the created and the
-// modified event of one product taken by the two replicas at the same
-// moment are downloaded side by side, each within the cap. Two
-// connections for a product with a single routed event are always a
-// problem: that is a redelivery overlapping a live download.
+// replicas (a directory's partial is locked; within a replica a key is
+// fetched once at a time), so the created and the modified event of one
+// product taken by the two replicas at the same moment are downloaded
+// side by side, each within the cap. Two connections of one replica, or
+// for a product with a single routed event, are always a problem.
 func (w *world) checkDownloads(start time.Time, rep *Report, kinds map[string]int, problem func(id, format string, a ...any)) {
 	fs := w.fetch
 	fr := &rep.Fetch

@@ -87,7 +87,11 @@ func (r Report) String() string {
 	}
 	fmt.Fprintf(&b, "fetcher faults (%d):\n", len(r.FetchFaults))
 	for _, f := range r.FetchFaults {
-		fmt.Fprintf(&b, "  %s\n", f)
+		ready := ""
+		if f.Ready > 0 {
+			ready = fmt.Sprintf("  restarted replica ready in %.2fs", f.Ready.Seconds())
+		}
+		fmt.Fprintf(&b, "  %s%s\n", f, ready)
 	}
 	fmt.Fprintf(&b, "events announced: %s\n", counts(r.Events))
 	fmt.Fprintf(&b, "stored, by source: %s\n", counts(r.Stored))
