@@ -574,10 +574,6 @@ func (w *world) checkDownloads(start time.Time, rep *Report, kinds map[string]in
 	}
 	var spans []span
 	for _, r := range w.sim.DownloadLog() {
-		// The simulator notes a request's end when its handler returns,
-		// which may follow the client's read of the last byte and its
-		// next request by a moment.
-		r.Done = r.Done.Add(-doneSlack)
 		if r.Fault != "" {
 			fr.Faulted++
 		}
@@ -633,7 +629,11 @@ func (w *world) checkDownloads(start time.Time, rep *Report, kinds map[string]in
 	for id, ss := range byProduct {
 		sort.Slice(ss, func(i, j int) bool { return ss[i].from.Before(ss[j].from) })
 		for i := 1; i < len(ss); i++ {
-			if ss[i].from.Before(ss[i-1].to) && ss[i].rec != ss[i-1].rec {
+			// The simulator notes a request's end when its handler
+			// returns, which may follow the client's read of the last
+			// byte and its next request (a resume, a second download
+			// after a mismatch) by a moment.
+			if ss[i].from.Before(ss[i-1].to.Add(-doneSlack)) && ss[i].rec != ss[i-1].rec {
 				if fs.store != nil && kinds[id] > 1 && ss[i].rec.User != ss[i-1].rec.User {
 					fr.TwoEvents++
 					break
