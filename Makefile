@@ -110,7 +110,7 @@ soak: ## 10-minute soak at a steady rate: RSS, goroutines and open files must st
 	$(GO) run ./bench/cmd/bench -soak 10m -soak-rate 200 $(SOAKFLAGS)
 
 .PHONY: chaos
-chaos: ## separate processes under seeded faults: 3-node NATS cluster, 2 receivers, the simulator; CHAOS_RUNS seeds in a row of CHAOS_DURATION each (default 3 × 3m; CHAOS_SEED=n replays one)
+chaos: ## separate processes under seeded faults: 3-node NATS cluster, 2 receivers, 2 fetchers into a real S3 server, the simulator; CHAOS_RUNS seeds in a row of CHAOS_DURATION each (default 3 × 3m; CHAOS_SEED=n replays one)
 	CHAOS_DURATION=$(or $(CHAOS_DURATION),3m) CHAOS_RUNS=$(or $(CHAOS_RUNS),3) $(GO) test ./test/chaos -run '^TestChaos$$' -count=1 -v -timeout 120m
 
 .PHONY: fuzz

@@ -539,7 +539,9 @@ func (f *Fetcher) download(ctx context.Context, p Product, key string, sums map[
 		}
 		var ae *attemptErr
 		if !errors.As(err, &ae) {
-			if errors.Is(err, ErrTooLarge) || errors.Is(err, ErrTargetTooSmall) {
+			if Permanent(err) {
+				// Never resumed (gone from the catalogue, offline, too
+				// large): a partial kept would wait a day for the sweep.
 				keep = false
 			}
 			return res, err

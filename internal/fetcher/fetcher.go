@@ -120,7 +120,43 @@ type App struct {
 	track *tracked
 	// now, once closed, cuts the running downloads of a shutdown at
 	// once rather than at FETCH_SHUTDOWN_TIMEOUT (StopNowOn); nil never.
-	now <-chan struct{}
+	now  <-chan struct{}
+	keys keyLocks // the keys this replica is fetching
+}
+
+// keyLocks lets one fetch of a key run at a time in this replica.
+type keyLocks struct {
+	mu   sync.Mutex
+	held map[string]chan struct{} // closed when the key is released
+}
+
+// lock waits until no other fetch of key runs here (or ctx ends) and
+// returns the release.
+func (k *keyLocks) lock(ctx context.Context, key string) (func(), error) {
+	for {
+		k.mu.Lock()
+		if k.held == nil {
+			k.held = map[string]chan struct{}{}
+		}
+		busy, ok := k.held[key]
+		if !ok {
+			done := make(chan struct{})
+			k.held[key] = done
+			k.mu.Unlock()
+			return func() {
+				k.mu.Lock()
+				delete(k.held, key)
+				k.mu.Unlock()
+				close(done)
+			}, nil
+		}
+		k.mu.Unlock()
+		select {
+		case <-busy:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
 }
 
 // StopNowOn has a shutdown cut the running downloads as soon as now is
@@ -597,9 +633,10 @@ func (a *App) handle(ctx context.Context, m jetstream.Msg) {
 			log.WithError(err).WithField("retry_in", deferred.Wait.Round(time.Second).String()).Warn("the download service asks to wait; the product event is given back until then")
 			_ = m.NakWithDelay(deferred.Wait)
 			return
-		case errors.Is(err, errCutOff):
-			// Not acknowledged either way: NATS gives it to a replica
-			// that can reach it, and this one's partial is kept.
+		case errors.Is(err, errCutOff), errors.Is(err, errLapsed):
+			// Not acknowledged either way: NATS gives it (or gave it
+			// already) to a replica that can reach it, and this one's
+			// partial is kept.
 			log.WithError(err).Error("download stopped")
 			return
 		case err != nil && fetch.Permanent(err):
@@ -643,6 +680,15 @@ func (a *App) fetch(ctx context.Context, log logrus.FieldLogger, m jetstream.Msg
 	ctx, cut := context.WithCancelCause(ctx)
 	defer cut(nil)
 	go a.heartbeat(ctx, m, cut)
+	// One fetch of a key at a time here, its message kept alive
+	// meanwhile: a product's created and modified events taken together
+	// would otherwise download it twice at once into S3 (a directory's
+	// partial is locked); the second finds it stored.
+	release, err := a.keys.lock(ctx, key)
+	if err != nil {
+		return fetch.Result{}, cmp.Or(context.Cause(ctx), err)
+	}
+	defer release()
 	for {
 		if err := a.health.waitUnheld(ctx); err != nil {
 			return fetch.Result{}, cmp.Or(context.Cause(ctx), err)

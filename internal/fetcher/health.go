@@ -233,7 +233,8 @@ func (a *App) pauseNoSpace(ctx context.Context, need int64, cause error) {
 // the ack wait while ctx lasts; when they have failed for half the ack
 // wait (this replica is cut off from NATS, which will give the message
 // to another), it cuts the work with errCutOff and holds new work until
-// NATS answers again.
+// NATS answers again; when it could not even try for the whole ack wait
+// (the process frozen), it cuts the work with errLapsed.
 func (a *App) heartbeat(ctx context.Context, m jetstream.Msg, cut context.CancelCauseFunc) {
 	every := a.cfg.AckWait / 4
 	t := time.NewTicker(every)
@@ -244,6 +245,17 @@ func (a *App) heartbeat(ctx context.Context, m jetstream.Msg, cut context.Cancel
 		case <-ctx.Done():
 			return
 		case <-t.C:
+		}
+		if since := time.Since(lastOK); since >= a.cfg.AckWait {
+			// This goroutine did not run for the whole ack wait: the
+			// process was frozen (SIGSTOP, a paused VM) or starved. NATS
+			// has given the message to another replica meanwhile, and an
+			// in-progress ack now would still be accepted (the server
+			// does not tell deliveries apart), so the download would run
+			// beside the other's: two connections for one product, one
+			// over FETCH_CONCURRENCY. Stop it, unacknowledged.
+			cut(fmt.Errorf("%w (%v without an in-progress ack)", errLapsed, since.Round(time.Second)))
+			return
 		}
 		rctx, cancel := context.WithTimeout(ctx, every)
 		_, err := a.nc.RequestWithContext(rctx, m.Reply(), []byte("+WPI"))
@@ -262,6 +274,10 @@ func (a *App) heartbeat(ctx context.Context, m jetstream.Msg, cut context.Cancel
 		}
 	}
 }
+
+// errLapsed is the heartbeat's cut of a download whose message NATS has
+// redelivered while this replica could not run.
+var errLapsed = errors.New("the ack wait lapsed while this replica was not running: the product event is another replica's now; the download stops, its partial kept")
 
 var errCutOff = errors.New("cut off from NATS: in-progress acks failed for half of FETCH_ACK_WAIT; the download stops, its partial kept, before the message goes to another replica")
 

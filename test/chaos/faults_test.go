@@ -19,6 +19,12 @@ const (
 	LoseQuorum   Kind = "kill -9 two NATS nodes" // the R3 stream has no quorum for the duration
 	FreezeQuorum Kind = "SIGSTOP two NATS nodes" // the same by freezing
 	CutNATS      Kind = "cut a receiver's NATS"  // its connections to every node closed and refused
+
+	// The fetcher's, on a schedule of their own (FetchSchedule).
+	KillFetcher    Kind = "kill -9 fetcher"      // SIGKILL, restart after the duration
+	KillS3         Kind = "kill -9 S3 server"    // SIGKILL, restart on the same port and data
+	CutFetcherNATS Kind = "cut a fetcher's NATS" // as CutNATS
+	PauseFetcher   Kind = "SIGSTOP fetcher"      // longer than FETCH_ACK_WAIT, then SIGCONT
 )
 
 // Fault is one scheduled fault.
@@ -26,7 +32,7 @@ type Fault struct {
 	Kind     Kind
 	At       time.Duration // from the start of the run
 	For      time.Duration
-	Receiver int   // KillReceiver, CutNATS
+	Receiver int   // KillReceiver, CutNATS; the fetcher replica of KillFetcher, CutFetcherNATS, PauseFetcher
 	Nodes    []int // the NATS nodes hit
 	// Filled in by the run: how long until a replica answered 2xx again
 	// after the fault ended (0 when no request came).
@@ -39,6 +45,10 @@ func (f Fault) String() string {
 	switch f.Kind {
 	case KillReceiver, CutNATS:
 		target = fmt.Sprintf("r%d", f.Receiver+1)
+	case KillFetcher, CutFetcherNATS, PauseFetcher:
+		target = fmt.Sprintf("f%d", f.Receiver+1)
+	case KillS3:
+		target = "s3"
 	default:
 		var ns []string
 		for _, n := range f.Nodes {
@@ -91,4 +101,45 @@ func Schedule(seed int64, d time.Duration) []Fault {
 		out = append(out, f)
 		at = f.At + f.For + between(2, 4)
 	}
+}
+
+// FetchSchedule draws the fetcher's faults of a run of length d from
+// seed, beside Schedule's (they hit other processes): each kind once,
+// the kills first, then again while the run lasts, except in a run under
+// two minutes (make test's), which has each once at most. The SIGSTOP outlasts
+// ackWait, so that NATS gives the frozen replica's products to the other.
+func FetchSchedule(seed int64, d, ackWait time.Duration) []Fault {
+	r := rand.New(rand.NewPCG(uint64(seed)^0x5bd1e995, 13))
+	between := func(lo, hi float64) time.Duration {
+		return time.Duration((lo + r.Float64()*(hi-lo)) * float64(time.Second))
+	}
+	var out []Fault
+	at := 5 * time.Second // downloads under way first
+	for cycle := 0; cycle == 0 || d >= 2*time.Minute; cycle++ {
+		// The two kills first (each at most 5 s and a pause of 4 s), so
+		// that even a short run has both.
+		kills, others := []Kind{KillFetcher, KillS3}, []Kind{CutFetcherNATS, PauseFetcher}
+		r.Shuffle(2, func(i, j int) { kills[i], kills[j] = kills[j], kills[i] })
+		r.Shuffle(2, func(i, j int) { others[i], others[j] = others[j], others[i] })
+		order := append(kills, others...)
+		for _, k := range order {
+			f := Fault{Kind: k, At: at, Receiver: r.IntN(2)}
+			switch k {
+			case KillFetcher:
+				f.For = between(1, 4)
+			case KillS3:
+				f.For = between(2, 5)
+			case CutFetcherNATS:
+				f.For = between(3, 8) // past half the ack wait (5 s) or not
+			case PauseFetcher:
+				f.For = ackWait + between(1, 4)
+			}
+			if f.At+f.For > d-2*time.Second {
+				return out
+			}
+			out = append(out, f)
+			at = f.At + f.For + between(2, 4)
+		}
+	}
+	return out
 }

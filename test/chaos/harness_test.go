@@ -47,9 +47,9 @@ type Config struct {
 	Seed     int64
 	Duration time.Duration
 	Rate     int // product events per second (default 20)
-	// ReceiverBin and NATSBin are the binaries (bins.Build,
+	// ReceiverBin, NATSBin and FetcherBin are the binaries (bins.Build,
 	// natsproc.Binary).
-	ReceiverBin, NATSBin string
+	ReceiverBin, NATSBin, FetcherBin string
 }
 
 // Report is what a run did and found. Problems is empty when the promise
@@ -58,6 +58,7 @@ type Report struct {
 	Seed           int64
 	Duration       time.Duration
 	Faults         []Fault
+	FetchFaults    []Fault        // the fetcher's, on their own schedule
 	Events         map[string]int // announced by the simulator, by event
 	Stored         map[string]int // on the stream, by Cdse-Source
 	Status         map[int]int    // the load balancer's answers to the catalogue
@@ -66,6 +67,7 @@ type Report struct {
 	Dropped        int64          // given up after the retries
 	Settle         time.Duration  // from the end of the traffic until the stream held every event
 	QuarantineMsgs uint64
+	Fetch          FetchReport
 	Problems       []string
 }
 
@@ -83,6 +85,14 @@ func (r Report) String() string {
 		}
 		fmt.Fprintf(&b, "  %s  %s\n", f, rec)
 	}
+	fmt.Fprintf(&b, "fetcher faults (%d):\n", len(r.FetchFaults))
+	for _, f := range r.FetchFaults {
+		ready := ""
+		if f.Ready > 0 {
+			ready = fmt.Sprintf("  restarted replica ready in %.2fs", f.Ready.Seconds())
+		}
+		fmt.Fprintf(&b, "  %s%s\n", f, ready)
+	}
 	fmt.Fprintf(&b, "events announced: %s\n", counts(r.Events))
 	fmt.Fprintf(&b, "stored, by source: %s\n", counts(r.Stored))
 	var st []string
@@ -92,8 +102,9 @@ func (r Report) String() string {
 	fmt.Fprintf(&b, "answers to the catalogue: %s\n", strings.Join(st, ", "))
 	fmt.Fprintf(&b, "simulator: %d deliveries acknowledged, %d dropped after 3 retries; %d events acknowledged by a replica\n", r.Pushed, r.Dropped, r.Acked)
 	fmt.Fprintf(&b, "settled %.1fs after the traffic stopped; quarantine %d\n", r.Settle.Seconds(), r.QuarantineMsgs)
+	b.WriteString(r.Fetch.String())
 	if len(r.Problems) == 0 {
-		b.WriteString("every event on the stream exactly once\n")
+		b.WriteString("every event on the stream exactly once; every routed product stored once, verified, nothing left\n")
 	}
 	for _, p := range r.Problems {
 		fmt.Fprintf(&b, "PROBLEM: %s\n", p)
@@ -120,6 +131,7 @@ type world struct {
 	replicas []*replica
 	sim      *cdsesim.Sim
 	front    *front
+	fetch    *fetchSide
 
 	mu       sync.Mutex
 	expected map[string]string // dedupe key → event
@@ -134,12 +146,18 @@ func Run(t testing.TB, c Config) Report {
 		c.Rate = 20
 	}
 	w := &world{t: t, dir: t.TempDir(), expected: map[string]string{}}
-	rep := Report{Seed: c.Seed, Duration: c.Duration, Faults: Schedule(c.Seed, c.Duration), Events: map[string]int{}, Stored: map[string]int{}, Status: map[int]int{}}
+	rep := Report{Seed: c.Seed, Duration: c.Duration, Faults: Schedule(c.Seed, c.Duration), FetchFaults: FetchSchedule(c.Seed, c.Duration, fetchAckWait),
+		Events: map[string]int{}, Stored: map[string]int{}, Status: map[int]int{}}
 
 	w.nodes = natsproc.StartCluster(t, c.NATSBin, filepath.Join(w.dir, "nats"), 3)
-	w.sim = cdsesim.New(cdsesim.Options{Users: map[string]cdsesim.User{pushUser: {Password: simPass}, pullUser: {Password: simPass}}, Journal: w.journal, MaxRunning: 2})
+	// Downloads: no cap per account (the check counts them across the
+	// replicas, whose accounts differ), at fetchRate each.
+	w.sim = cdsesim.New(cdsesim.Options{Users: map[string]cdsesim.User{pushUser: {Password: simPass}, pullUser: {Password: simPass},
+		fetchUser(0): {Password: simPass}, fetchUser(1): {Password: simPass}},
+		Journal: w.journal, MaxRunning: 2, MaxDownloads: -1, DownloadRate: fetchRate, Seed: uint64(c.Seed) + 1})
 	simSrv := httptest.NewServer(w.sim.Handler())
 	t.Cleanup(func() { simSrv.Close(); w.sim.Close() })
+	w.fetch = w.newFetchSide(c, simSrv.URL)
 
 	var backends []string
 	ports := natstest.FreePorts(t, 4)
@@ -150,23 +168,15 @@ func Run(t testing.TB, c Config) Report {
 		if err := os.MkdirAll(r.dir, 0o755); err != nil {
 			t.Fatal(err)
 		}
-		var urls []string
-		for _, n := range w.nodes {
-			p, err := newTCPProxy("127.0.0.1:" + strconv.Itoa(n.Port))
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(p.close)
-			r.proxies = append(r.proxies, p)
-			urls = append(urls, p.URL())
-		}
+		var urls string
+		r.proxies, urls = w.natsProxies()
 		r.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + w.dir,
 			"RECEIVER_ADDR=127.0.0.1:" + strconv.Itoa(r.webhookPort),
 			"RECEIVER_ADMIN_ADDR=127.0.0.1:" + strconv.Itoa(r.adminPort),
 			"RECEIVER_USERNAME=" + webhookUser, "RECEIVER_PASSWORD=" + webhookPass,
 			"RECEIVER_DATA_DIR=" + r.dir,
 			"RECEIVER_PUBLISH_TIMEOUT=2s",
-			"NATS_URL=" + strings.Join(urls, ","),
+			"NATS_URL=" + urls,
 			"NATS_STREAM_REPLICAS=3",
 			"LOG_FORMAT=json",
 		}
@@ -212,6 +222,10 @@ func Run(t testing.TB, c Config) Report {
 			t.Fatalf("%v\n%s", err, r.LogTail(30))
 		}
 	}
+	w.fetch.start(t)
+	for _, r := range w.fetch.replicas {
+		t.Cleanup(r.Kill)
+	}
 	w.sim.SetDuplicateSends(true)
 
 	// Traffic and faults.
@@ -219,8 +233,9 @@ func Run(t testing.TB, c Config) Report {
 	ctx, cancel := context.WithTimeout(context.Background(), c.Duration)
 	defer cancel()
 	var wg sync.WaitGroup
-	wg.Add(1)
+	wg.Add(2)
 	go func() { defer wg.Done(); w.traffic(ctx, c.Seed, c.Rate) }()
+	go func() { defer wg.Done(); w.injectFetch(start, rep.FetchFaults) }()
 	heals := w.inject(start, rep.Faults)
 	wg.Wait()
 	trafficEnd := time.Now()
@@ -237,6 +252,18 @@ func Run(t testing.TB, c Config) Report {
 	// A PULL read or a late retry after that must not add anything: watch
 	// the stream a little longer.
 	msgs = w.stable(js, msgs, 3*time.Second)
+	// The fetchers: every routed product event's outcome. A product event
+	// given back with a delay (a long Retry-After, a transient error's
+	// backoff of 5 s doubling) or held by a replica killed or frozen
+	// (FETCH_ACK_WAIT) takes a while.
+	routed := map[[2]string]int{}
+	for _, m := range msgs {
+		if isRouted(m.Subject) {
+			routed[[2]string{m.Header.Get("Cdse-Product-Id"), m.Header.Get("Cdse-Event")}]++
+		}
+	}
+	fetchedMsgs := w.settleFetch(js, routed, 4*time.Minute)
+	rep.Fetch.Settle = time.Since(trafficEnd)
 
 	acked, answers := w.front.snapshot()
 	for _, a := range answers {
@@ -255,6 +282,7 @@ func Run(t testing.TB, c Config) Report {
 	rep.Pushed, rep.Dropped, rep.Acked = st.Pushed, st.PushDropped, len(acked)
 	rep.QuarantineMsgs = streamMsgs(js, quarantineStream)
 	rep.Problems = w.check(msgs, acked, &rep)
+	w.checkFetch(start, msgs, fetchedMsgs, &rep)
 	if rep.QuarantineMsgs != 0 {
 		rep.Problems = append(rep.Problems, fmt.Sprintf("%d bodies quarantined", rep.QuarantineMsgs))
 	}
@@ -267,8 +295,28 @@ func Run(t testing.TB, c Config) Report {
 		for _, r := range w.replicas {
 			t.Logf("%s log tail:\n%s", r.Name, r.LogTail(30))
 		}
+		for _, r := range w.fetch.replicas {
+			t.Logf("%s log tail:\n%s", r.Name, r.LogTail(30))
+		}
 	}
 	return rep
+}
+
+// natsProxies are one process's way to the NATS nodes, a proxy each (to
+// cut it), and their URLs for NATS_URL.
+func (w *world) natsProxies() ([]*tcpProxy, string) {
+	var proxies []*tcpProxy
+	var urls []string
+	for _, n := range w.nodes {
+		p, err := newTCPProxy("127.0.0.1:" + strconv.Itoa(n.Port))
+		if err != nil {
+			w.t.Fatal(err)
+		}
+		w.t.Cleanup(p.close)
+		proxies = append(proxies, p)
+		urls = append(urls, p.URL())
+	}
+	return proxies, strings.Join(urls, ",")
 }
 
 func registerCmd(t testing.TB, env map[string]string, args ...string) string {
@@ -315,10 +363,16 @@ func (w *world) traffic(ctx context.Context, seed int64, rate int) {
 			_ = w.sim.ModifyProduct(live[r.IntN(len(live))])
 		case x < 0.35 && len(live) > 0:
 			i := r.IntN(len(live))
+			w.fetch.deleted(live[i]) // before the event: the fetcher may meet the 404 at once
 			_ = w.sim.DeleteProduct(live[i], "Corrupted product")
 			live = slices.Delete(live, i, i+1)
 		default:
-			p := w.sim.Generate(cdsesim.Missions[r.IntN(len(cdsesim.Missions))], 1)[0]
+			m := cdsesim.Missions[r.IntN(len(cdsesim.Missions))]
+			var adjust func(*cdsesim.Product)
+			if m == cdsesim.Sentinel2 { // fetchCollection
+				adjust = w.fetch.adjust(w.sim)
+			}
+			p := w.sim.GenerateWith(m, 1, adjust)[0]
 			live = append(live, p.ID)
 		}
 	}
@@ -404,6 +458,7 @@ func (w *world) healAll() {
 			}
 		}
 	}
+	w.fetch.heal(w.t)
 }
 
 // settle waits until the stream holds every expected event (or d passed)

@@ -128,8 +128,9 @@ type fetcherProc struct {
 	// exit waits d for the fetcher to end by itself, and returns its
 	// exit code.
 	exit func(d time.Duration) int
-	// signal sends sig (a Ctrl-C: SIGINT), without waiting.
-	signal func(sig os.Signal)
+	// signal sends sig (a Ctrl-C: SIGINT; SIGSTOP, SIGCONT) to the
+	// running process, without waiting.
+	signal func(sig os.Signal) error
 }
 
 // startFetcher is fetcher, with a kill -9 too.
@@ -221,8 +222,7 @@ func (w *world) launchFetcher(t *testing.T, env map[string]string) *fetcherProc 
 			t.Logf("fetcher's logs:\n%s", logs)
 		}
 	})
-	signal := func(sig os.Signal) { _ = cmd.Process.Signal(sig) }
-	return &fetcherProc{admin: admin, logs: logs, stop: stop, kill: kill, exit: exit, signal: signal}
+	return &fetcherProc{admin: admin, logs: logs, stop: stop, kill: kill, exit: exit, signal: cmd.Process.Signal}
 }
 
 // events waits until the fetcher's stream holds n messages, then a moment

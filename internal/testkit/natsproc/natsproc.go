@@ -159,6 +159,28 @@ func (p *Process) Kill() {
 	<-exited
 }
 
+// Terminate sends SIGTERM (and SIGCONT, so a frozen process gets it) and
+// waits up to d for the exit; past d it kills the process and says so.
+func (p *Process) Terminate(d time.Duration) error {
+	p.mu.Lock()
+	cmd, exited := p.cmd, p.exited
+	p.cmd = nil
+	p.mu.Unlock()
+	if cmd == nil {
+		return nil
+	}
+	cmd.Process.Signal(syscall.SIGTERM)
+	cmd.Process.Signal(syscall.SIGCONT)
+	select {
+	case <-exited:
+		return nil
+	case <-time.After(d):
+		cmd.Process.Signal(syscall.SIGKILL)
+		<-exited
+		return fmt.Errorf("%s still running %v after SIGTERM: killed", p.Name, d)
+	}
+}
+
 // Stop freezes the process with SIGSTOP; Continue resumes it.
 func (p *Process) Stop() error { return p.signal(syscall.SIGSTOP) }
 

@@ -212,10 +212,16 @@ func (s *Server) Kill() {
 // address with the same data, waiting until it answers.
 func (s *Server) Restart(t testing.TB) {
 	t.Helper()
-	s.Kill()
-	if err := s.start(); err != nil {
+	if err := s.StartAgain(); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// StartAgain is Restart for a caller that is not the test's goroutine (a
+// fault schedule): the error instead of t.Fatal.
+func (s *Server) StartAgain() error {
+	s.Kill()
+	return s.start()
 }
 
 // Output is what the store printed so far, every run of it.
