@@ -164,6 +164,12 @@ func fetcherConsumerSubjects(stream, consumer string) []string {
 // one stream its login may create and update on the embedded server.
 const FetcherStream = "CDSE_FETCHED"
 
+// fetcherLeases is the fetcher's lease bucket beside FetcherStream
+// (fetcher.LeaseBucket, which the fetcher declares: the embedded server
+// does not import the fetcher, so the name is spelt here too; test/fetch
+// runs the fetcher with this login, where a difference fails).
+const fetcherLeases = FetcherStream + "_LEASES"
+
 // fetcherPermissions are a consumer's, plus the fetcher's own stream:
 // created and updated (its subjects are topology's fetched and failed
 // prefixes), and published to. The receiver's streams stay out of reach.
@@ -174,6 +180,10 @@ func fetcherPermissions(denied ...string) *server.Permissions {
 	p.Publish.Allow = append(p.Publish.Allow,
 		"$JS.API.STREAM.CREATE."+FetcherStream, "$JS.API.STREAM.UPDATE."+FetcherStream,
 		"$JS.API.STREAM.MSG.DELETE."+FetcherStream,
+		// Its lease bucket (a KV bucket is the stream KV_<bucket>, its
+		// keys' subjects $KV.<bucket>.>): which replica downloads what.
+		"$JS.API.STREAM.CREATE.KV_"+fetcherLeases, "$JS.API.STREAM.UPDATE.KV_"+fetcherLeases,
+		"$KV."+fetcherLeases+".>",
 		topology.PlannedPrefixes[0]+".>", topology.PlannedPrefixes[1]+".>", topology.RetryPrefix+".>")
 	// A deny wins over an allow in nats-server: the consumers' denials of
 	// stream creation, message deletion and the fetcher's prefixes are

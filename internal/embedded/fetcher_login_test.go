@@ -64,6 +64,27 @@ func TestFetcherLogin(t *testing.T) {
 	if err := nc.Flush(); err != nil || nc.LastError() != nil {
 		t.Fatalf("the fetcher publishes a retry: %v %v", err, nc.LastError())
 	}
+	// Its lease bucket: created, updated, a lease taken, renewed and
+	// released.
+	kvc := jetstream.KeyValueConfig{Bucket: fetcherLeases, TTL: time.Minute, History: 1}
+	if _, err := js.CreateOrUpdateKeyValue(ctx, kvc); err != nil {
+		t.Fatalf("the fetcher creates its lease bucket: %v", err)
+	}
+	kvc.TTL = 2 * time.Minute
+	kv, err := js.CreateOrUpdateKeyValue(ctx, kvc)
+	if err != nil {
+		t.Fatalf("the fetcher updates its lease bucket: %v", err)
+	}
+	rev, err := kv.Create(ctx, "k", []byte("me"))
+	if err != nil {
+		t.Fatalf("the fetcher takes a lease: %v", err)
+	}
+	if rev, err = kv.Update(ctx, "k", []byte("me"), rev); err != nil {
+		t.Fatalf("the fetcher renews a lease: %v", err)
+	}
+	if err := kv.Delete(ctx, "k", jetstream.LastRevision(rev)); err != nil {
+		t.Fatalf("the fetcher releases a lease: %v", err)
+	}
 	cons, err := js.CreateOrUpdateConsumer(ctx, testStream, jetstream.ConsumerConfig{Durable: fetcherDurable, AckPolicy: jetstream.AckExplicitPolicy, MaxAckPending: 4})
 	if err != nil {
 		t.Fatalf("the fetcher's durable: %v", err)
@@ -98,6 +119,9 @@ func TestFetcherLogin(t *testing.T) {
 	expectDenied(t, f.srv.ClientURL(), []nats.Option{nats.UserInfo("reader", "reader-pw")}, topology.RetryPrefix+".fetcher.X.Y", []byte(`{}`))
 	expectDenied(t, f.srv.ClientURL(), []nats.Option{nats.UserInfo("reader", "reader-pw")}, "$JS.API.STREAM.MSG.DELETE."+FetcherStream, []byte(`{"seq":1}`))
 	expectDenied(t, f.srv.ClientURL(), []nats.Option{nats.UserInfo("reader", "reader-pw")}, "$JS.API.STREAM.CREATE."+FetcherStream, []byte(`{"name":"`+FetcherStream+`","subjects":["cdse.fetched.>"]}`))
+	// Nor take, nor free, a lease.
+	expectDenied(t, f.srv.ClientURL(), []nats.Option{nats.UserInfo("reader", "reader-pw")}, "$KV."+fetcherLeases+".k", []byte(`x`))
+	expectDenied(t, f.srv.ClientURL(), []nats.Option{nats.UserInfo("reader", "reader-pw")}, "$JS.API.STREAM.PURGE.KV_"+fetcherLeases, []byte(`{}`))
 }
 
 func TestFetcherLoginRefusesReservedNames(t *testing.T) {

@@ -122,6 +122,9 @@ type App struct {
 	// once rather than at FETCH_SHUTDOWN_TIMEOUT (StopNowOn); nil never.
 	now  <-chan struct{}
 	keys keyLocks // the keys this replica is fetching
+	// leases are the keys downloaded across replicas (lease.go); set
+	// by declare.
+	leases *leases
 }
 
 // keyLocks lets one fetch of a key run at a time in this replica.
@@ -312,6 +315,9 @@ func (a *App) declare(ctx context.Context, resumeAt uint64) (jetstream.Consumer,
 	}, a.cfg.ProductStream, "FETCH_STREAM, FETCH_FETCHED_PREFIX and FETCH_FAILED_PREFIX to a stream and subjects of this fetcher's own")
 	if err != nil {
 		return nil, fmt.Errorf("stream %s: %w", a.cfg.Stream, err)
+	}
+	if err := a.declareLeases(ctx); err != nil {
+		return nil, err
 	}
 	cc := a.consumerConfig()
 	old, err := a.js.Consumer(ctx, a.cfg.ProductStream, a.cfg.Consumer)
@@ -633,7 +639,7 @@ func (a *App) handle(ctx context.Context, m jetstream.Msg) {
 			log.WithError(err).WithField("retry_in", deferred.Wait.Round(time.Second).String()).Warn("the download service asks to wait; the product event is given back until then")
 			_ = m.NakWithDelay(deferred.Wait)
 			return
-		case errors.Is(err, errCutOff), errors.Is(err, errLapsed):
+		case errors.Is(err, errCutOff), errors.Is(err, errLapsed), errors.Is(err, errLeaseLost):
 			// Not acknowledged either way: NATS gives it (or gave it
 			// already) to a replica that can reach it, and this one's
 			// partial is kept.
@@ -689,6 +695,17 @@ func (a *App) fetch(ctx context.Context, log logrus.FieldLogger, m jetstream.Msg
 		return fetch.Result{}, cmp.Or(context.Cause(ctx), err)
 	}
 	defer release()
+	// And one across replicas: the same two events taken by two of them.
+	var seq uint64
+	if md, err := m.Metadata(); err == nil {
+		seq = md.Sequence.Stream
+	}
+	ls, err := a.leases.acquire(ctx, log, key, seq)
+	if err != nil {
+		return fetch.Result{}, cmp.Or(context.Cause(ctx), err)
+	}
+	defer ls.release(ctx)
+	ls.keep(ctx, a.cfg.AckWait, cut)
 	for {
 		if err := a.health.waitUnheld(ctx); err != nil {
 			return fetch.Result{}, cmp.Or(context.Cause(ctx), err)

@@ -321,7 +321,6 @@ type FetchReport struct {
 	Peak            int // most downloads at once, from the simulator's log
 	UserPeaks       []int
 	Excused         int // download records of a frozen replica open across its SIGSTOP
-	TwoEvents       int // products whose created and modified events two replicas downloaded at once (S3)
 	Settle          time.Duration
 	Last            string // the product whose outcome came last, and why it was late
 }
@@ -332,8 +331,8 @@ func (r FetchReport) String() string {
 	fmt.Fprintf(&b, "  %d product events routed: %d fetched events, %d failed (%s); %d objects stored; settled %.1fs after the traffic\n",
 		r.Routed, r.Fetched, r.Failed, counts(r.Reasons), r.Objects, r.Settle.Seconds())
 	fmt.Fprintf(&b, "  the last outcome: %s\n", r.Last)
-	fmt.Fprintf(&b, "  downloads: %d bodies begun, %d requests faulted on purpose; peak %d at once (simulator's per-account peaks %v); %d records excused as open across a SIGSTOP; %d products' created and modified events downloaded side by side (S3: no guard across replicas)\n",
-		r.Downloads, r.Faulted, r.Peak, r.UserPeaks, r.Excused, r.TwoEvents)
+	fmt.Fprintf(&b, "  downloads: %d bodies begun, %d requests faulted on purpose; peak %d at once (simulator's per-account peaks %v); %d records excused as open across a SIGSTOP\n",
+		r.Downloads, r.Faulted, r.Peak, r.UserPeaks, r.Excused)
 	fmt.Fprintf(&b, "  left before the sweep: %d multipart uploads, %d partial files; the sweep removed %d\n", r.Uploads, r.Parts, r.Swept)
 	return b.String()
 }
@@ -542,11 +541,7 @@ func (w *world) checkFetch(start time.Time, productMsgs, fetchedMsgs []natstest.
 		problem("", "left after the sweep (%v):\n  %s", err, strings.Join(left, "\n  "))
 	}
 
-	kinds := map[string]int{} // product id → its routed event kinds
-	for k := range routed {
-		kinds[k[0]]++
-	}
-	w.checkDownloads(start, rep, kinds, problem)
+	w.checkDownloads(start, rep, problem)
 }
 
 // checkDownloads reads the simulator's log of downloads: never more than
@@ -554,14 +549,11 @@ func (w *world) checkFetch(start time.Time, productMsgs, fetchedMsgs []natstest.
 // once. A frozen replica cannot close its connections: one open across
 // its SIGSTOP counts until the stop and again from frozenGrace after the
 // SIGCONT (by then the replica must have cut it).
-//
-// One exception, counted in the report: an S3 target has no guard across
-// replicas (a directory's partial is locked; within a replica a key is
-// fetched once at a time), so the created and the modified event of one
-// product taken by the two replicas at the same moment are downloaded
-// side by side, each within the cap. Two connections of one replica, or
-// for a product with a single routed event, are always a problem.
-func (w *world) checkDownloads(start time.Time, rep *Report, kinds map[string]int, problem func(id, format string, a ...any)) {
+// No exception: a download holds its key's lease across replicas (the
+// fetcher's KV bucket), so a product's created and modified events taken
+// by the two replicas at once, or a redelivery meeting the running
+// download, wait for it.
+func (w *world) checkDownloads(start time.Time, rep *Report, problem func(id, format string, a ...any)) {
 	fs := w.fetch
 	fr := &rep.Fetch
 	st := w.sim.DownloadStats()
@@ -634,10 +626,6 @@ func (w *world) checkDownloads(start time.Time, rep *Report, kinds map[string]in
 			// byte and its next request (a resume, a second download
 			// after a mismatch) by a moment.
 			if ss[i].from.Before(ss[i-1].to.Add(-doneSlack)) && ss[i].rec != ss[i-1].rec {
-				if fs.store != nil && kinds[id] > 1 && ss[i].rec.User != ss[i-1].rec.User {
-					fr.TwoEvents++
-					break
-				}
 				problem(id, "%s downloaded on two connections at once (%s from %.1fs, %s from %.1fs)", id,
 					ss[i-1].rec.User, ss[i-1].from.Sub(start).Seconds(), ss[i].rec.User, ss[i].from.Sub(start).Seconds())
 				break
