@@ -29,7 +29,7 @@ var layers = [][]string{
 		"internal/cdse", "internal/cdse/versions", "internal/acmerules", "internal/redact", "internal/settings", "internal/proclimit"},
 	{"internal/notification", "internal/cli", "internal/status", "internal/preflight", "internal/stac", "internal/fetchconfig", "internal/fetch"},
 	{"internal/publish", "internal/natsconn", "internal/topology", "internal/auth", "internal/cdselogin", "internal/catalogclient", "internal/productfilter", "internal/acme",
-		"internal/fetchview"},
+		"internal/fetchview", "internal/fetcher/stacitem"},
 	{"internal/embedded", "internal/ingest", "internal/cdsesim", "internal/interestfile", "internal/complete"},
 	{"internal/quarantine", "internal/interest", "internal/config"},
 	{"internal/webhook", "internal/pull", "internal/reconcile", "internal/trace", "internal/watch"},
