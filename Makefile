@@ -84,7 +84,7 @@ test-short: ## quick tests: no race detector, no binary builds
 
 .PHONY: bench
 bench: ## micro-benchmarks of the hot path, then the load harness (BENCHFLAGS, e.g. -duration 10s -conns 32 -cpuprofile cpu.prof)
-	$(GO) test ./internal/notification ./internal/ingest -run '^$$' -bench . -benchmem
+	$(GO) test ./internal/cdse/notification ./internal/ingest -run '^$$' -bench . -benchmem
 	$(GO) run ./bench/cmd/bench $(BENCHFLAGS)
 
 .PHONY: bench-compare
@@ -96,7 +96,7 @@ bench-compare: ## the load harness with this tree's receiver and the one committ
 
 .PHONY: bench-interests
 bench-interests: ## what 20 named interests cost: this tree's receiver with INTERESTS_FILE (INTERESTS, default bench/interests20.yaml: one copy per product; bench/interests20-none.yaml: evaluation only) against itself without, loaded in the same rounds (BENCHFLAGS, default -rounds 8 -duration 5s)
-	$(GO) test ./internal/interest -run '^$$' -bench Router -benchmem
+	$(GO) test ./internal/ingest/interest -run '^$$' -bench Router -benchmem
 	d=$$(mktemp -d) && trap 'rm -rf "$$d"' EXIT && \
 	$(GO) build -o "$$d/receiver" ./cmd/receiver && \
 	$(GO) run ./bench/cmd/bench -compare "$$d/receiver" -receiver-env "INTERESTS_FILE=$(abspath $(or $(INTERESTS),bench/interests20.yaml))" -compare-env "" $(or $(BENCHFLAGS),-rounds 8 -duration 5s)
@@ -125,9 +125,9 @@ chaos: ## separate processes under seeded faults: 3-node NATS cluster, 2 receive
 
 .PHONY: fuzz
 fuzz: ## fuzz the notification decoder, the interests' filter parser and product reader, and the headers built (footprints with huge and non-finite numbers, coordinates, the entity's offsets), each target for FUZZTIME (default 2m)
-	$(GO) test ./internal/notification -run '^$$' -fuzz FuzzParse -fuzztime $(or $(FUZZTIME),2m) -fuzzminimizetime 1s
+	$(GO) test ./internal/cdse/notification -run '^$$' -fuzz FuzzParse -fuzztime $(or $(FUZZTIME),2m) -fuzzminimizetime 1s
 	for f in FuzzParseFilter FuzzFootprint FuzzReadFootprintWKT FuzzShortDecimal FuzzFromNotification; do \
-		$(GO) test ./internal/productfilter -run '^$$' -fuzz "^$$f\$$" -fuzztime $(or $(FUZZTIME),2m) -fuzzminimizetime 1s || exit 1; done
+		$(GO) test ./internal/cdse/productfilter -run '^$$' -fuzz "^$$f\$$" -fuzztime $(or $(FUZZTIME),2m) -fuzzminimizetime 1s || exit 1; done
 	$(GO) test ./internal/ingest -run '^$$' -fuzz FuzzHeaders -fuzztime $(or $(FUZZTIME),2m) -fuzzminimizetime 1s
 
 .PHONY: lint

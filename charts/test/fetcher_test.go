@@ -566,7 +566,7 @@ var (
 )
 
 // The fetcher's alerts and dashboard query metrics the fetcher registers
-// (the names written in internal/fetch and internal/fetcher) and rules
+// (the names written in internal/fetcher/fetch and internal/fetcher) and rules
 // the rules file records: an alert on a name that is not there would
 // never fire. (test/e2e scrapes a running receiver for the receiver's.)
 func TestFetcherQueriesMetricsThatExist(t *testing.T) {

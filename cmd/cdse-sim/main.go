@@ -1,4 +1,4 @@
-// Command cdse-sim runs the local catalogue simulator (internal/cdsesim) on
+// Command cdse-sim runs the local catalogue simulator (internal/cdse/cdsesim) on
 // one port: the identity provider, the OData subscription API, the Products
 // listing, the products' downloads ($value) and an admin API to publish
 // products and turn the download faults on. With --download-addr a second
@@ -20,8 +20,8 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/cdse-jetstream/receiver/internal/buildinfo"
-	"github.com/cdse-jetstream/receiver/internal/cdsesim"
+	"github.com/cdse-jetstream/receiver/internal/platform/buildinfo"
+	"github.com/cdse-jetstream/receiver/internal/cdse/cdsesim"
 )
 
 func main() {

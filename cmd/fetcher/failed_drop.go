@@ -9,7 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/cdse-jetstream/receiver/internal/cli"
+	"github.com/cdse-jetstream/receiver/internal/platform/cli"
 )
 
 // newFailedDrop is `fetcher failed drop SEQ...`: the failed events that

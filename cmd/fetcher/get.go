@@ -9,12 +9,12 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/cdse-jetstream/receiver/event"
-	"github.com/cdse-jetstream/receiver/internal/cli"
-	"github.com/cdse-jetstream/receiver/internal/fetch"
-	"github.com/cdse-jetstream/receiver/internal/fetchconfig"
+	"github.com/cdse-jetstream/receiver/internal/platform/cli"
+	"github.com/cdse-jetstream/receiver/internal/fetcher/fetch"
+	"github.com/cdse-jetstream/receiver/internal/fetcher/fetchconfig"
 	"github.com/cdse-jetstream/receiver/internal/fetcher"
-	"github.com/cdse-jetstream/receiver/internal/fetchview"
-	"github.com/cdse-jetstream/receiver/internal/logging"
+	"github.com/cdse-jetstream/receiver/internal/fetcher/fetchview"
+	"github.com/cdse-jetstream/receiver/internal/platform/logging"
 )
 
 // newGet fetches one product by hand: its entity from the catalogue, the

@@ -5,17 +5,17 @@ import (
 	"os"
 
 	"github.com/KimMachineGun/automemlimit/memlimit"
-	"github.com/cdse-jetstream/receiver/internal/proclimit"
+	"github.com/cdse-jetstream/receiver/internal/platform/proclimit"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/spf13/cobra"
 
-	"github.com/cdse-jetstream/receiver/internal/config"
-	"github.com/cdse-jetstream/receiver/internal/fetchconfig"
+	"github.com/cdse-jetstream/receiver/internal/receiver/config"
+	"github.com/cdse-jetstream/receiver/internal/fetcher/fetchconfig"
 	"github.com/cdse-jetstream/receiver/internal/fetcher"
-	"github.com/cdse-jetstream/receiver/internal/logging"
-	"github.com/cdse-jetstream/receiver/internal/redact"
+	"github.com/cdse-jetstream/receiver/internal/platform/logging"
+	"github.com/cdse-jetstream/receiver/internal/platform/redact"
 )
 
 // newServe is the server's command, named use ("fetcher" at the root,

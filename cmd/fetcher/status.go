@@ -9,10 +9,10 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/cdse-jetstream/receiver/internal/cli"
-	"github.com/cdse-jetstream/receiver/internal/fetchconfig"
-	"github.com/cdse-jetstream/receiver/internal/fetchview"
-	"github.com/cdse-jetstream/receiver/internal/status"
+	"github.com/cdse-jetstream/receiver/internal/platform/cli"
+	"github.com/cdse-jetstream/receiver/internal/fetcher/fetchconfig"
+	"github.com/cdse-jetstream/receiver/internal/fetcher/fetchview"
+	"github.com/cdse-jetstream/receiver/internal/receiver/status"
 )
 
 // newStatus is `fetcher status`: a running fetcher's /status, as a table.

@@ -14,14 +14,14 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/cdse-jetstream/receiver/event"
-	"github.com/cdse-jetstream/receiver/internal/backfill"
-	"github.com/cdse-jetstream/receiver/internal/catalogclient"
-	"github.com/cdse-jetstream/receiver/internal/cli"
-	"github.com/cdse-jetstream/receiver/internal/config"
-	"github.com/cdse-jetstream/receiver/internal/interest"
-	"github.com/cdse-jetstream/receiver/internal/interestfile"
-	"github.com/cdse-jetstream/receiver/internal/logging"
-	"github.com/cdse-jetstream/receiver/internal/wiring"
+	"github.com/cdse-jetstream/receiver/internal/ingest/backfill"
+	"github.com/cdse-jetstream/receiver/internal/cdse/catalogclient"
+	"github.com/cdse-jetstream/receiver/internal/platform/cli"
+	"github.com/cdse-jetstream/receiver/internal/receiver/config"
+	"github.com/cdse-jetstream/receiver/internal/ingest/interest"
+	"github.com/cdse-jetstream/receiver/internal/ingest/interestfile"
+	"github.com/cdse-jetstream/receiver/internal/platform/logging"
+	"github.com/cdse-jetstream/receiver/internal/receiver/wiring"
 )
 
 // backfillHelp is the backfill command's long help.

@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cdse-jetstream/receiver/internal/backfill"
+	"github.com/cdse-jetstream/receiver/internal/ingest/backfill"
 )
 
 func TestProgressLine(t *testing.T) {

@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"os"
 
-	"github.com/cdse-jetstream/receiver/internal/cli"
-	"github.com/cdse-jetstream/receiver/internal/config"
+	"github.com/cdse-jetstream/receiver/internal/platform/cli"
+	"github.com/cdse-jetstream/receiver/internal/receiver/config"
 )
 
 // commandConfig reads the receiver's settings for a one-shot command (the

@@ -13,10 +13,10 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/cdse-jetstream/receiver/event"
-	"github.com/cdse-jetstream/receiver/internal/cli"
-	"github.com/cdse-jetstream/receiver/internal/interestfile"
-	"github.com/cdse-jetstream/receiver/internal/notification"
-	"github.com/cdse-jetstream/receiver/internal/productfilter"
+	"github.com/cdse-jetstream/receiver/internal/platform/cli"
+	"github.com/cdse-jetstream/receiver/internal/ingest/interestfile"
+	"github.com/cdse-jetstream/receiver/internal/cdse/notification"
+	"github.com/cdse-jetstream/receiver/internal/cdse/productfilter"
 )
 
 const interestsHelp = `Named interests (INTERESTS_FILE): each product event the receiver stores

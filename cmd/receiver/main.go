@@ -17,7 +17,7 @@ import (
 	// an empty base); the system's store wins where there is one.
 	_ "golang.org/x/crypto/x509roots/fallback"
 
-	"github.com/cdse-jetstream/receiver/internal/cli"
+	"github.com/cdse-jetstream/receiver/internal/platform/cli"
 )
 
 func main() {

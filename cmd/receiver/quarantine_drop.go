@@ -8,7 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/cdse-jetstream/receiver/internal/cli"
+	"github.com/cdse-jetstream/receiver/internal/platform/cli"
 )
 
 // newQuarantineDrop is `receiver quarantine drop SEQ...`: the bodies that

@@ -5,7 +5,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/cdse-jetstream/receiver/internal/quarantine"
+	"github.com/cdse-jetstream/receiver/internal/ingest/quarantine"
 )
 
 // newQuarantineShow is `receiver quarantine show SEQ`.

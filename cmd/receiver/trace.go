@@ -12,10 +12,10 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/cdse-jetstream/receiver/event"
-	"github.com/cdse-jetstream/receiver/internal/cli"
-	"github.com/cdse-jetstream/receiver/internal/config"
-	"github.com/cdse-jetstream/receiver/internal/trace"
-	"github.com/cdse-jetstream/receiver/internal/wiring"
+	"github.com/cdse-jetstream/receiver/internal/platform/cli"
+	"github.com/cdse-jetstream/receiver/internal/receiver/config"
+	"github.com/cdse-jetstream/receiver/internal/receiver/trace"
+	"github.com/cdse-jetstream/receiver/internal/receiver/wiring"
 )
 
 // traceHelp is the trace command's long help.

@@ -15,8 +15,8 @@ import (
 	// an empty base); the system's store wins where there is one.
 	_ "golang.org/x/crypto/x509roots/fallback"
 
-	"github.com/cdse-jetstream/receiver/internal/catalogclient"
-	"github.com/cdse-jetstream/receiver/internal/cli"
+	"github.com/cdse-jetstream/receiver/internal/cdse/catalogclient"
+	"github.com/cdse-jetstream/receiver/internal/platform/cli"
 	"github.com/cdse-jetstream/receiver/internal/register"
 )
 

@@ -15,10 +15,10 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/cdse-jetstream/receiver/internal/catalogclient"
-	"github.com/cdse-jetstream/receiver/internal/cdsesim"
-	"github.com/cdse-jetstream/receiver/internal/cli"
-	"github.com/cdse-jetstream/receiver/internal/doctor"
+	"github.com/cdse-jetstream/receiver/internal/cdse/catalogclient"
+	"github.com/cdse-jetstream/receiver/internal/cdse/cdsesim"
+	"github.com/cdse-jetstream/receiver/internal/platform/cli"
+	"github.com/cdse-jetstream/receiver/internal/register/doctor"
 	"github.com/cdse-jetstream/receiver/internal/register"
 )
 
@@ -301,7 +301,7 @@ func TestUpdate(t *testing.T) {
 // an endpoint that does not answer as the receiver (a typo's host that
 // logs what it is sent) exit 1 saying so, register nothing, and the
 // endpoint never sees the receiver's credentials. (Plain http: the
-// command trusts only the system's roots; internal/preflight tests the
+// command trusts only the system's roots; internal/register/preflight tests the
 // same over TLS.)
 func TestPreflightSendsNoCredentialsToAStranger(t *testing.T) {
 	h := newHarness(t)

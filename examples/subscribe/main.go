@@ -28,7 +28,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/cdse-jetstream/receiver/event"
-	"github.com/cdse-jetstream/receiver/internal/buildinfo"
+	"github.com/cdse-jetstream/receiver/internal/platform/buildinfo"
 )
 
 func main() {

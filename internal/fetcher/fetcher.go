@@ -1,6 +1,6 @@
 // Package fetcher is the fetcher's lifecycle: it consumes the receiver's
 // product stream with one durable consumer shared by every replica,
-// downloads each product with internal/fetch into the target, and
+// downloads each product with internal/fetcher/fetch into the target, and
 // publishes what became of it (fetched, or given up) on a stream of its
 // own, acking the product message only after that event's PubAck. It
 // serves /healthz, /readyz and /metrics, and stops within a bound.
@@ -26,20 +26,20 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/cdse-jetstream/receiver/event"
-	"github.com/cdse-jetstream/receiver/internal/catalogclient"
-	"github.com/cdse-jetstream/receiver/internal/cdselogin"
-	"github.com/cdse-jetstream/receiver/internal/fetch"
-	"github.com/cdse-jetstream/receiver/internal/fetchconfig"
-	"github.com/cdse-jetstream/receiver/internal/natsconn"
-	"github.com/cdse-jetstream/receiver/internal/retry"
-	"github.com/cdse-jetstream/receiver/internal/topology"
+	"github.com/cdse-jetstream/receiver/internal/cdse/catalogclient"
+	"github.com/cdse-jetstream/receiver/internal/cdse/cdselogin"
+	"github.com/cdse-jetstream/receiver/internal/fetcher/fetch"
+	"github.com/cdse-jetstream/receiver/internal/fetcher/fetchconfig"
+	"github.com/cdse-jetstream/receiver/internal/stream/natsconn"
+	"github.com/cdse-jetstream/receiver/internal/platform/retry"
+	"github.com/cdse-jetstream/receiver/internal/stream/topology"
 )
 
 // engineAttempts are the tries of one delivery inside the engine (a cut
 // download resumes); FETCH_MAX_ATTEMPTS counts deliveries.
 const engineAttempts = 3
 
-// Engine is what the fetcher needs of internal/fetch (a *fetch.Fetcher).
+// Engine is what the fetcher needs of internal/fetcher/fetch (a *fetch.Fetcher).
 type Engine interface {
 	Fetch(ctx context.Context, p fetch.Product, key string, progress func(fetch.Progress)) (fetch.Result, error)
 	Delete(ctx context.Context, key string) error

@@ -13,8 +13,8 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/cdse-jetstream/receiver/internal/fetch"
-	"github.com/cdse-jetstream/receiver/internal/retry"
+	"github.com/cdse-jetstream/receiver/internal/fetcher/fetch"
+	"github.com/cdse-jetstream/receiver/internal/platform/retry"
 )
 
 // The fetcher's readiness is one list of checks, each run in the

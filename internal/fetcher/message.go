@@ -9,7 +9,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/cdse-jetstream/receiver/event"
-	"github.com/cdse-jetstream/receiver/internal/fetch"
+	"github.com/cdse-jetstream/receiver/internal/fetcher/fetch"
 )
 
 // body is what the fetcher reads of a notification beyond the event

@@ -9,9 +9,9 @@ import (
 	"sync"
 	"time"
 
-	"github.com/cdse-jetstream/receiver/internal/buildinfo"
-	"github.com/cdse-jetstream/receiver/internal/fetch"
-	"github.com/cdse-jetstream/receiver/internal/status"
+	"github.com/cdse-jetstream/receiver/internal/platform/buildinfo"
+	"github.com/cdse-jetstream/receiver/internal/fetcher/fetch"
+	"github.com/cdse-jetstream/receiver/internal/receiver/status"
 )
 
 // lastStoredKept is how many stored products /status lists.

@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/cdse-jetstream/receiver/event"
-	"github.com/cdse-jetstream/receiver/internal/notification"
+	"github.com/cdse-jetstream/receiver/internal/cdse/notification"
 )
 
 // TestBaseHeadersOnly: the baseline that make bench-headers compares with

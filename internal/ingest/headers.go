@@ -7,7 +7,7 @@ import (
 
 	"github.com/cdse-jetstream/receiver/event"
 	"github.com/cdse-jetstream/receiver/internal/cdse/versions"
-	"github.com/cdse-jetstream/receiver/internal/notification"
+	"github.com/cdse-jetstream/receiver/internal/cdse/notification"
 )
 
 // This file is the one place that knows the message headers: their names,

@@ -10,8 +10,8 @@ import (
 	"strings"
 
 	"github.com/cdse-jetstream/receiver/event"
-	"github.com/cdse-jetstream/receiver/internal/notification"
-	"github.com/cdse-jetstream/receiver/internal/publish"
+	"github.com/cdse-jetstream/receiver/internal/cdse/notification"
+	"github.com/cdse-jetstream/receiver/internal/stream/publish"
 )
 
 // Sources, the values of the Cdse-Source header.
@@ -51,7 +51,7 @@ type Route struct {
 }
 
 // Interests says which named interests a notification is routed to
-// (internal/interest's Router), appending them to routes.
+// (internal/ingest/interest's Router), appending them to routes.
 type Interests interface {
 	Match(n *notification.Notification, routes []Routed) []Routed
 }

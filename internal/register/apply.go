@@ -7,9 +7,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/cdse-jetstream/receiver/internal/catalogclient"
-	"github.com/cdse-jetstream/receiver/internal/cli"
-	"github.com/cdse-jetstream/receiver/internal/interestfile"
+	"github.com/cdse-jetstream/receiver/internal/cdse/catalogclient"
+	"github.com/cdse-jetstream/receiver/internal/platform/cli"
+	"github.com/cdse-jetstream/receiver/internal/ingest/interestfile"
 )
 
 // ApplyOptions are the flags of apply.

@@ -8,11 +8,11 @@ import (
 	"strings"
 	"time"
 
-	"github.com/cdse-jetstream/receiver/internal/preflight"
+	"github.com/cdse-jetstream/receiver/internal/register/preflight"
 )
 
 // Preflight checks endpoint from where register runs, with the credentials
-// about to be registered (internal/preflight), before a subscription
+// about to be registered (internal/register/preflight), before a subscription
 // points the catalogue at it: a wrong host, port, path, certificate or
 // password would otherwise show only as notifications retried three times
 // and dropped. It prints the checks to log and returns an error naming the

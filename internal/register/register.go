@@ -1,6 +1,6 @@
 // Package register is what the operator's command `register` (cmd/register)
 // does with the catalogue: a logged-in session on the subscription API
-// (internal/auth, internal/catalogclient), the receiver's subscription
+// (internal/receiver/auth, internal/cdse/catalogclient), the receiver's subscription
 // created idempotently and within the account's limits, and the status
 // report that joins the catalogue's view with the receiver's.
 package register
@@ -17,11 +17,11 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/cdse-jetstream/receiver/internal/catalogclient"
-	"github.com/cdse-jetstream/receiver/internal/cdselogin"
-	"github.com/cdse-jetstream/receiver/internal/cli"
-	"github.com/cdse-jetstream/receiver/internal/config"
-	"github.com/cdse-jetstream/receiver/internal/wiring"
+	"github.com/cdse-jetstream/receiver/internal/cdse/catalogclient"
+	"github.com/cdse-jetstream/receiver/internal/cdse/cdselogin"
+	"github.com/cdse-jetstream/receiver/internal/platform/cli"
+	"github.com/cdse-jetstream/receiver/internal/receiver/config"
+	"github.com/cdse-jetstream/receiver/internal/receiver/wiring"
 )
 
 // The catalogue's limits. The live documentation (the Subscriptions page):

@@ -11,9 +11,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/cdse-jetstream/receiver/internal/catalogclient"
-	"github.com/cdse-jetstream/receiver/internal/preflight"
-	"github.com/cdse-jetstream/receiver/internal/status"
+	"github.com/cdse-jetstream/receiver/internal/cdse/catalogclient"
+	"github.com/cdse-jetstream/receiver/internal/register/preflight"
+	"github.com/cdse-jetstream/receiver/internal/receiver/status"
 )
 
 // Check outcomes: a warning is printed but does not fail the command; a

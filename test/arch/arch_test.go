@@ -25,18 +25,18 @@ const module = "github.com/cdse-jetstream/receiver"
 // third-party modules). A package not listed here fails the test: a new
 // package is placed deliberately.
 var layers = [][]string{
-	{"event", "internal/buildinfo", "internal/jsonscan", "internal/source", "internal/retry", "internal/preflight/wire", "internal/tlsreload", "internal/logging",
-		"internal/cdse", "internal/cdse/versions", "internal/acmerules", "internal/redact", "internal/settings", "internal/proclimit"},
-	{"internal/notification", "internal/cli", "internal/status", "internal/preflight", "internal/stac", "internal/fetchconfig", "internal/fetch"},
-	{"internal/publish", "internal/natsconn", "internal/topology", "internal/auth", "internal/cdselogin", "internal/catalogclient", "internal/productfilter", "internal/acme",
-		"internal/fetchview", "internal/fetcher/stacitem"},
-	{"internal/embedded", "internal/ingest", "internal/cdsesim", "internal/interestfile", "internal/complete"},
-	{"internal/quarantine", "internal/interest", "internal/config"},
-	{"internal/webhook", "internal/pull", "internal/reconcile", "internal/trace", "internal/watch"},
-	{"internal/backfill"},
-	{"internal/wiring"},
+	{"event", "internal/platform/buildinfo", "internal/platform/jsonscan", "internal/ingest/source", "internal/platform/retry", "internal/register/preflight/wire", "internal/platform/tlsreload", "internal/platform/logging",
+		"internal/cdse", "internal/cdse/versions", "internal/receiver/acmerules", "internal/platform/redact", "internal/platform/settings", "internal/platform/proclimit"},
+	{"internal/cdse/notification", "internal/platform/cli", "internal/receiver/status", "internal/register/preflight", "internal/cdse/stac", "internal/fetcher/fetchconfig", "internal/fetcher/fetch"},
+	{"internal/stream/publish", "internal/stream/natsconn", "internal/stream/topology", "internal/receiver/auth", "internal/cdse/cdselogin", "internal/cdse/catalogclient", "internal/cdse/productfilter", "internal/receiver/acme",
+		"internal/fetcher/fetchview", "internal/fetcher/stacitem"},
+	{"internal/stream/embedded", "internal/ingest", "internal/cdse/cdsesim", "internal/ingest/interestfile", "internal/stream/complete"},
+	{"internal/ingest/quarantine", "internal/ingest/interest", "internal/receiver/config"},
+	{"internal/ingest/webhook", "internal/ingest/pull", "internal/ingest/reconcile", "internal/receiver/trace", "internal/receiver/watch"},
+	{"internal/ingest/backfill"},
+	{"internal/receiver/wiring"},
 	{"internal/register"},
-	{"internal/app", "internal/fetcher", "internal/doctor"},
+	{"internal/receiver/app", "internal/fetcher", "internal/register/doctor"},
 	{"cmd/receiver", "cmd/register", "cmd/cdse-sim", "examples/subscribe", "cmd/fetcher"},
 }
 
@@ -47,10 +47,10 @@ var large = map[string]string{
 	// failed and fetched events' store goes to internal/fetcher.
 	"internal/fetcher":       "one fetcher's lifecycle: its consumer taken, each product event handled to its ack, what became of it published, and the checks that hold its work or let it go (readiness, pauses, its consumer's guard)",
 	"cmd/fetcher":            "the fetcher binary's command line: its verbs (serve, get, status, failed list/show/retry/drop, fetched list), one a file, over the failed and fetched events' store they share",
-	"internal/cdsesim":       "the stand-in for the live catalogue and its identity provider, one remote service as users see it",
-	"internal/notification":  "one catalogue notification body read as the receiver must: its JSON validated in one walk (UTF-8, duplicates, depth), the few members it routes by, and where the members a filter reads lie, noted on the way",
-	"internal/fetch":         "one download, from the socket to a verified object: its retries, the token's redirect rule, resume, and the two targets (a directory, S3) it commits into, which share the upload's contract with the download",
-	"internal/productfilter": "the catalogue's $filter language over one product: its grammar, its evaluation (real geometry included) and the view of a product it reads; the simulator and the receiver share it so they cannot disagree",
+	"internal/cdse/cdsesim":       "the stand-in for the live catalogue and its identity provider, one remote service as users see it",
+	"internal/cdse/notification":  "one catalogue notification body read as the receiver must: its JSON validated in one walk (UTF-8, duplicates, depth), the few members it routes by, and where the members a filter reads lie, noted on the way",
+	"internal/fetcher/fetch":         "one download, from the socket to a verified object: its retries, the token's redirect rule, resume, and the two targets (a directory, S3) it commits into, which share the upload's contract with the download",
+	"internal/cdse/productfilter": "the catalogue's $filter language over one product: its grammar, its evaluation (real geometry included) and the view of a product it reads; the simulator and the receiver share it so they cannot disagree",
 }
 
 type pkg struct {
@@ -134,25 +134,25 @@ func TestImportsFollowTheFlow(t *testing.T) {
 }
 
 // runtime are the packages that make the running system: the
-// configuration (internal/config) is data and depends on none of them; it
-// checks its values with the leaf packages of layer 0 (internal/wiring
+// configuration (internal/receiver/config) is data and depends on none of them; it
+// checks its values with the leaf packages of layer 0 (internal/receiver/wiring
 // builds the system from it).
-var runtime = []string{"internal/acme", "internal/app", "internal/catalogclient", "internal/embedded", "internal/ingest", "internal/interest",
-	"internal/natsconn", "internal/publish", "internal/pull", "internal/quarantine", "internal/reconcile", "internal/topology", "internal/webhook"}
+var runtime = []string{"internal/receiver/acme", "internal/receiver/app", "internal/cdse/catalogclient", "internal/stream/embedded", "internal/ingest", "internal/ingest/interest",
+	"internal/stream/natsconn", "internal/stream/publish", "internal/ingest/pull", "internal/ingest/quarantine", "internal/ingest/reconcile", "internal/stream/topology", "internal/ingest/webhook"}
 
 func TestConfigurationIsData(t *testing.T) {
 	for _, p := range packages(t) {
-		if p.ImportPath != "internal/config" {
+		if p.ImportPath != "internal/receiver/config" {
 			continue
 		}
 		for _, d := range p.Deps {
 			if r := strings.TrimPrefix(d, module+"/"); slices.Contains(runtime, r) {
-				t.Errorf("internal/config depends on %s, a runtime package: move what it needs to a leaf package, or the building to internal/wiring", r)
+				t.Errorf("internal/receiver/config depends on %s, a runtime package: move what it needs to a leaf package, or the building to internal/receiver/wiring", r)
 			}
 		}
 		return
 	}
-	t.Fatal("no internal/config package")
+	t.Fatal("no internal/receiver/config package")
 }
 
 func TestNoProductionPackageDependsOnTests(t *testing.T) {

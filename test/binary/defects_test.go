@@ -17,9 +17,9 @@ import (
 
 	"github.com/nats-io/nats.go"
 
-	"github.com/cdse-jetstream/receiver/internal/cdsesim"
-	"github.com/cdse-jetstream/receiver/internal/embedded"
-	"github.com/cdse-jetstream/receiver/internal/status"
+	"github.com/cdse-jetstream/receiver/internal/cdse/cdsesim"
+	"github.com/cdse-jetstream/receiver/internal/stream/embedded"
+	"github.com/cdse-jetstream/receiver/internal/receiver/status"
 	"github.com/cdse-jetstream/receiver/internal/testkit/fixtures"
 	"github.com/cdse-jetstream/receiver/internal/testkit/natstest"
 )

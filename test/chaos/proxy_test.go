@@ -11,7 +11,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/cdse-jetstream/receiver/internal/notification"
+	"github.com/cdse-jetstream/receiver/internal/cdse/notification"
 )
 
 // tcpProxy forwards one receiver's connections to one NATS node, so that

@@ -16,9 +16,9 @@ import (
 	"github.com/sirupsen/logrus/hooks/test"
 
 	"github.com/cdse-jetstream/receiver/event"
-	"github.com/cdse-jetstream/receiver/internal/complete"
+	"github.com/cdse-jetstream/receiver/internal/stream/complete"
 	"github.com/cdse-jetstream/receiver/internal/testkit/natstest"
-	"github.com/cdse-jetstream/receiver/internal/topology"
+	"github.com/cdse-jetstream/receiver/internal/stream/topology"
 )
 
 // completeDayBlock is docs/consumers.md's sh block of "Waiting for a
@@ -39,7 +39,7 @@ func completeDayBlock(t *testing.T) string {
 }
 
 // TestConsumersCompleteDayCLILines runs the block as written against a
-// range the receiver's own code (internal/complete) stored and announced:
+// range the receiver's own code (internal/stream/complete) stored and announced:
 // the wait ends at once for yesterday when the range holds it, the
 // user's job runs, and the announcements are read. run-mosaic, the user's
 // own job, is a shell function that says it ran.

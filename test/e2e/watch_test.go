@@ -10,9 +10,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cdse-jetstream/receiver/internal/cdsesim"
-	"github.com/cdse-jetstream/receiver/internal/config"
-	"github.com/cdse-jetstream/receiver/internal/status"
+	"github.com/cdse-jetstream/receiver/internal/cdse/cdsesim"
+	"github.com/cdse-jetstream/receiver/internal/receiver/config"
+	"github.com/cdse-jetstream/receiver/internal/receiver/status"
 	"github.com/cdse-jetstream/receiver/internal/testkit/receivertest"
 	"github.com/cdse-jetstream/receiver/internal/testkit/scrape"
 )

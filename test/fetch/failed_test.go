@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/cdse-jetstream/receiver/event"
-	"github.com/cdse-jetstream/receiver/internal/cdsesim"
+	"github.com/cdse-jetstream/receiver/internal/cdse/cdsesim"
 	"github.com/cdse-jetstream/receiver/internal/testkit/bins"
 	"github.com/cdse-jetstream/receiver/internal/testkit/natstest"
 )
@@ -256,7 +256,7 @@ func TestFailedRetryNeedsItsConsumer(t *testing.T) {
 // TestFailedWithTheEmbeddedFetcherLogin: the fetcher's login on the
 // receiver's embedded server lists, shows, retries and drops the failed
 // events (it may publish to the retry subjects and delete messages of
-// CDSE_FETCHED, nothing more: internal/embedded's tests), and the retried
+// CDSE_FETCHED, nothing more: internal/stream/embedded's tests), and the retried
 // product is fetched.
 func TestFailedWithTheEmbeddedFetcherLogin(t *testing.T) {
 	w := startWorld(t, true)

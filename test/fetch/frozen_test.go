@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cdse-jetstream/receiver/internal/cdsesim"
+	"github.com/cdse-jetstream/receiver/internal/cdse/cdsesim"
 )
 
 // TestFrozenPastTheAckWaitStopsItsDownload: a replica frozen (SIGSTOP)

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cdse-jetstream/receiver/internal/cdsesim"
+	"github.com/cdse-jetstream/receiver/internal/cdse/cdsesim"
 )
 
 // TestKill9ResumesFromThePartial: a fetcher killed with SIGKILL in the

@@ -29,7 +29,7 @@ import (
 
 	"github.com/cdse-jetstream/receiver/bench/benchkit"
 	"github.com/cdse-jetstream/receiver/bench/loadgen"
-	"github.com/cdse-jetstream/receiver/internal/embedded"
+	"github.com/cdse-jetstream/receiver/internal/stream/embedded"
 	"github.com/cdse-jetstream/receiver/internal/testkit/natsproc"
 )
 

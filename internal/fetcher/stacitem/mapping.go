@@ -7,10 +7,10 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/cdse-jetstream/receiver/internal/stac"
+	"github.com/cdse-jetstream/receiver/internal/cdse/stac"
 )
 
-// documented are the collection ids of internal/stac.DefaultCollections,
+// documented are the collection ids of internal/cdse/stac.DefaultCollections,
 // the product types whose STAC collection the CDSE documentation names:
 // an item stored here lands in the collection of the same id as the
 // catalogue's own item, which the receiver's Cdse-Stac-Url points at.
@@ -24,7 +24,7 @@ var documented = func() map[string]string {
 
 // CollectionID is the id of the STAC collection of a product type:
 //
-//	S2MSI1C  sentinel-2-l1c   (internal/stac.DefaultCollections, as CDSE names them)
+//	S2MSI1C  sentinel-2-l1c   (internal/cdse/stac.DefaultCollections, as CDSE names them)
 //	S2MSI2A  sentinel-2-l2a
 //	other    "cdse-" + the product type in lower case, each run of other
 //	         characters than a-z and 0-9 one "-", none at either end:

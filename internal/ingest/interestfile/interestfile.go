@@ -1,0 +1,387 @@
+// Package interestfile is the receiver's named interests as a file holds
+// them: a team's subset of what the one catalogue subscription sends
+// ("Sentinel-2 L2A over the Alps under 30 % cloud"), written in the
+// catalogue's own $filter language; parsed, checked, compiled into the one
+// subscription (`register apply`) and evaluated against a product. It is
+// data and rules only (a leaf the configuration checks INTERESTS_FILE with);
+// the receiver's routing of copies, with its reloads and metrics, is
+// internal/ingest/interest. The filters are evaluated by internal/cdse/productfilter,
+// the same evaluator the catalogue simulator uses.
+package interestfile
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/cdse-jetstream/receiver/event"
+	"github.com/cdse-jetstream/receiver/internal/cdse/productfilter"
+)
+
+// Interest is one named interest.
+type Interest struct {
+	// Name is a subject token: [a-z0-9-], at most 32 bytes.
+	Name string
+	// Events it wants (default created).
+	Events []event.Kind
+	// Filter is the catalogue's $filter over a product.
+	Filter *productfilter.Filter
+	// MaxSensingAge, when set, takes only products sensed at most this long
+	// before they arrive (their ContentDate/Start): reprocessed old
+	// acquisitions come as new created products. It is evaluated at
+	// receipt and is not part of the subscription's filter.
+	MaxSensingAge time.Duration
+}
+
+// Set is the interests of one file, in its order.
+type Set struct {
+	Interests []Interest
+	// needs is what the interests read of a product: the receiver decodes
+	// only that.
+	needs productfilter.Needs
+}
+
+// Len is the number of interests.
+func (s *Set) Len() int {
+	if s == nil {
+		return 0
+	}
+	return len(s.Interests)
+}
+
+var nameRE = regexp.MustCompile(`^[a-z0-9-]{1,32}$`)
+
+// file is the YAML file's shape.
+type file struct {
+	Interests []struct {
+		Name          string    `yaml:"name"`
+		Events        []string  `yaml:"events"`
+		Filter        yaml.Node `yaml:"filter"`
+		MaxSensingAge string    `yaml:"maxSensingAge"`
+	} `yaml:"interests"`
+}
+
+// Load reads and checks the interests file at path.
+func Load(path string) (*Set, error) {
+	b, err := ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	return ParseFile(path, b)
+}
+
+// ReadFile and ParseFile are Load's two halves, with its errors: the
+// router (internal/ingest/interest) hashes what it read before it parses.
+func ReadFile(path string) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("interests: %w", err)
+	}
+	defer f.Close()
+	// Read at most one byte past the limit: a file pointed at by mistake
+	// (a log, /dev/zero) must not take the receiver's memory on a reload.
+	b, err := io.ReadAll(io.LimitReader(f, MaxFileSize+1))
+	if err != nil {
+		return nil, fmt.Errorf("interests: %w", err)
+	}
+	if len(b) > MaxFileSize {
+		return nil, fmt.Errorf("interests %s: larger than %d MiB", path, MaxFileSize>>20)
+	}
+	return b, nil
+}
+
+// MaxFileSize bounds the interests file: 16 filters of the filter's own
+// limit (productfilter.MaxLength, 1 MiB), far beyond any real file.
+const MaxFileSize = 16 << 20
+
+func ParseFile(path string, b []byte) (*Set, error) {
+	s, err := Parse(b)
+	if err != nil {
+		return nil, fmt.Errorf("interests %s: %w", path, err)
+	}
+	return s, nil
+}
+
+// Parse reads an interests file and reports every problem at once, each
+// naming its interest and where: a filter it cannot evaluate is refused
+// (its position given), never matched as everything.
+func Parse(b []byte) (*Set, error) {
+	var doc yaml.Node
+	if err := yaml.Unmarshal(b, &doc); err != nil {
+		return nil, err
+	}
+	dec := yaml.NewDecoder(strings.NewReader(string(b)))
+	dec.KnownFields(true)
+	var f file
+	if err := dec.Decode(&f); err != nil {
+		return nil, err
+	}
+	if len(f.Interests) == 0 {
+		return nil, errors.New("no interests: the file needs a list under the key interests")
+	}
+	lines := interestLines(&doc)
+	var errs []error
+	set := &Set{}
+	seen := map[string]bool{}
+	for i, in := range f.Interests {
+		at := "interest " + strconv.Itoa(i+1)
+		if in.Name != "" {
+			at = "interest " + strconv.Quote(in.Name)
+		}
+		if i < len(lines) {
+			at += " (line " + strconv.Itoa(lines[i]) + ")"
+		}
+		bad := func(format string, a ...any) {
+			errs = append(errs, fmt.Errorf("%s: %s", at, fmt.Sprintf(format, a...)))
+		}
+		it := Interest{Name: in.Name}
+		switch {
+		case !nameRE.MatchString(in.Name):
+			bad("name %q must be 1 to 32 of [a-z0-9-]: it becomes a subject token", in.Name)
+		case seen[in.Name]:
+			bad("name %q is given twice", in.Name)
+		}
+		seen[in.Name] = true
+		if len(in.Events) == 0 {
+			it.Events = []event.Kind{event.Created}
+		}
+		for _, e := range in.Events {
+			k := event.Kind(e)
+			if !slices.Contains(event.Kinds, k) {
+				bad("event %q: want created, modified or deleted", e)
+				continue
+			}
+			if !slices.Contains(it.Events, k) {
+				it.Events = append(it.Events, k)
+			}
+		}
+		text := strings.TrimSpace(in.Filter.Value)
+		switch {
+		case in.Filter.Kind != yaml.ScalarNode || text == "":
+			bad("a filter is required (the catalogue's $filter; an empty one would take everything)")
+		default:
+			flt, err := productfilter.Parse(text)
+			var se *productfilter.SyntaxError
+			switch {
+			case errors.As(err, &se):
+				bad("filter %s (line %d): %s", snippet(text, se.Pos), in.Filter.Line, err)
+			case err != nil:
+				bad("filter (line %d): %v", in.Filter.Line, err)
+			default:
+				it.Filter = flt
+			}
+		}
+		if in.MaxSensingAge != "" {
+			d, err := parseAge(in.MaxSensingAge)
+			if err != nil || d <= 0 {
+				bad("maxSensingAge %q: want a positive duration such as 30d, 12h", in.MaxSensingAge)
+			}
+			it.MaxSensingAge = d
+		}
+		set.Interests = append(set.Interests, it)
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	for _, in := range set.Interests {
+		set.needs.Add(in.Filter.Needs())
+		if in.MaxSensingAge > 0 {
+			set.needs.AddContentStart()
+		}
+	}
+	return set, nil
+}
+
+// interestLines are the lines where each element of interests starts.
+func interestLines(doc *yaml.Node) []int {
+	if len(doc.Content) == 0 || doc.Content[0].Kind != yaml.MappingNode {
+		return nil
+	}
+	m := doc.Content[0]
+	for i := 0; i+1 < len(m.Content); i += 2 {
+		if m.Content[i].Value == "interests" && m.Content[i+1].Kind == yaml.SequenceNode {
+			var out []int
+			for _, el := range m.Content[i+1].Content {
+				out = append(out, el.Line)
+			}
+			return out
+		}
+	}
+	return nil
+}
+
+// snippet shows the filter around byte pos, for an error.
+func snippet(s string, pos int) string {
+	pos = min(max(pos, 0), len(s))
+	from, to := max(pos-20, 0), min(pos+20, len(s))
+	return strconv.Quote(s[from:pos] + "⟨here⟩" + s[pos:to])
+}
+
+// parseAge reads a duration that may be in days ("30d") as well as Go's
+// units.
+func parseAge(s string) (time.Duration, error) {
+	if d, ok := strings.CutSuffix(strings.TrimSpace(s), "d"); ok {
+		n, err := strconv.ParseFloat(d, 64)
+		if err != nil {
+			return 0, err
+		}
+		return time.Duration(n * float64(24*time.Hour)), nil
+	}
+	return time.ParseDuration(s)
+}
+
+// wants says whether in takes events of kind ev.
+func (in Interest) wants(ev event.Kind) bool { return slices.Contains(in.Events, ev) }
+
+// Verdict is one interest's answer about one product event.
+type Verdict struct {
+	Name    string `json:"name"`
+	Matches bool   `json:"matches"`
+	// Why not, when it does not: the event, the first failing term of the
+	// filter (as written), or the sensing age.
+	Why string `json:"why,omitempty"`
+	// AreaUnevaluated, when it matches, is why its area was not evaluated
+	// against the product's footprint (productfilter.Unevaluated): it
+	// matches failing open, as the receiver routes it.
+	AreaUnevaluated string `json:"areaUnevaluated,omitempty"`
+}
+
+// Evaluate answers, for each interest in order, whether a product event
+// of kind ev, on product p (nil when the notification carries none),
+// received at now, is routed to it.
+func (s *Set) Evaluate(ev event.Kind, p *productfilter.Product, now time.Time) []Verdict {
+	out := make([]Verdict, 0, s.Len())
+	for _, in := range s.Interests {
+		v := Verdict{Name: in.Name}
+		switch {
+		case !in.wants(ev):
+			v.Why = "it takes " + kinds(in.Events) + ", not " + string(ev)
+		case p == nil:
+			v.Why = "the notification carries no product (the short form of an old PULL notification)"
+		default:
+			ok, why := in.Filter.Explain(p)
+			switch {
+			case !ok:
+				v.Why = "fails " + why
+			case in.tooOld(p, now):
+				v.Why = fmt.Sprintf("sensed %s ago (ContentDate/Start %s), more than maxSensingAge %s", now.Sub(p.ContentStart).Round(time.Hour), p.ContentStart.UTC().Format(time.RFC3339), in.MaxSensingAge)
+			default:
+				v.Matches = true
+				_, why := in.Filter.Evaluate(p)
+				v.AreaUnevaluated = string(why)
+			}
+		}
+		out = append(out, v)
+	}
+	return out
+}
+
+// tooOld says whether p was sensed longer than in's maxSensingAge before
+// now (or does not say when it was sensed).
+func (in *Interest) tooOld(p *productfilter.Product, now time.Time) bool {
+	return in.MaxSensingAge > 0 && (p.ContentStart.IsZero() || now.Sub(p.ContentStart) > in.MaxSensingAge)
+}
+
+// Needs is what the set's filters read of a product (productfilter reads
+// only that).
+func (s *Set) Needs() *productfilter.Needs { return &s.needs }
+
+// Wants says whether an interest takes ev.
+func (s *Set) Wants(ev event.Kind) bool {
+	for _, in := range s.Interests {
+		if in.wants(ev) {
+			return true
+		}
+	}
+	return false
+}
+
+// Match returns the names of the interests a product event is routed to,
+// without the reasons (the router's routing, with the names only).
+func (s *Set) Match(ev event.Kind, p *productfilter.Product, now time.Time, names []string) []string {
+	if p == nil {
+		return names
+	}
+	for i := range s.Interests {
+		if ok, _ := s.Interests[i].Takes(ev, p, now); ok {
+			names = append(names, s.Interests[i].Name)
+		}
+	}
+	return names
+}
+
+// Takes says whether in takes the event ev on p at now, and when it takes
+// it failing open, why its area was not evaluated.
+func (in *Interest) Takes(ev event.Kind, p *productfilter.Product, now time.Time) (bool, productfilter.Unevaluated) {
+	if !in.wants(ev) {
+		return false, ""
+	}
+	m, why := in.Filter.Evaluate(p)
+	if !m || in.tooOld(p, now) {
+		return false, ""
+	}
+	return true, why
+}
+
+func kinds(ks []event.Kind) string {
+	s := make([]string, len(ks))
+	for i, k := range ks {
+		s[i] = string(k)
+	}
+	return strings.Join(s, ",")
+}
+
+// Compiled is what the catalogue's one subscription needs to cover a set:
+// the union of the filters and of the events.
+type Compiled struct {
+	Filter string
+	// Events are the subscription's events: created and/or modified. One
+	// subscription cannot carry deleted with them (SubscriptionEvent is
+	// created, modified, created and modified, or deleted).
+	Events []event.Kind
+	// Deleted says an interest takes deleted: they come from the reconciler
+	// (RECONCILE_EVENTS), not from this subscription.
+	Deleted bool
+}
+
+// SubscriptionEvents are the events of the one subscription that covers
+// the set: Events, or deleted when every interest takes deleted only.
+func (c Compiled) SubscriptionEvents() []event.Kind {
+	if len(c.Events) == 0 {
+		return []event.Kind{event.Deleted}
+	}
+	return c.Events
+}
+
+// Compile is the set as one subscription: (f1) or (f2) or ...
+func (s *Set) Compile() Compiled {
+	var c Compiled
+	var parts []string
+	for _, in := range s.Interests {
+		parts = append(parts, "("+strings.TrimSpace(in.Filter.String())+")")
+		for _, e := range in.Events {
+			if e == event.Deleted {
+				c.Deleted = true
+				continue
+			}
+			if !slices.Contains(c.Events, e) {
+				c.Events = append(c.Events, e)
+			}
+		}
+	}
+	slices.Sort(c.Events)
+	if len(parts) == 1 {
+		c.Filter = strings.TrimSpace(s.Interests[0].Filter.String())
+	} else {
+		c.Filter = strings.Join(parts, " or ")
+	}
+	return c
+}

@@ -1,0 +1,120 @@
+package interestfile
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cdse-jetstream/receiver/event"
+	"github.com/cdse-jetstream/receiver/internal/cdse/notification"
+	"github.com/cdse-jetstream/receiver/internal/cdse/productfilter"
+	"github.com/cdse-jetstream/receiver/internal/testkit/fixtures"
+)
+
+func TestParseRefusesWithNameAndPosition(t *testing.T) {
+	tests := []struct {
+		name, yaml string
+		want       []string
+	}{
+		{"no list", "other: 1\n", []string{"field other not found"}},
+		{"empty", "interests: []\n", []string{"no interests"}},
+		{"bad name", "interests:\n  - name: L2A_Alps\n    filter: Name eq 'x'\n", []string{`interest "L2A_Alps" (line 2)`, "[a-z0-9-]"}},
+		// The product stream's complete range goes by this name
+		// (event.CompleteProducts): no interest may take it.
+		{"reserved name", "interests:\n  - name: _products\n    filter: Name eq 'x'\n", []string{`interest "_products" (line 2)`, "[a-z0-9-]"}},
+		{"long name", "interests:\n  - name: " + strings.Repeat("a", 33) + "\n    filter: Name eq 'x'\n", []string{"1 to 32"}},
+		{"twice", "interests:\n  - name: a\n    filter: Name eq 'x'\n  - name: a\n    filter: Name eq 'y'\n", []string{"given twice"}},
+		{"no filter", "interests:\n  - name: a\n", []string{"a filter is required"}},
+		{"unsupported", "interests:\n  - name: a\n    filter: Name eq 'x' and Id gt 'y'\n", []string{`interest "a" (line 2)`, "line 3", "at 19", "Id supports only eq"}},
+		{"bad event", "interests:\n  - name: a\n    events: [Created]\n    filter: Name eq 'x'\n", []string{`event "Created"`}},
+		{"bad age", "interests:\n  - name: a\n    maxSensingAge: a month\n    filter: Name eq 'x'\n", []string{"maxSensingAge"}},
+		{"unknown member", "interests:\n  - name: a\n    filters: Name eq 'x'\n", []string{"field filters not found"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := Parse([]byte(tt.yaml))
+			if err == nil {
+				t.Fatal("accepted")
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q lacks %q", err, w)
+				}
+			}
+		})
+	}
+}
+
+func TestCompile(t *testing.T) {
+	s, err := Parse([]byte(`interests:
+  - name: a
+    events: [created, modified]
+    filter: Collection/Name eq 'SENTINEL-2'
+  - name: b
+    events: [deleted, created]
+    filter: "Collection/Name eq 'SENTINEL-1' or Name eq 'x'"
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := s.Compile()
+	if c.Filter != "(Collection/Name eq 'SENTINEL-2') or (Collection/Name eq 'SENTINEL-1' or Name eq 'x')" {
+		t.Errorf("filter %q", c.Filter)
+	}
+	if kinds(c.Events) != "created,modified" || !c.Deleted {
+		t.Errorf("events %v, deleted %v", c.Events, c.Deleted)
+	}
+}
+
+func TestEvaluateSaysWhyNot(t *testing.T) {
+	s, err := Parse([]byte(`interests:
+  - name: s2
+    filter: Collection/Name eq 'SENTINEL-2' and startswith(Name,'S2B')
+  - name: s2-recent
+    maxSensingAge: 12h
+    filter: Collection/Name eq 'SENTINEL-2'
+  - name: s1
+    filter: Collection/Name eq 'SENTINEL-1'
+  - name: modifications
+    events: [modified]
+    filter: Collection/Name eq 'SENTINEL-2'
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, err := notification.Decode(fixtures.Notification(t, "created-s2.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	prod, ok := productfilter.FromNotification(&n, &productfilter.Everything)
+	if !ok {
+		t.Fatal("no product")
+	}
+	p := &prod
+	sensed := p.ContentStart
+	vs := s.Evaluate(event.Created, p, sensed.Add(2*time.Hour))
+	want := []string{"", "", "fails Collection/Name eq 'SENTINEL-1'", "it takes modified, not created"}
+	for i, v := range vs {
+		if v.Matches != (want[i] == "") || v.Why != want[i] {
+			t.Errorf("%s: %+v, want why %q", v.Name, v, want[i])
+		}
+	}
+	if vs := s.Evaluate(event.Created, p, sensed.Add(13*time.Hour)); vs[1].Matches || !strings.Contains(vs[1].Why, "more than maxSensingAge 12h") {
+		t.Errorf("sensed 13 h before: %+v", vs[1])
+	}
+	if got := s.Match(event.Created, p, sensed.Add(2*time.Hour), nil); strings.Join(got, ",") != "s2,s2-recent" {
+		t.Errorf("Match: %v", got)
+	}
+	if vs := s.Evaluate(event.Created, nil, time.Now()); vs[0].Matches || !strings.Contains(vs[0].Why, "carries no product") {
+		t.Errorf("the short form: %+v", vs[0])
+	}
+}
+
+// TestLoadRefusesAHugeFile: an interests file over MaxFileSize (a file
+// named by mistake, /dev/zero) is refused after reading one byte past the
+// limit, not read whole.
+func TestLoadRefusesAHugeFile(t *testing.T) {
+	if _, err := Load("/dev/zero"); err == nil || !strings.Contains(err.Error(), "larger than 16 MiB") {
+		t.Errorf("/dev/zero: %v", err)
+	}
+}

@@ -1,0 +1,195 @@
+// Package config is the receiver's configuration: every setting, its
+// default, where it is read from and what is wrong with it. The server and
+// the one-shot commands (receiver quarantine, receiver backfill) load it
+// alike, and each validates what it uses.
+//
+// The struct below is the one list of settings: each field's tags give its
+// name (the environment variable, which is also its key in the YAML file),
+// its flag, its help and whether it is a secret. --help, the start-up log
+// line and the configuration table of docs/configuration.md are made from
+// it, never copied by hand.
+package config
+
+import (
+	"strings"
+	"time"
+
+	"github.com/cdse-jetstream/receiver/event"
+	"github.com/cdse-jetstream/receiver/internal/receiver/acmerules"
+	"github.com/cdse-jetstream/receiver/internal/cdse"
+	"github.com/cdse-jetstream/receiver/internal/fetcher/fetchconfig"
+	"github.com/cdse-jetstream/receiver/internal/cdse/stac"
+)
+
+// Config is every setting of the receiver. Tags: koanf is the name
+// (environment variable and YAML key), flag the command-line flag (none for
+// secrets: a flag shows in ps), help the one line of --help and the docs,
+// secret marks a value masked everywhere and also read from <NAME>_FILE.
+type Config struct {
+	Addr              string        `koanf:"RECEIVER_ADDR" flag:"addr" help:"webhook listen address"`
+	Path              string        `koanf:"RECEIVER_PATH" flag:"path" help:"webhook path the catalogue POSTs to"`
+	Username          string        `koanf:"RECEIVER_USERNAME" flag:"username" help:"Basic-auth user the catalogue sends (required without an htpasswd file)"`
+	Password          string        `koanf:"RECEIVER_PASSWORD" secret:"true" help:"Basic-auth password (required with the user, at least 12 characters)"`
+	AdminAddr         string        `koanf:"RECEIVER_ADMIN_ADDR" flag:"admin-addr" help:"listen address of /healthz, /readyz, /metrics, /status; keep it private"`
+	DataDir           string        `koanf:"RECEIVER_DATA_DIR" flag:"data-dir" help:"data directory: the embedded NATS server's JetStream store, and the ACME certificates (acme/)"`
+	MaxBody           int64         `koanf:"RECEIVER_MAX_BODY" flag:"max-body" help:"largest request body in bytes, after gzip decompression (suffixes KiB, MiB)"`
+	MaxNotifications  int           `koanf:"RECEIVER_MAX_NOTIFICATIONS" flag:"max-notifications" help:"most notifications in one array body"`
+	DedupeWindow      time.Duration `koanf:"RECEIVER_DEDUPE_WINDOW" flag:"dedupe-window" help:"the stream's duplicate window: how long a product event is recognised as already stored"`
+	PublishTimeout    time.Duration `koanf:"RECEIVER_PUBLISH_TIMEOUT" flag:"publish-timeout" help:"longest wait for JetStream's PubAcks before answering 503"`
+	ShutdownTimeout   time.Duration `koanf:"RECEIVER_SHUTDOWN_TIMEOUT" flag:"shutdown-timeout" help:"bound on graceful shutdown after SIGTERM"`
+	ShutdownDelay     time.Duration `koanf:"RECEIVER_SHUTDOWN_DELAY" flag:"shutdown-delay" help:"after SIGTERM, keep serving this long with /readyz at 503, so load balancers stop sending first (chart: 5s)"`
+	ReadTimeout       time.Duration `koanf:"RECEIVER_READ_TIMEOUT" flag:"read-timeout" help:"longest time to read a whole request (slow clients are cut off)"`
+	ReadHeaderTimeout time.Duration `koanf:"RECEIVER_READ_HEADER_TIMEOUT" flag:"read-header-timeout" help:"longest time to read the request headers (slowloris)"`
+	TLSCertFile       string        `koanf:"RECEIVER_TLS_CERT_FILE" flag:"tls-cert-file" help:"serve HTTPS with this certificate (PEM; reloaded when it changes)"`
+	TLSKeyFile        string        `koanf:"RECEIVER_TLS_KEY_FILE" flag:"tls-key-file" help:"private key of RECEIVER_TLS_CERT_FILE"`
+	ACMEDomains       string        `koanf:"RECEIVER_ACME_DOMAINS" flag:"acme-domains" help:"obtain and renew the webhook's certificate by ACME for these host names, comma-separated (TLS-ALPN-01 on RECEIVER_ADDR; one instance only: see docs/deployment.md)"`
+	ACMEEmail         string        `koanf:"RECEIVER_ACME_EMAIL" flag:"acme-email" help:"contact the ACME CA warns about problems with the certificates"`
+	ACMEDirectory     string        `koanf:"RECEIVER_ACME_DIRECTORY" flag:"acme-directory" help:"ACME directory URL (setting RECEIVER_ACME_DOMAINS accepts that CA's terms of service)"`
+	ACMECAFile        string        `koanf:"RECEIVER_ACME_CA_FILE" flag:"acme-ca-file" help:"PEM roots to trust the ACME server with (a private ACME CA)"`
+	ACMEHTTPAddr      string        `koanf:"RECEIVER_ACME_HTTP_ADDR" flag:"acme-http-addr" help:"also answer HTTP-01 challenges on this plain-HTTP address (e.g. :80), which serves only them and a redirect to HTTPS for the configured domains (any other Host: 421)"`
+	HTPasswdFile      string        `koanf:"RECEIVER_HTPASSWD_FILE" flag:"htpasswd-file" help:"more webhook credentials: an htpasswd file of bcrypt hashes (lines from receiver htpasswd USER, or htpasswd -nB), reloaded when it changes"`
+	TrustedProxies    string        `koanf:"RECEIVER_TRUSTED_PROXIES" flag:"trusted-proxies" help:"comma-separated CIDRs of proxies whose X-Forwarded-For is believed"`
+	AuthFailureLimit  int           `koanf:"RECEIVER_AUTH_FAILURE_LIMIT" flag:"auth-failure-limit" help:"failed logins a minute per client address before wrong credentials get 429 (0: off)"`
+	PProf             bool          `koanf:"RECEIVER_PPROF" flag:"pprof" help:"serve /debug/pprof on the admin address (profiling)"`
+
+	NATSURL                     string        `koanf:"NATS_URL" flag:"nats-url" help:"external NATS server or cluster URL(s), comma-separated; empty: an embedded server"`
+	NATSEmbeddedAddr            string        `koanf:"NATS_EMBEDDED_ADDR" flag:"nats-embedded-addr" help:"client address of the embedded NATS server, for consumers"`
+	NATSEmbeddedSync            string        `koanf:"NATS_EMBEDDED_SYNC" flag:"nats-embedded-sync" help:"flush the embedded server's store to disk this often, or always (before every PubAck: power-loss safe on one machine, at a throughput cost)"`
+	NATSEmbeddedUser            string        `koanf:"NATS_EMBEDDED_USER" flag:"nats-embedded-user" help:"consumers' user of the embedded server (read the stream, never publish to it); required beyond loopback"`
+	NATSEmbeddedPassword        string        `koanf:"NATS_EMBEDDED_PASSWORD" secret:"true" help:"consumers' password of the embedded server"`
+	NATSEmbeddedFetcherUser     string        `koanf:"NATS_EMBEDDED_FETCHER_USER" flag:"nats-embedded-fetcher-user" help:"the fetcher's user of the embedded server: a consumer's rights and the fetcher's stream CDSE_FETCHED (cmd/fetcher)"`
+	NATSEmbeddedFetcherPassword string        `koanf:"NATS_EMBEDDED_FETCHER_PASSWORD" secret:"true" help:"the fetcher's password of the embedded server"`
+	FetchConsumer               string        `koanf:"FETCH_CONSUMER" flag:"fetch-consumer" help:"the fetcher's durable consumer on the product stream (the fetcher's own setting, read here too): the embedded server's consumers may not create, change, delete, pull from or acknowledge on it"`
+	SubjectPrefix               string        `koanf:"NATS_SUBJECT_PREFIX" flag:"subject-prefix" help:"subject prefix of the product stream"`
+	SubjectTemplate             string        `koanf:"NATS_SUBJECT_TEMPLATE" flag:"subject-template" help:"subject tokens after the prefix, dot-separated, of: event, collection, productType, platform, processingLevel, tileId, relativeOrbit"`
+	CloudEvents                 bool          `koanf:"NATS_CLOUDEVENTS" flag:"cloudevents" help:"add the CloudEvents ce-* headers (binary content mode of the NATS binding)"`
+	StacURL                     string        `koanf:"STAC_URL" flag:"stac-url" help:"STAC API base of the Cdse-Stac-Url header (none: no header)"`
+	StacCollections             string        `koanf:"STAC_COLLECTIONS" flag:"stac-collections" help:"productType=collection pairs, comma-separated: the product types that get Cdse-Stac-Url"`
+	Stream                      string        `koanf:"NATS_STREAM" flag:"stream" help:"name of the product stream"`
+	StreamReplicas              int           `koanf:"NATS_STREAM_REPLICAS" flag:"stream-replicas" help:"stream replicas (3 on a 3-node cluster; 1 with the embedded server)"`
+	StreamMaxAge                time.Duration `koanf:"NATS_STREAM_MAX_AGE" flag:"stream-max-age" help:"drop messages older than this (0: keep; at least the dedupe window)"`
+	StreamMaxBytes              int64         `koanf:"NATS_STREAM_MAX_BYTES" flag:"stream-max-bytes" help:"drop the oldest messages beyond this size (0: no limit)"`
+	NATSCreds                   string        `koanf:"NATS_CREDS" flag:"nats-creds" help:"NATS credentials file (JWT and nkey)"`
+	NATSUser                    string        `koanf:"NATS_USER" flag:"nats-user" help:"NATS user"`
+	NATSPassword                string        `koanf:"NATS_PASSWORD" secret:"true" help:"NATS password"`
+	NATSToken                   string        `koanf:"NATS_TOKEN" secret:"true" help:"NATS token"`
+	NATSCA                      string        `koanf:"NATS_CA" flag:"nats-ca" help:"CA file to verify the NATS servers' TLS"`
+
+	InterestsFile  string `koanf:"INTERESTS_FILE" flag:"interests-file" help:"YAML file of named interests: each product event that matches one is also stored on <INTEREST_SUBJECT_PREFIX>.<name>.<tokens> (reloaded on change and on SIGHUP)"`
+	InterestPrefix string `koanf:"INTEREST_SUBJECT_PREFIX" flag:"interest-subject-prefix" help:"subject prefix of the interests' copies, in the product stream; must not overlap NATS_SUBJECT_PREFIX or QUARANTINE_SUBJECT_PREFIX"`
+
+	QuarantineStream   string        `koanf:"QUARANTINE_STREAM" flag:"quarantine-stream" help:"stream that keeps refused bodies verbatim (receiver quarantine ...)"`
+	QuarantinePrefix   string        `koanf:"QUARANTINE_SUBJECT_PREFIX" flag:"quarantine-subject-prefix" help:"its subjects, <prefix>.<source>; must not overlap NATS_SUBJECT_PREFIX"`
+	QuarantineMaxAge   time.Duration `koanf:"QUARANTINE_MAX_AGE" flag:"quarantine-max-age" help:"drop quarantined bodies older than this (0: keep)"`
+	QuarantineMaxBytes int64         `koanf:"QUARANTINE_MAX_BYTES" flag:"quarantine-max-bytes" help:"drop the oldest quarantined bodies beyond this size (0: no limit)"`
+
+	CompleteStream string `koanf:"COMPLETE_STREAM" flag:"complete-stream" help:"stream of the complete ranges' announcements; it records NATS_STREAM as its owner, and a second receiver on the same NATS needs its own"`
+	CompletePrefix string `koanf:"COMPLETE_SUBJECT_PREFIX" flag:"complete-subject-prefix" help:"its subjects, <prefix>.<interest>.<event>; must not overlap the other streams' prefixes"`
+
+	Webhook           bool          `koanf:"RECEIVER_WEBHOOK" flag:"webhook" help:"serve the PUSH webhook (false: PULL and/or the reconciler only)"`
+	PullSubscription  string        `koanf:"PULL_SUBSCRIPTION_ID" flag:"pull" help:"consume this PULL subscription (needs the CDSE_* login)"`
+	PullInterval      time.Duration `koanf:"PULL_INTERVAL" flag:"pull-interval" help:"wait between reads of an empty PULL queue"`
+	PullHydrate       bool          `koanf:"PULL_HYDRATE" flag:"pull-hydrate" help:"fetch the product of PULL notifications older than 3 days (which lack it)"`
+	ReconcileInterval time.Duration `koanf:"RECONCILE_INTERVAL" flag:"reconcile-interval" help:"run the reconciler this often (0: off; at least 1m, e.g. 15m)"`
+	ReconcileFilter   string        `koanf:"RECONCILE_FILTER" flag:"reconcile-filter" help:"OData filter of the products to reconcile, usually the subscription's (required with the interval; default with INTERESTS_FILE: the union of the interests' filters)"`
+	ReconcileLookback time.Duration `koanf:"RECONCILE_LOOKBACK" flag:"reconcile-lookback" help:"where the first reconcile pass starts"`
+	ReconcileOverlap  time.Duration `koanf:"RECONCILE_OVERLAP" flag:"reconcile-overlap" help:"each pass lists this much before the watermark again (late listings)"`
+	ReconcileEvents   string        `koanf:"RECONCILE_EVENTS" flag:"reconcile-events" help:"events the reconciler recovers, comma-separated: created, modified, deleted"`
+	ReconcilePageSize int           `koanf:"RECONCILE_PAGE_SIZE" flag:"reconcile-page-size" help:"products per catalogue request of the reconciler and the backfill (at most 1000)"`
+
+	CDSEUsername     string `koanf:"CDSE_USERNAME" flag:"cdse-username" help:"catalogue account of PULL, the reconciler, the backfill and the subscription's watch (WATCH_INTERVAL)"`
+	CDSEPassword     string `koanf:"CDSE_PASSWORD" secret:"true" help:"catalogue password"`
+	CDSETOTP         string `koanf:"CDSE_TOTP" secret:"true" help:"two-factor code, if the account has two-factor authentication"`
+	CDSEClientID     string `koanf:"CDSE_CLIENT_ID" flag:"cdse-client-id" help:"OAuth2 client of the catalogue login"`
+	CDSETokenURL     string `koanf:"CDSE_TOKEN_URL" flag:"cdse-token-url" help:"identity provider's token URL"`
+	CDSECatalogueURL string `koanf:"CDSE_CATALOGUE_URL" flag:"cdse-catalogue-url" help:"catalogue's OData base URL; also the base of Cdse-Download-Url and ce-source (none: neither header)"`
+
+	WatchInterval     time.Duration `koanf:"WATCH_INTERVAL" flag:"watch-interval" help:"with the CDSE_* login, read the receiver's own subscription (status, LastNotificationDate, filter) this often (0: off; at least 1m); problems degrade /status, never /readyz"`
+	WatchSubscription string        `koanf:"WATCH_SUBSCRIPTION_ID" flag:"watch-subscription" help:"the subscription the watch reads (default: PULL_SUBSCRIPTION_ID, else the PUSH subscription whose endpoint's path is RECEIVER_PATH, as register status finds it)"`
+	WatchQuiet        time.Duration `koanf:"WATCH_QUIET" flag:"watch-quiet" help:"a subscription without a notification for this long is a problem (the catalogue pauses one after 60 days without)"`
+	WatchResume       bool          `koanf:"WATCH_RESUME" flag:"watch-resume" help:"resume the watched subscription when it is found paused (logged and counted)"`
+
+	LogLevel  string `koanf:"LOG_LEVEL" flag:"log-level" help:"debug, info, warn or error"`
+	LogFormat string `koanf:"LOG_FORMAT" flag:"log-format" help:"json or text"`
+}
+
+// None is the value that turns off a setting whose default is on, where
+// the empty value cannot (empty means unset, which is the default).
+const None = "none"
+
+// Default holds every default, in one place.
+func Default() Config {
+	return Config{
+		Addr:               ":8080",
+		Path:               "/notifications",
+		AdminAddr:          ":9090",
+		DataDir:            "./data",
+		ACMEDirectory:      acmerules.LetsEncrypt,
+		MaxBody:            1 << 20,
+		MaxNotifications:   100,
+		DedupeWindow:       24 * time.Hour,
+		PublishTimeout:     5 * time.Second,
+		ShutdownTimeout:    20 * time.Second,
+		ReadTimeout:        30 * time.Second,
+		ReadHeaderTimeout:  5 * time.Second,
+		AuthFailureLimit:   20,
+		NATSEmbeddedAddr:   "127.0.0.1:4222",
+		NATSEmbeddedSync:   "2m",                           // nats-server's own default
+		FetchConsumer:      fetchconfig.Default().Consumer, // the fetcher's: one environment file, or none, names one durable to both
+		SubjectPrefix:      event.DefaultPrefix,
+		SubjectTemplate:    event.DefaultTemplateText,
+		CloudEvents:        true,
+		StacURL:            "https://stac.dataspace.copernicus.eu/v1",
+		StacCollections:    stac.DefaultCollections,
+		Stream:             event.DefaultStream,
+		StreamReplicas:     1,
+		InterestPrefix:     event.DefaultInterestPrefix,
+		QuarantineStream:   "CDSE_QUARANTINE",
+		QuarantinePrefix:   "cdse.quarantine",
+		QuarantineMaxAge:   30 * 24 * time.Hour,
+		QuarantineMaxBytes: 1 << 30,
+		CompleteStream:     event.CompleteStream,
+		CompletePrefix:     event.CompletePrefix,
+		Webhook:            true,
+		PullInterval:       10 * time.Second,
+		ReconcileLookback:  24 * time.Hour,
+		ReconcileOverlap:   10 * time.Minute,
+		ReconcileEvents:    "created,modified,deleted",
+		ReconcilePageSize:  100,
+		CDSEClientID:       cdse.ClientID,
+		CDSETokenURL:       cdse.TokenURL,
+		CDSECatalogueURL:   cdse.CatalogueURL,
+		WatchInterval:      10 * time.Minute,
+		WatchQuiet:         30 * 24 * time.Hour,
+		LogLevel:           "info",
+		LogFormat:          "json",
+	}
+}
+
+// WatchOn says whether the receiver watches its own subscription:
+// WATCH_INTERVAL with the catalogue login, and something to watch (an id,
+// the PULL subscription, or the webhook's PUSH subscription).
+func (c Config) WatchOn() bool {
+	return c.WatchInterval > 0 && c.CDSEUsername != "" && c.CDSEPassword != "" &&
+		(c.WatchSubscription != "" || c.PullSubscription != "" || c.Webhook)
+}
+
+// WatchTarget is the subscription the watch reads: an id, or "" for the
+// PUSH subscription whose endpoint's path is RECEIVER_PATH.
+func (c Config) WatchTarget() string {
+	if c.WatchSubscription != "" {
+		return c.WatchSubscription
+	}
+	return c.PullSubscription
+}
+
+// ACMEDomainList is RECEIVER_ACME_DOMAINS as a list.
+func (c Config) ACMEDomainList() []string {
+	var out []string
+	for _, d := range strings.Split(c.ACMEDomains, ",") {
+		if d = strings.TrimSpace(d); d != "" {
+			out = append(out, d)
+		}
+	}
+	return out
+}

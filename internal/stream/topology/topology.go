@@ -1,0 +1,277 @@
+// Package topology declares every JetStream resource the receiver uses and
+// is their one owner: the product stream, the quarantine stream, the state
+// bucket (reconcile watermarks, backfill checkpoints) and the reconcile
+// lease bucket. The server and the one-shot commands create, update and
+// open them only through it, so their names and settings are written once.
+package topology
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/cdse-jetstream/receiver/event"
+)
+
+// Options are the settings of the resources (from the receiver's
+// configuration).
+type Options struct {
+	// Stream is the product stream; it captures <SubjectPrefix>.>.
+	Stream        string
+	SubjectPrefix string
+	// InterestPrefix, when set, is captured by the product stream too
+	// (<InterestPrefix>.>): the interests' copies.
+	InterestPrefix string
+	// Replicas of every stream and bucket (1 with the embedded server).
+	Replicas int
+	// Duplicates is JetStream's duplicate window: a Nats-Msg-Id seen within
+	// it is acknowledged as a duplicate and not stored again. The server
+	// keeps the ids of this window in memory.
+	Duplicates time.Duration
+	MaxAge     time.Duration // 0: no limit
+	MaxBytes   int64         // 0: no limit
+	// The quarantine of refused bodies: its stream captures
+	// <QuarantinePrefix>.>.
+	QuarantineStream   string
+	QuarantinePrefix   string
+	QuarantineMaxAge   time.Duration
+	QuarantineMaxBytes int64
+	// The complete ranges' announcements (internal/stream/complete): the stream
+	// captures <CompletePrefix>.> and records Stream as its owner
+	// (EnsureOwned). Empty: event.CompleteStream and event.CompletePrefix,
+	// the settings' defaults (Options made by hand, in tests and tools).
+	CompleteStream string
+	CompletePrefix string
+}
+
+// PlannedPrefixes are the subject prefixes of the streams of the
+// receiver's other stages that the receiver's configuration does not
+// name: the fetcher's products fetched (cdse.fetched.>) and failed
+// fetches (cdse.fetchfailed.>), and its retries. They are written here,
+// once, so that the embedded server denies consumers publishing to them
+// without a second change to its permissions that could be forgotten: the
+// fetcher's settings default to these names. The complete ranges' prefix
+// is a setting of the receiver's (COMPLETE_SUBJECT_PREFIX), denied as
+// configured.
+var PlannedPrefixes = []string{"cdse.fetched", "cdse.fetchfailed", RetryPrefix}
+
+// RetryPrefix is the subjects of the product stream where `fetcher failed
+// retry` puts a given-up product event back for the fetcher's consumer
+// alone (event.FetchRetryPrefix; the stream takes <RetryPrefix>.<its
+// name>.>): the product stream takes them so that that one consumer, whose
+// MaxAckPending is the account's download cap, serves retries and products
+// together.
+const RetryPrefix = "cdse.fetchretry"
+
+// productSubjects are the product stream's subjects: the products, the
+// interests' copies, and the fetcher's retries of this stream,
+// <RetryPrefix>.<stream>.> (unless the product or interest prefix already
+// covers them, which a stream cannot list twice).
+func (o Options) productSubjects() []string {
+	subjects := []string{o.SubjectPrefix + ".>"}
+	if o.InterestPrefix != "" {
+		subjects = append(subjects, o.InterestPrefix+".>")
+	}
+	retry := event.FetchRetrySubjects(o.Stream) + ".>"
+	if slices.ContainsFunc(subjects, func(have string) bool { return event.SubjectCovers(have, retry) }) {
+		return subjects
+	}
+	return append(subjects, retry)
+}
+
+// Topology is the receiver's resources on one JetStream context.
+type Topology struct {
+	js jetstream.JetStream
+	o  Options
+}
+
+// New binds the resources of o to js.
+func New(js jetstream.JetStream, o Options) *Topology {
+	return &Topology{js: js, o: o}
+}
+
+// JetStream is the context the resources live on.
+func (t *Topology) JetStream() jetstream.JetStream { return t.js }
+
+// ProductStream is the product stream's name.
+func (t *Topology) ProductStream() string { return t.o.Stream }
+
+// QuarantineStream is the quarantine stream's name.
+func (t *Topology) QuarantineStream() string { return t.o.QuarantineStream }
+
+// QuarantineSubject is the subject of a body refused from source.
+func (t *Topology) QuarantineSubject(source string) string {
+	return t.o.QuarantinePrefix + "." + source
+}
+
+// StateBucket and LeaseBucket are the buckets' names, derived from the
+// product stream's so that two receivers on one cluster (two streams)
+// never share them.
+func (t *Topology) StateBucket() string { return t.o.Stream + "_STATE" }
+
+// LeaseBucket: see StateBucket.
+func (t *Topology) LeaseBucket() string { return t.o.Stream + "_STATE_LEASE" }
+
+// EnsureProduct creates the product stream, or updates an existing one
+// compatibly: our subjects are added to the ones it has, and the duplicate
+// window, replicas and limits we own are set. Storage and retention an
+// operator chose are kept; a stream on memory storage is refused, since a
+// 2xx must survive a server restart.
+func (t *Topology) EnsureProduct(ctx context.Context) (*jetstream.StreamInfo, error) {
+	o := t.o
+	subjects := o.productSubjects()
+	s, err := t.js.Stream(ctx, o.Stream)
+	if errors.Is(err, jetstream.ErrStreamNotFound) {
+		s, err = t.js.CreateStream(ctx, jetstream.StreamConfig{
+			Name:        o.Stream,
+			Description: "Catalogue product notifications, one message per product event (cdse receiver)",
+			Subjects:    subjects,
+			Storage:     jetstream.FileStorage,
+			Retention:   jetstream.LimitsPolicy,
+			Discard:     jetstream.DiscardOld,
+			Replicas:    max(o.Replicas, 1),
+			Duplicates:  o.Duplicates,
+			MaxAge:      o.MaxAge,
+			MaxBytes:    orUnlimited(o.MaxBytes),
+		})
+		if err != nil {
+			return nil, fmt.Errorf("create stream %s: %w", o.Stream, err)
+		}
+		return s.CachedInfo(), nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("look up stream %s: %w", o.Stream, err)
+	}
+	cfg := s.CachedInfo().Config
+	if cfg.Storage != jetstream.FileStorage {
+		return nil, fmt.Errorf("stream %s uses %s storage; the receiver needs file storage so that acknowledged notifications survive a restart", o.Stream, cfg.Storage)
+	}
+	want := cfg
+	for _, subj := range subjects {
+		// Not one the stream takes already: cdse.fetchretry.> (the retry
+		// subject before it carried the stream's name) keeps taking
+		// cdse.fetchretry.<stream>.>, and JetStream refuses a stream that
+		// lists both.
+		if !slices.ContainsFunc(want.Subjects, func(have string) bool { return event.SubjectCovers(have, subj) }) {
+			want.Subjects = append(slices.Clone(want.Subjects), subj)
+		}
+	}
+	want.Duplicates = o.Duplicates
+	want.MaxAge = o.MaxAge
+	want.MaxBytes = orUnlimited(o.MaxBytes)
+	if o.Replicas > 0 {
+		want.Replicas = o.Replicas
+	}
+	if slices.Equal(want.Subjects, cfg.Subjects) && want.Duplicates == cfg.Duplicates &&
+		want.MaxAge == cfg.MaxAge && want.MaxBytes == cfg.MaxBytes && want.Replicas == cfg.Replicas {
+		return s.CachedInfo(), nil
+	}
+	info, err := t.js.UpdateStream(ctx, want)
+	if err != nil {
+		return nil, fmt.Errorf("update stream %s: %w", o.Stream, err)
+	}
+	return info.CachedInfo(), nil
+}
+
+// QuarantineConfig is the quarantine stream as the receiver creates it.
+func (t *Topology) QuarantineConfig() jetstream.StreamConfig {
+	o := t.o
+	return jetstream.StreamConfig{
+		Name:        o.QuarantineStream,
+		Description: "Notifications the cdse receiver refused, kept verbatim for inspection and replay",
+		Subjects:    []string{o.QuarantinePrefix + ".>"},
+		Storage:     jetstream.FileStorage,
+		Retention:   jetstream.LimitsPolicy,
+		Discard:     jetstream.DiscardOld,
+		Replicas:    max(o.Replicas, 1),
+		Duplicates:  o.Duplicates,
+		MaxAge:      o.QuarantineMaxAge,
+		MaxBytes:    orUnlimited(o.QuarantineMaxBytes),
+	}
+}
+
+// EnsureQuarantine creates the quarantine stream or brings its limits to
+// the configured ones.
+func (t *Topology) EnsureQuarantine(ctx context.Context) error {
+	if _, err := t.js.CreateOrUpdateStream(ctx, t.QuarantineConfig()); err != nil {
+		return fmt.Errorf("quarantine stream %s: %w", t.o.QuarantineStream, err)
+	}
+	return nil
+}
+
+// CompleteStream is the complete ranges' stream (COMPLETE_STREAM).
+func (t *Topology) CompleteStream() string { return cmp.Or(t.o.CompleteStream, event.CompleteStream) }
+
+// CompleteSubject is the subject of an interest's (or
+// event.CompleteProducts') complete range of an event, under
+// COMPLETE_SUBJECT_PREFIX.
+func (t *Topology) CompleteSubject(interest string, ev event.Kind) string {
+	return event.CompleteSubjectIn(cmp.Or(t.o.CompletePrefix, event.CompletePrefix), interest, ev)
+}
+
+// CompleteConfig is the stream of the complete ranges' announcements
+// (COMPLETE_STREAM, subjects <COMPLETE_SUBJECT_PREFIX>.>): the last
+// message of each subject, on file, so that a consumer reads where a range
+// is now with one direct get.
+func (t *Topology) CompleteConfig() jetstream.StreamConfig {
+	return jetstream.StreamConfig{
+		Name:              t.CompleteStream(),
+		Description:       "Complete ranges of the product stream and of each interest, by event: the last announcement of each (cdse receiver)",
+		Subjects:          []string{cmp.Or(t.o.CompletePrefix, event.CompletePrefix) + ".>"},
+		Storage:           jetstream.FileStorage,
+		Retention:         jetstream.LimitsPolicy,
+		Discard:           jetstream.DiscardOld,
+		MaxMsgsPerSubject: 1,
+		Replicas:          max(t.o.Replicas, 1),
+		AllowDirect:       true,
+	}
+}
+
+// EnsureComplete creates the complete stream or brings it to its
+// settings, when it is this receiver's: one that another product stream
+// owns is refused with ErrNotOwner (EnsureOwned), so that a second
+// receiver never announces its ranges where the first one's consumers
+// read theirs.
+func (t *Topology) EnsureComplete(ctx context.Context) error {
+	if _, err := EnsureOwned(ctx, t.js, t.CompleteConfig(), t.o.Stream,
+		"COMPLETE_STREAM and COMPLETE_SUBJECT_PREFIX to a stream and subjects of this receiver's own"); err != nil {
+		return fmt.Errorf("complete stream %s: %w", t.CompleteStream(), err)
+	}
+	return nil
+}
+
+// State opens (creating it when missing) the state bucket: the reconcile
+// watermarks and the backfill checkpoints.
+func (t *Topology) State(ctx context.Context) (jetstream.KeyValue, error) {
+	kv, err := t.js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: t.StateBucket(),
+		Description: "cdse receiver state (reconcile watermarks, backfill checkpoints)",
+		Storage:     jetstream.FileStorage, Replicas: max(t.o.Replicas, 1)})
+	if err != nil {
+		return nil, fmt.Errorf("kv bucket %s: %w", t.StateBucket(), err)
+	}
+	return kv, nil
+}
+
+// Lease opens (creating it when missing) the bucket of the reconcile
+// lease, whose keys expire after ttl.
+func (t *Topology) Lease(ctx context.Context, ttl time.Duration) (jetstream.KeyValue, error) {
+	kv, err := t.js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: t.LeaseBucket(),
+		Description: "cdse receiver reconcile lease", TTL: ttl,
+		Storage: jetstream.FileStorage, Replicas: max(t.o.Replicas, 1)})
+	if err != nil {
+		return nil, fmt.Errorf("kv bucket %s: %w", t.LeaseBucket(), err)
+	}
+	return kv, nil
+}
+
+func orUnlimited(n int64) int64 {
+	if n <= 0 {
+		return -1
+	}
+	return n
+}

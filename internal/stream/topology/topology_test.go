@@ -1,0 +1,183 @@
+package topology_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/sirupsen/logrus"
+	"github.com/sirupsen/logrus/hooks/test"
+
+	"github.com/cdse-jetstream/receiver/internal/stream/natsconn"
+	"github.com/cdse-jetstream/receiver/internal/stream/publish"
+	"github.com/cdse-jetstream/receiver/internal/testkit/natstest"
+	"github.com/cdse-jetstream/receiver/internal/stream/topology"
+)
+
+const testStream = "CDSE_TEST"
+
+func quietLog() logrus.FieldLogger {
+	l, _ := test.NewNullLogger()
+	return l
+}
+
+func msg(id string) publish.Message {
+	return publish.Message{
+		Subject: "cdse.product.created.SENTINEL-2",
+		MsgID:   id,
+		Header:  map[string][]string{"Nats-Msg-Id": {id}, "Cdse-Event": {"created"}},
+		Data:    []byte(`{"id":"` + id + `"}`),
+	}
+}
+
+func TestEnsureStream(t *testing.T) {
+	srv := natstest.RunJetStream(t)
+	js, closeNC := natstest.JetStream(t, srv.ClientURL())
+	defer closeNC()
+	ctx := context.Background()
+	o := topology.Options{Stream: "S", SubjectPrefix: "cdse.product", Duplicates: 2 * time.Hour}
+
+	t.Run("create", func(t *testing.T) {
+		info, err := topology.New(js, o).EnsureProduct(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if info.Config.Storage != jetstream.FileStorage || info.Config.Duplicates != 2*time.Hour {
+			t.Errorf("config %+v", info.Config)
+		}
+		// The products, and the retries fetcher failed retry queues for
+		// the fetcher's consumer alone.
+		if fmt.Sprint(info.Config.Subjects) != "[cdse.product.> cdse.fetchretry.S.>]" {
+			t.Errorf("subjects %v", info.Config.Subjects)
+		}
+	})
+	t.Run("a prefix that covers the retries", func(t *testing.T) {
+		// A server of its own: cdse.> overlaps the other stream's subjects.
+		js, closeNC := natstest.JetStream(t, natstest.RunJetStream(t).ClientURL())
+		defer closeNC()
+		info, err := topology.New(js, topology.Options{Stream: "C", SubjectPrefix: "cdse", Duplicates: time.Hour}).EnsureProduct(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if fmt.Sprint(info.Config.Subjects) != "[cdse.>]" {
+			t.Errorf("subjects %v", info.Config.Subjects)
+		}
+	})
+	t.Run("a second receiver on the same NATS", func(t *testing.T) {
+		// Another product stream and prefix (staging beside production,
+		// make bench-compare's two builds): each stream takes the retries
+		// of its own name, so neither claims the other's subjects.
+		info, err := topology.New(js, topology.Options{Stream: "STAGING", SubjectPrefix: "staging.product", Duplicates: time.Hour}).EnsureProduct(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if fmt.Sprint(info.Config.Subjects) != "[staging.product.> cdse.fetchretry.STAGING.>]" {
+			t.Errorf("subjects %v", info.Config.Subjects)
+		}
+		if err := js.DeleteStream(ctx, "STAGING"); err != nil {
+			t.Fatal(err)
+		}
+	})
+	t.Run("idempotent", func(t *testing.T) {
+		if _, err := topology.New(js, o).EnsureProduct(ctx); err != nil {
+			t.Fatal(err)
+		}
+	})
+	t.Run("adds subjects, keeps others", func(t *testing.T) {
+		s, _ := js.Stream(ctx, "S")
+		cfg := s.CachedInfo().Config
+		cfg.Subjects = []string{"legacy.>"}
+		if _, err := js.UpdateStream(ctx, cfg); err != nil {
+			t.Fatal(err)
+		}
+		o2 := o
+		o2.Duplicates = time.Hour
+		info, err := topology.New(js, o2).EnsureProduct(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if fmt.Sprint(info.Config.Subjects) != "[legacy.> cdse.product.> cdse.fetchretry.S.>]" || info.Config.Duplicates != time.Hour {
+			t.Errorf("subjects %v duplicates %v", info.Config.Subjects, info.Config.Duplicates)
+		}
+	})
+	t.Run("keeps a subject that covers one of ours", func(t *testing.T) {
+		// A stream made by the build before the retry subject carried the
+		// stream's name: cdse.fetchretry.> takes cdse.fetchretry.S.>, and
+		// adding that too is refused by JetStream (overlapping subjects).
+		s, _ := js.Stream(ctx, "S")
+		cfg := s.CachedInfo().Config
+		cfg.Subjects = []string{"cdse.product.>", "cdse.fetchretry.>"}
+		if _, err := js.UpdateStream(ctx, cfg); err != nil {
+			t.Fatal(err)
+		}
+		info, err := topology.New(js, o).EnsureProduct(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if fmt.Sprint(info.Config.Subjects) != "[cdse.product.> cdse.fetchretry.>]" {
+			t.Errorf("subjects %v", info.Config.Subjects)
+		}
+	})
+	t.Run("refuses memory storage", func(t *testing.T) {
+		if _, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: "M", Subjects: []string{"m.>"}, Storage: jetstream.MemoryStorage}); err != nil {
+			t.Fatal(err)
+		}
+		_, err := topology.New(js, topology.Options{Stream: "M", SubjectPrefix: "m", Duplicates: time.Minute}).EnsureProduct(ctx)
+		if err == nil || !strings.Contains(err.Error(), "file storage") {
+			t.Errorf("memory stream accepted: %v", err)
+		}
+	})
+}
+
+// TestKeeperForgetsIdsOfAReplacedStream: a stream deleted and created again
+// by someone else between two checks is noticed by its creation time, and
+// the ids remembered as stored are forgotten, so a retry is stored in the
+// new stream instead of being answered "duplicate" from memory.
+func TestKeeperForgetsIdsOfAReplacedStream(t *testing.T) {
+	so := topology.Options{Stream: testStream, SubjectPrefix: "cdse.product", Duplicates: time.Hour}
+	srv := natstest.RunJetStream(t)
+	js, closeNC := natstest.JetStream(t, srv.ClientURL())
+	defer closeNC()
+	nc, err := natsconn.Connect(natsconn.Options{URL: srv.ClientURL()}, quietLog())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	pub, err := publish.NewPublisher(nc, publish.PublisherOptions{Stream: testStream, Timeout: 2 * time.Second, RecentIDs: 100, RecentTTL: time.Hour}, prometheus.NewRegistry())
+	if err != nil {
+		t.Fatal(err)
+	}
+	topo := topology.New(js, so)
+	if _, err := topo.EnsureProduct(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	k := topology.NewKeeper(topo, pub, quietLog())
+	ctx := context.Background()
+	if err := k.Check(ctx); err != nil || !k.Ready() {
+		t.Fatalf("check: %v, ready %v", err, k.Ready())
+	}
+	if _, err := pub.Publish(ctx, []publish.Message{msg("x")}); err != nil {
+		t.Fatal(err)
+	}
+	// Replaced behind the receiver's back.
+	if err := js.DeleteStream(ctx, testStream); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := topo.EnsureProduct(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := k.Check(ctx); err != nil {
+		t.Fatal(err)
+	}
+	res, err := pub.Publish(ctx, []publish.Message{msg("x")})
+	if err != nil || res[0].Duplicate {
+		t.Fatalf("after the replacement: %+v, %v (answered from the old stream's memory)", res, err)
+	}
+	if got := natstest.StreamCount(t, js, testStream); got != 1 {
+		t.Errorf("new stream holds %d, want 1", got)
+	}
+}
