@@ -20,8 +20,8 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/cdse-jetstream/receiver/internal/platform/buildinfo"
 	"github.com/cdse-jetstream/receiver/internal/cdse/cdsesim"
+	"github.com/cdse-jetstream/receiver/internal/platform/buildinfo"
 )
 
 func main() {

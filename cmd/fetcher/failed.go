@@ -15,9 +15,9 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/cdse-jetstream/receiver/event"
-	"github.com/cdse-jetstream/receiver/internal/platform/cli"
-	"github.com/cdse-jetstream/receiver/internal/fetcher/fetchconfig"
 	"github.com/cdse-jetstream/receiver/internal/fetcher"
+	"github.com/cdse-jetstream/receiver/internal/fetcher/fetchconfig"
+	"github.com/cdse-jetstream/receiver/internal/platform/cli"
 	"github.com/cdse-jetstream/receiver/internal/stream/natsconn"
 	"github.com/cdse-jetstream/receiver/internal/stream/topology"
 )

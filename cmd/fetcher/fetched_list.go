@@ -13,8 +13,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/cdse-jetstream/receiver/event"
-	"github.com/cdse-jetstream/receiver/internal/platform/cli"
 	"github.com/cdse-jetstream/receiver/internal/fetcher/fetch"
+	"github.com/cdse-jetstream/receiver/internal/platform/cli"
 )
 
 // fetchedEvent is one fetched event as an operator sees it.

@@ -9,11 +9,11 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/cdse-jetstream/receiver/event"
-	"github.com/cdse-jetstream/receiver/internal/platform/cli"
+	"github.com/cdse-jetstream/receiver/internal/fetcher"
 	"github.com/cdse-jetstream/receiver/internal/fetcher/fetch"
 	"github.com/cdse-jetstream/receiver/internal/fetcher/fetchconfig"
-	"github.com/cdse-jetstream/receiver/internal/fetcher"
 	"github.com/cdse-jetstream/receiver/internal/fetcher/fetchview"
+	"github.com/cdse-jetstream/receiver/internal/platform/cli"
 	"github.com/cdse-jetstream/receiver/internal/platform/logging"
 )
 

@@ -17,10 +17,10 @@ import (
 	// CA roots for an image without a system store, as the receiver's.
 	_ "golang.org/x/crypto/x509roots/fallback"
 
-	"github.com/cdse-jetstream/receiver/internal/platform/cli"
-	"github.com/cdse-jetstream/receiver/internal/receiver/config"
 	"github.com/cdse-jetstream/receiver/internal/fetcher/fetchconfig"
+	"github.com/cdse-jetstream/receiver/internal/platform/cli"
 	"github.com/cdse-jetstream/receiver/internal/platform/settings"
+	"github.com/cdse-jetstream/receiver/internal/receiver/config"
 )
 
 func main() {

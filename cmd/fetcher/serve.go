@@ -11,11 +11,11 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/spf13/cobra"
 
-	"github.com/cdse-jetstream/receiver/internal/receiver/config"
-	"github.com/cdse-jetstream/receiver/internal/fetcher/fetchconfig"
 	"github.com/cdse-jetstream/receiver/internal/fetcher"
+	"github.com/cdse-jetstream/receiver/internal/fetcher/fetchconfig"
 	"github.com/cdse-jetstream/receiver/internal/platform/logging"
 	"github.com/cdse-jetstream/receiver/internal/platform/redact"
+	"github.com/cdse-jetstream/receiver/internal/receiver/config"
 )
 
 // newServe is the server's command, named use ("fetcher" at the root,

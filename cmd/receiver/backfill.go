@@ -14,13 +14,13 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/cdse-jetstream/receiver/event"
-	"github.com/cdse-jetstream/receiver/internal/ingest/backfill"
 	"github.com/cdse-jetstream/receiver/internal/cdse/catalogclient"
-	"github.com/cdse-jetstream/receiver/internal/platform/cli"
-	"github.com/cdse-jetstream/receiver/internal/receiver/config"
+	"github.com/cdse-jetstream/receiver/internal/ingest/backfill"
 	"github.com/cdse-jetstream/receiver/internal/ingest/interest"
 	"github.com/cdse-jetstream/receiver/internal/ingest/interestfile"
+	"github.com/cdse-jetstream/receiver/internal/platform/cli"
 	"github.com/cdse-jetstream/receiver/internal/platform/logging"
+	"github.com/cdse-jetstream/receiver/internal/receiver/config"
 	"github.com/cdse-jetstream/receiver/internal/receiver/wiring"
 )
 

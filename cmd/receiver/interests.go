@@ -13,10 +13,10 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/cdse-jetstream/receiver/event"
-	"github.com/cdse-jetstream/receiver/internal/platform/cli"
-	"github.com/cdse-jetstream/receiver/internal/ingest/interestfile"
 	"github.com/cdse-jetstream/receiver/internal/cdse/notification"
 	"github.com/cdse-jetstream/receiver/internal/cdse/productfilter"
+	"github.com/cdse-jetstream/receiver/internal/ingest/interestfile"
+	"github.com/cdse-jetstream/receiver/internal/platform/cli"
 )
 
 const interestsHelp = `Named interests (INTERESTS_FILE): each product event the receiver stores

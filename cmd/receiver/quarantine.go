@@ -6,11 +6,11 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/cdse-jetstream/receiver/internal/ingest/quarantine"
 	"github.com/cdse-jetstream/receiver/internal/platform/cli"
 	"github.com/cdse-jetstream/receiver/internal/receiver/config"
-	"github.com/cdse-jetstream/receiver/internal/ingest/quarantine"
-	"github.com/cdse-jetstream/receiver/internal/stream/topology"
 	"github.com/cdse-jetstream/receiver/internal/receiver/wiring"
+	"github.com/cdse-jetstream/receiver/internal/stream/topology"
 )
 
 // quarantineHelp is the quarantine command's long help.

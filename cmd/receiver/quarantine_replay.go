@@ -10,12 +10,12 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/spf13/cobra"
 
-	"github.com/cdse-jetstream/receiver/internal/platform/cli"
-	"github.com/cdse-jetstream/receiver/internal/receiver/config"
-	"github.com/cdse-jetstream/receiver/internal/platform/logging"
 	"github.com/cdse-jetstream/receiver/internal/ingest/quarantine"
-	"github.com/cdse-jetstream/receiver/internal/stream/topology"
+	"github.com/cdse-jetstream/receiver/internal/platform/cli"
+	"github.com/cdse-jetstream/receiver/internal/platform/logging"
+	"github.com/cdse-jetstream/receiver/internal/receiver/config"
 	"github.com/cdse-jetstream/receiver/internal/receiver/wiring"
+	"github.com/cdse-jetstream/receiver/internal/stream/topology"
 )
 
 // newQuarantineReplay is `receiver quarantine replay [SEQ...]`.

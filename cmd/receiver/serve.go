@@ -12,12 +12,12 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/spf13/cobra"
 
-	"github.com/cdse-jetstream/receiver/internal/receiver/app"
 	"github.com/cdse-jetstream/receiver/internal/platform/cli"
-	"github.com/cdse-jetstream/receiver/internal/receiver/config"
 	"github.com/cdse-jetstream/receiver/internal/platform/logging"
 	"github.com/cdse-jetstream/receiver/internal/platform/proclimit"
 	"github.com/cdse-jetstream/receiver/internal/platform/settings"
+	"github.com/cdse-jetstream/receiver/internal/receiver/app"
+	"github.com/cdse-jetstream/receiver/internal/receiver/config"
 )
 
 // serveHelp is the server's long help; the flags' list follows it.

@@ -8,8 +8,8 @@ import (
 
 	"github.com/cdse-jetstream/receiver/internal/cdse"
 	"github.com/cdse-jetstream/receiver/internal/platform/cli"
-	"github.com/cdse-jetstream/receiver/internal/register/doctor"
 	"github.com/cdse-jetstream/receiver/internal/register"
+	"github.com/cdse-jetstream/receiver/internal/register/doctor"
 )
 
 // newDoctor is `register doctor`: does the live catalogue still answer

@@ -18,8 +18,8 @@ import (
 	"github.com/cdse-jetstream/receiver/internal/cdse/catalogclient"
 	"github.com/cdse-jetstream/receiver/internal/cdse/cdsesim"
 	"github.com/cdse-jetstream/receiver/internal/platform/cli"
-	"github.com/cdse-jetstream/receiver/internal/register/doctor"
 	"github.com/cdse-jetstream/receiver/internal/register"
+	"github.com/cdse-jetstream/receiver/internal/register/doctor"
 )
 
 const cdsePassword = "cdse-account-pw"

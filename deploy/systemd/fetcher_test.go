@@ -11,9 +11,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cdse-jetstream/receiver/internal/receiver/config"
 	"github.com/cdse-jetstream/receiver/internal/fetcher/fetch"
 	"github.com/cdse-jetstream/receiver/internal/fetcher/fetchconfig"
+	"github.com/cdse-jetstream/receiver/internal/receiver/config"
 )
 
 const (

@@ -13,9 +13,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cdse-jetstream/receiver/internal/ingest/interestfile"
 	"github.com/cdse-jetstream/receiver/internal/receiver/acmerules"
 	"github.com/cdse-jetstream/receiver/internal/receiver/config"
-	"github.com/cdse-jetstream/receiver/internal/ingest/interestfile"
 )
 
 const (

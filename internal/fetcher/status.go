@@ -9,8 +9,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/cdse-jetstream/receiver/internal/platform/buildinfo"
 	"github.com/cdse-jetstream/receiver/internal/fetcher/fetch"
+	"github.com/cdse-jetstream/receiver/internal/platform/buildinfo"
 	"github.com/cdse-jetstream/receiver/internal/receiver/status"
 )
 

@@ -6,8 +6,8 @@ import (
 	"time"
 
 	"github.com/cdse-jetstream/receiver/event"
-	"github.com/cdse-jetstream/receiver/internal/cdse/versions"
 	"github.com/cdse-jetstream/receiver/internal/cdse/notification"
+	"github.com/cdse-jetstream/receiver/internal/cdse/versions"
 )
 
 // This file is the one place that knows the message headers: their names,

@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"github.com/cdse-jetstream/receiver/internal/cdse/catalogclient"
-	"github.com/cdse-jetstream/receiver/internal/platform/cli"
 	"github.com/cdse-jetstream/receiver/internal/ingest/interestfile"
+	"github.com/cdse-jetstream/receiver/internal/platform/cli"
 )
 
 // ApplyOptions are the flags of apply.

@@ -12,8 +12,8 @@ import (
 	"time"
 
 	"github.com/cdse-jetstream/receiver/internal/cdse/catalogclient"
-	"github.com/cdse-jetstream/receiver/internal/register/preflight"
 	"github.com/cdse-jetstream/receiver/internal/receiver/status"
+	"github.com/cdse-jetstream/receiver/internal/register/preflight"
 )
 
 // Check outcomes: a warning is printed but does not fail the command; a

@@ -45,11 +45,11 @@ var layers = [][]string{
 var large = map[string]string{
 	// To be split when the house is arranged by role (issue 40): the
 	// failed and fetched events' store goes to internal/fetcher.
-	"internal/fetcher":       "one fetcher's lifecycle: its consumer taken, each product event handled to its ack, what became of it published, and the checks that hold its work or let it go (readiness, pauses, its consumer's guard)",
-	"cmd/fetcher":            "the fetcher binary's command line: its verbs (serve, get, status, failed list/show/retry/drop, fetched list), one a file, over the failed and fetched events' store they share",
+	"internal/fetcher":            "one fetcher's lifecycle: its consumer taken, each product event handled to its ack, what became of it published, and the checks that hold its work or let it go (readiness, pauses, its consumer's guard)",
+	"cmd/fetcher":                 "the fetcher binary's command line: its verbs (serve, get, status, failed list/show/retry/drop, fetched list), one a file, over the failed and fetched events' store they share",
 	"internal/cdse/cdsesim":       "the stand-in for the live catalogue and its identity provider, one remote service as users see it",
 	"internal/cdse/notification":  "one catalogue notification body read as the receiver must: its JSON validated in one walk (UTF-8, duplicates, depth), the few members it routes by, and where the members a filter reads lie, noted on the way",
-	"internal/fetcher/fetch":         "one download, from the socket to a verified object: its retries, the token's redirect rule, resume, and the two targets (a directory, S3) it commits into, which share the upload's contract with the download",
+	"internal/fetcher/fetch":      "one download, from the socket to a verified object: its retries, the token's redirect rule, resume, and the two targets (a directory, S3) it commits into, which share the upload's contract with the download",
 	"internal/cdse/productfilter": "the catalogue's $filter language over one product: its grammar, its evaluation (real geometry included) and the view of a product it reads; the simulator and the receiver share it so they cannot disagree",
 }
 

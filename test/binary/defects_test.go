@@ -18,8 +18,8 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/cdse-jetstream/receiver/internal/cdse/cdsesim"
-	"github.com/cdse-jetstream/receiver/internal/stream/embedded"
 	"github.com/cdse-jetstream/receiver/internal/receiver/status"
+	"github.com/cdse-jetstream/receiver/internal/stream/embedded"
 	"github.com/cdse-jetstream/receiver/internal/testkit/fixtures"
 	"github.com/cdse-jetstream/receiver/internal/testkit/natstest"
 )

@@ -6,10 +6,10 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/cdse-jetstream/receiver/internal/receiver/config"
-	"github.com/cdse-jetstream/receiver/internal/ingest/interestfile"
 	"github.com/cdse-jetstream/receiver/internal/cdse/notification"
 	"github.com/cdse-jetstream/receiver/internal/cdse/productfilter"
+	"github.com/cdse-jetstream/receiver/internal/ingest/interestfile"
+	"github.com/cdse-jetstream/receiver/internal/receiver/config"
 	"github.com/cdse-jetstream/receiver/internal/testkit/fixtures"
 	"github.com/cdse-jetstream/receiver/internal/testkit/receivertest"
 )

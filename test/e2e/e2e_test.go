@@ -11,8 +11,8 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/cdse-jetstream/receiver/internal/receiver/app"
 	"github.com/cdse-jetstream/receiver/internal/cdse/cdsesim"
+	"github.com/cdse-jetstream/receiver/internal/receiver/app"
 	"github.com/cdse-jetstream/receiver/internal/receiver/config"
 	"github.com/cdse-jetstream/receiver/internal/testkit/natstest"
 	"github.com/cdse-jetstream/receiver/internal/testkit/receivertest"

@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"github.com/cdse-jetstream/receiver/internal/cdse/cdsesim"
-	"github.com/cdse-jetstream/receiver/internal/register"
 	"github.com/cdse-jetstream/receiver/internal/receiver/status"
+	"github.com/cdse-jetstream/receiver/internal/register"
 	"github.com/cdse-jetstream/receiver/internal/testkit/bins"
 )
 

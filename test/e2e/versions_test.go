@@ -11,9 +11,9 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/sirupsen/logrus"
 
+	"github.com/cdse-jetstream/receiver/internal/cdse/notification"
 	"github.com/cdse-jetstream/receiver/internal/receiver/config"
 	"github.com/cdse-jetstream/receiver/internal/stream/natsconn"
-	"github.com/cdse-jetstream/receiver/internal/cdse/notification"
 	"github.com/cdse-jetstream/receiver/internal/testkit/fixtures"
 	"github.com/cdse-jetstream/receiver/internal/testkit/natsproc"
 	"github.com/cdse-jetstream/receiver/internal/testkit/natstest"

@@ -11,8 +11,8 @@ import (
 
 	"github.com/peterstace/simplefeatures/geom"
 
-	"github.com/cdse-jetstream/receiver/internal/platform/jsonscan"
 	"github.com/cdse-jetstream/receiver/internal/cdse/notification"
+	"github.com/cdse-jetstream/receiver/internal/platform/jsonscan"
 )
 
 // Product is what a filter can see of one catalogue product (or deleted

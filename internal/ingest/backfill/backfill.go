@@ -45,13 +45,13 @@ import (
 
 	"github.com/cdse-jetstream/receiver/event"
 	"github.com/cdse-jetstream/receiver/internal/cdse/catalogclient"
-	"github.com/cdse-jetstream/receiver/internal/ingest"
-	"github.com/cdse-jetstream/receiver/internal/ingest/interestfile"
 	"github.com/cdse-jetstream/receiver/internal/cdse/notification"
 	"github.com/cdse-jetstream/receiver/internal/cdse/productfilter"
-	"github.com/cdse-jetstream/receiver/internal/stream/publish"
+	"github.com/cdse-jetstream/receiver/internal/ingest"
+	"github.com/cdse-jetstream/receiver/internal/ingest/interestfile"
 	"github.com/cdse-jetstream/receiver/internal/ingest/quarantine"
 	"github.com/cdse-jetstream/receiver/internal/ingest/reconcile"
+	"github.com/cdse-jetstream/receiver/internal/stream/publish"
 	"github.com/cdse-jetstream/receiver/internal/stream/topology"
 )
 

@@ -15,18 +15,18 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/sirupsen/logrus/hooks/test"
 
-	"github.com/cdse-jetstream/receiver/internal/ingest/backfill"
 	"github.com/cdse-jetstream/receiver/internal/cdse/catalogclient"
 	"github.com/cdse-jetstream/receiver/internal/cdse/cdselogin"
 	"github.com/cdse-jetstream/receiver/internal/cdse/cdsesim"
-	"github.com/cdse-jetstream/receiver/internal/ingest"
-	"github.com/cdse-jetstream/receiver/internal/ingest/interest"
 	"github.com/cdse-jetstream/receiver/internal/cdse/notification"
 	"github.com/cdse-jetstream/receiver/internal/cdse/productfilter"
+	"github.com/cdse-jetstream/receiver/internal/ingest"
+	"github.com/cdse-jetstream/receiver/internal/ingest/backfill"
+	"github.com/cdse-jetstream/receiver/internal/ingest/interest"
 	"github.com/cdse-jetstream/receiver/internal/stream/publish"
+	"github.com/cdse-jetstream/receiver/internal/stream/topology"
 	"github.com/cdse-jetstream/receiver/internal/testkit/natstest"
 	"github.com/cdse-jetstream/receiver/internal/testkit/publishtest"
-	"github.com/cdse-jetstream/receiver/internal/stream/topology"
 )
 
 // failingAfter is the catalogue's listing that fails from the n-th call

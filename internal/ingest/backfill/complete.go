@@ -9,8 +9,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/sirupsen/logrus"
 
-	"github.com/cdse-jetstream/receiver/internal/stream/complete"
 	"github.com/cdse-jetstream/receiver/internal/ingest/interestfile"
+	"github.com/cdse-jetstream/receiver/internal/stream/complete"
 )
 
 // ExtendComplete moves the interest's complete ranges back to the run's

@@ -14,9 +14,9 @@ import (
 	"github.com/sirupsen/logrus/hooks/test"
 
 	"github.com/cdse-jetstream/receiver/event"
-	"github.com/cdse-jetstream/receiver/internal/ingest"
 	"github.com/cdse-jetstream/receiver/internal/cdse/notification"
 	"github.com/cdse-jetstream/receiver/internal/cdse/productfilter"
+	"github.com/cdse-jetstream/receiver/internal/ingest"
 	"github.com/cdse-jetstream/receiver/internal/stream/publish"
 	"github.com/cdse-jetstream/receiver/internal/testkit/fixtures"
 	"github.com/cdse-jetstream/receiver/internal/testkit/publishtest"

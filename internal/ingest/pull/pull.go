@@ -18,12 +18,12 @@ import (
 	"github.com/sirupsen/logrus"
 
 	"github.com/cdse-jetstream/receiver/internal/cdse/catalogclient"
-	"github.com/cdse-jetstream/receiver/internal/ingest"
 	"github.com/cdse-jetstream/receiver/internal/cdse/notification"
-	"github.com/cdse-jetstream/receiver/internal/stream/publish"
+	"github.com/cdse-jetstream/receiver/internal/ingest"
 	"github.com/cdse-jetstream/receiver/internal/ingest/quarantine"
-	"github.com/cdse-jetstream/receiver/internal/platform/retry"
 	"github.com/cdse-jetstream/receiver/internal/ingest/source"
+	"github.com/cdse-jetstream/receiver/internal/platform/retry"
+	"github.com/cdse-jetstream/receiver/internal/stream/publish"
 )
 
 // Queue is the part of the catalogue API the source uses.

@@ -25,8 +25,8 @@ import (
 	"github.com/cdse-jetstream/receiver/event"
 	"github.com/cdse-jetstream/receiver/internal/cdse/catalogclient"
 	"github.com/cdse-jetstream/receiver/internal/ingest"
-	"github.com/cdse-jetstream/receiver/internal/stream/publish"
 	"github.com/cdse-jetstream/receiver/internal/ingest/quarantine"
+	"github.com/cdse-jetstream/receiver/internal/stream/publish"
 )
 
 // Options configure a Reconciler.

@@ -19,8 +19,8 @@ import (
 	"github.com/cdse-jetstream/receiver/internal/cdse/catalogclient"
 	"github.com/cdse-jetstream/receiver/internal/cdse/cdselogin"
 	"github.com/cdse-jetstream/receiver/internal/cdse/cdsesim"
-	"github.com/cdse-jetstream/receiver/internal/ingest"
 	"github.com/cdse-jetstream/receiver/internal/cdse/notification"
+	"github.com/cdse-jetstream/receiver/internal/ingest"
 	"github.com/cdse-jetstream/receiver/internal/testkit/natstest"
 	"github.com/cdse-jetstream/receiver/internal/testkit/publishtest"
 )

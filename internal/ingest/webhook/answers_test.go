@@ -20,11 +20,11 @@ import (
 	"github.com/sirupsen/logrus"
 	logtest "github.com/sirupsen/logrus/hooks/test"
 
-	"github.com/cdse-jetstream/receiver/internal/platform/buildinfo"
 	"github.com/cdse-jetstream/receiver/internal/ingest"
+	"github.com/cdse-jetstream/receiver/internal/ingest/quarantine"
+	"github.com/cdse-jetstream/receiver/internal/platform/buildinfo"
 	"github.com/cdse-jetstream/receiver/internal/platform/logging"
 	"github.com/cdse-jetstream/receiver/internal/stream/publish"
-	"github.com/cdse-jetstream/receiver/internal/ingest/quarantine"
 	"github.com/cdse-jetstream/receiver/internal/testkit/fixtures"
 )
 

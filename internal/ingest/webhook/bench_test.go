@@ -13,8 +13,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/sirupsen/logrus"
 
-	"github.com/cdse-jetstream/receiver/internal/receiver/auth"
 	"github.com/cdse-jetstream/receiver/internal/ingest"
+	"github.com/cdse-jetstream/receiver/internal/receiver/auth"
 	"github.com/cdse-jetstream/receiver/internal/stream/publish"
 	"github.com/cdse-jetstream/receiver/internal/testkit/fixtures"
 	"github.com/cdse-jetstream/receiver/internal/testkit/publishtest"

@@ -18,11 +18,11 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	logtest "github.com/sirupsen/logrus/hooks/test"
 
-	"github.com/cdse-jetstream/receiver/internal/receiver/auth"
 	"github.com/cdse-jetstream/receiver/internal/ingest"
-	"github.com/cdse-jetstream/receiver/internal/platform/logging"
-	"github.com/cdse-jetstream/receiver/internal/stream/publish"
 	"github.com/cdse-jetstream/receiver/internal/ingest/quarantine"
+	"github.com/cdse-jetstream/receiver/internal/platform/logging"
+	"github.com/cdse-jetstream/receiver/internal/receiver/auth"
+	"github.com/cdse-jetstream/receiver/internal/stream/publish"
 	"github.com/cdse-jetstream/receiver/internal/testkit/fixtures"
 	"github.com/cdse-jetstream/receiver/internal/testkit/natstest"
 )

@@ -28,11 +28,11 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/sirupsen/logrus"
 
-	"github.com/cdse-jetstream/receiver/internal/ingest"
-	"github.com/cdse-jetstream/receiver/internal/platform/logging"
 	"github.com/cdse-jetstream/receiver/internal/cdse/notification"
-	"github.com/cdse-jetstream/receiver/internal/stream/publish"
+	"github.com/cdse-jetstream/receiver/internal/ingest"
 	"github.com/cdse-jetstream/receiver/internal/ingest/quarantine"
+	"github.com/cdse-jetstream/receiver/internal/platform/logging"
+	"github.com/cdse-jetstream/receiver/internal/stream/publish"
 )
 
 // Options configure the webhook.

@@ -20,15 +20,15 @@ import (
 	"github.com/sirupsen/logrus"
 	"github.com/sirupsen/logrus/hooks/test"
 
-	"github.com/cdse-jetstream/receiver/internal/receiver/auth"
 	"github.com/cdse-jetstream/receiver/internal/ingest"
+	"github.com/cdse-jetstream/receiver/internal/ingest/quarantine"
+	"github.com/cdse-jetstream/receiver/internal/receiver/auth"
 	"github.com/cdse-jetstream/receiver/internal/stream/natsconn"
 	"github.com/cdse-jetstream/receiver/internal/stream/publish"
-	"github.com/cdse-jetstream/receiver/internal/ingest/quarantine"
+	"github.com/cdse-jetstream/receiver/internal/stream/topology"
 	"github.com/cdse-jetstream/receiver/internal/testkit/fixtures"
 	"github.com/cdse-jetstream/receiver/internal/testkit/natstest"
 	"github.com/cdse-jetstream/receiver/internal/testkit/publishtest"
-	"github.com/cdse-jetstream/receiver/internal/stream/topology"
 )
 
 const (

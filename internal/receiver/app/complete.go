@@ -7,12 +7,12 @@ import (
 	"time"
 
 	"github.com/cdse-jetstream/receiver/event"
-	"github.com/cdse-jetstream/receiver/internal/stream/complete"
-	"github.com/cdse-jetstream/receiver/internal/receiver/config"
 	"github.com/cdse-jetstream/receiver/internal/ingest/interest"
 	"github.com/cdse-jetstream/receiver/internal/ingest/interestfile"
+	"github.com/cdse-jetstream/receiver/internal/receiver/config"
 	"github.com/cdse-jetstream/receiver/internal/receiver/status"
 	"github.com/cdse-jetstream/receiver/internal/receiver/wiring"
+	"github.com/cdse-jetstream/receiver/internal/stream/complete"
 )
 
 // completeRanges joins the reconciler's passes to the complete ranges

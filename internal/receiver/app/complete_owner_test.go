@@ -11,8 +11,8 @@ import (
 	"github.com/sirupsen/logrus/hooks/test"
 
 	"github.com/cdse-jetstream/receiver/event"
-	"github.com/cdse-jetstream/receiver/internal/testkit/natstest"
 	"github.com/cdse-jetstream/receiver/internal/stream/topology"
+	"github.com/cdse-jetstream/receiver/internal/testkit/natstest"
 )
 
 // TestSecondReceiverRefusesTheFirstsCompleteStream: production and staging

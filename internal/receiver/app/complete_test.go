@@ -12,11 +12,11 @@ import (
 	"github.com/sirupsen/logrus/hooks/test"
 
 	"github.com/cdse-jetstream/receiver/event"
-	"github.com/cdse-jetstream/receiver/internal/stream/complete"
 	"github.com/cdse-jetstream/receiver/internal/ingest/interest"
 	"github.com/cdse-jetstream/receiver/internal/receiver/status"
-	"github.com/cdse-jetstream/receiver/internal/testkit/natstest"
+	"github.com/cdse-jetstream/receiver/internal/stream/complete"
 	"github.com/cdse-jetstream/receiver/internal/stream/topology"
+	"github.com/cdse-jetstream/receiver/internal/testkit/natstest"
 )
 
 // TestStatusSaysWhyNoCompleteRange: without the reconciler, /status has no

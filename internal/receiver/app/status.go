@@ -10,10 +10,10 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/cdse-jetstream/receiver/event"
-	"github.com/cdse-jetstream/receiver/internal/platform/buildinfo"
-	"github.com/cdse-jetstream/receiver/internal/stream/publish"
 	"github.com/cdse-jetstream/receiver/internal/ingest/source"
+	"github.com/cdse-jetstream/receiver/internal/platform/buildinfo"
 	"github.com/cdse-jetstream/receiver/internal/receiver/status"
+	"github.com/cdse-jetstream/receiver/internal/stream/publish"
 )
 
 // stamped is the publisher a source is given: it notes when JetStream last

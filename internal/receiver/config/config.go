@@ -15,10 +15,10 @@ import (
 	"time"
 
 	"github.com/cdse-jetstream/receiver/event"
-	"github.com/cdse-jetstream/receiver/internal/receiver/acmerules"
 	"github.com/cdse-jetstream/receiver/internal/cdse"
-	"github.com/cdse-jetstream/receiver/internal/fetcher/fetchconfig"
 	"github.com/cdse-jetstream/receiver/internal/cdse/stac"
+	"github.com/cdse-jetstream/receiver/internal/fetcher/fetchconfig"
+	"github.com/cdse-jetstream/receiver/internal/receiver/acmerules"
 )
 
 // Config is every setting of the receiver. Tags: koanf is the name

@@ -12,10 +12,10 @@ import (
 	"github.com/sirupsen/logrus"
 
 	"github.com/cdse-jetstream/receiver/event"
-	"github.com/cdse-jetstream/receiver/internal/receiver/acmerules"
+	"github.com/cdse-jetstream/receiver/internal/cdse/stac"
 	"github.com/cdse-jetstream/receiver/internal/ingest/interestfile"
 	"github.com/cdse-jetstream/receiver/internal/platform/redact"
-	"github.com/cdse-jetstream/receiver/internal/cdse/stac"
+	"github.com/cdse-jetstream/receiver/internal/receiver/acmerules"
 )
 
 // Validate checks everything the server uses and reports every problem at

@@ -16,17 +16,17 @@ import (
 	"github.com/sirupsen/logrus"
 
 	"github.com/cdse-jetstream/receiver/event"
-	"github.com/cdse-jetstream/receiver/internal/receiver/auth"
 	"github.com/cdse-jetstream/receiver/internal/cdse/catalogclient"
 	"github.com/cdse-jetstream/receiver/internal/cdse/cdselogin"
-	"github.com/cdse-jetstream/receiver/internal/receiver/config"
-	"github.com/cdse-jetstream/receiver/internal/stream/embedded"
+	"github.com/cdse-jetstream/receiver/internal/cdse/stac"
 	"github.com/cdse-jetstream/receiver/internal/ingest"
 	"github.com/cdse-jetstream/receiver/internal/ingest/interest"
+	"github.com/cdse-jetstream/receiver/internal/ingest/quarantine"
+	"github.com/cdse-jetstream/receiver/internal/receiver/auth"
+	"github.com/cdse-jetstream/receiver/internal/receiver/config"
+	"github.com/cdse-jetstream/receiver/internal/stream/embedded"
 	"github.com/cdse-jetstream/receiver/internal/stream/natsconn"
 	"github.com/cdse-jetstream/receiver/internal/stream/publish"
-	"github.com/cdse-jetstream/receiver/internal/ingest/quarantine"
-	"github.com/cdse-jetstream/receiver/internal/cdse/stac"
 	"github.com/cdse-jetstream/receiver/internal/stream/topology"
 )
 

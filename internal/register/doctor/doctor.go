@@ -23,8 +23,8 @@ import (
 	"github.com/cdse-jetstream/receiver/internal/cdse/catalogclient"
 	"github.com/cdse-jetstream/receiver/internal/cdse/cdselogin"
 	"github.com/cdse-jetstream/receiver/internal/fetcher/fetch"
-	"github.com/cdse-jetstream/receiver/internal/register"
 	"github.com/cdse-jetstream/receiver/internal/receiver/wiring"
+	"github.com/cdse-jetstream/receiver/internal/register"
 )
 
 // DoctorOptions say what `register doctor` lists: the filter (the

@@ -25,11 +25,11 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	logtest "github.com/sirupsen/logrus/hooks/test"
 
-	"github.com/cdse-jetstream/receiver/internal/receiver/auth"
 	"github.com/cdse-jetstream/receiver/internal/ingest"
+	"github.com/cdse-jetstream/receiver/internal/ingest/webhook"
+	"github.com/cdse-jetstream/receiver/internal/receiver/auth"
 	"github.com/cdse-jetstream/receiver/internal/testkit/bins"
 	"github.com/cdse-jetstream/receiver/internal/testkit/publishtest"
-	"github.com/cdse-jetstream/receiver/internal/ingest/webhook"
 
 	"github.com/cdse-jetstream/receiver/internal/register/preflight"
 	"github.com/cdse-jetstream/receiver/internal/register/preflight/wire"

@@ -12,8 +12,8 @@ import (
 
 	"github.com/cdse-jetstream/receiver/event"
 	"github.com/cdse-jetstream/receiver/internal/stream/complete"
-	"github.com/cdse-jetstream/receiver/internal/testkit/natstest"
 	"github.com/cdse-jetstream/receiver/internal/stream/topology"
+	"github.com/cdse-jetstream/receiver/internal/testkit/natstest"
 )
 
 // TestAdvance: a range starts at the first listing, moves its until with

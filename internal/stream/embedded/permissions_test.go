@@ -10,8 +10,8 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/cdse-jetstream/receiver/internal/stream/natsconn"
-	"github.com/cdse-jetstream/receiver/internal/testkit/natstest"
 	"github.com/cdse-jetstream/receiver/internal/stream/topology"
+	"github.com/cdse-jetstream/receiver/internal/testkit/natstest"
 )
 
 // permissionsFixture is an embedded server started as the receiver starts

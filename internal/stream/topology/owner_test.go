@@ -10,8 +10,8 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/cdse-jetstream/receiver/event"
-	"github.com/cdse-jetstream/receiver/internal/testkit/natstest"
 	"github.com/cdse-jetstream/receiver/internal/stream/topology"
+	"github.com/cdse-jetstream/receiver/internal/testkit/natstest"
 )
 
 // TestCompleteOwner: the complete stream records the product stream it

@@ -14,8 +14,8 @@ import (
 
 	"github.com/cdse-jetstream/receiver/internal/stream/natsconn"
 	"github.com/cdse-jetstream/receiver/internal/stream/publish"
-	"github.com/cdse-jetstream/receiver/internal/testkit/natstest"
 	"github.com/cdse-jetstream/receiver/internal/stream/topology"
+	"github.com/cdse-jetstream/receiver/internal/testkit/natstest"
 )
 
 const testStream = "CDSE_TEST"

@@ -14,11 +14,11 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/sirupsen/logrus/hooks/test"
 
+	"github.com/cdse-jetstream/receiver/internal/ingest/quarantine"
 	"github.com/cdse-jetstream/receiver/internal/stream/natsconn"
 	"github.com/cdse-jetstream/receiver/internal/stream/publish"
-	"github.com/cdse-jetstream/receiver/internal/ingest/quarantine"
-	"github.com/cdse-jetstream/receiver/internal/testkit/natstest"
 	"github.com/cdse-jetstream/receiver/internal/stream/topology"
+	"github.com/cdse-jetstream/receiver/internal/testkit/natstest"
 )
 
 // Stream is the stream the helpers create, and QuarantineStream the
