@@ -297,7 +297,7 @@ func check(t *testing.T, good []*cdsesim.Product, bad *cdsesim.Product, fetched,
 		if !strings.HasSuffix(url, "/"+p.Name+".zip") {
 			t.Errorf("%s: object %s", p.ID, url)
 		}
-		content, err := io.ReadAll(cdsesim.ProductContent(p.ID, p.ContentLength))
+		content, err := io.ReadAll(p.Content())
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -61,7 +61,7 @@ func TestKill9ResumesFromThePartial(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want, _ := io.ReadAll(cdsesim.ProductContent(p.ID, size))
+	want, _ := io.ReadAll(p.Content())
 	if !bytes.Equal(got, want) {
 		t.Errorf("the stored product (%d bytes) is not the product's bytes", len(got))
 	}

@@ -16,7 +16,7 @@ import (
 //	POST /sim/config               {"duplicateSends":true, "downloadRate":4000000, "ranges":false, "maxDownloads":4, "contentLength":2000000}
 //	GET  /sim/stats
 //	GET|POST|DELETE /sim/faults    the download faults: list, add one (a Fault), clear
-//	GET  /sim/downloads            per-user download counters and peaks, and the log of $value requests
+//	GET  /sim/downloads            per-user download counters and peaks, bytes sent per product (archive and files), and the log of $value requests
 func (s *Sim) handleAdmin(w http.ResponseWriter, r *http.Request) {
 	path := strings.Trim(strings.TrimPrefix(r.URL.Path, "/sim/"), "/")
 	parts := strings.Split(path, "/")

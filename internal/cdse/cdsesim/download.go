@@ -2,8 +2,11 @@ package cdsesim
 
 import (
 	"cmp"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"net/http"
 	"net/url"
@@ -98,26 +101,40 @@ type UserDownloads struct {
 	Refused  int64 `json:"refused"` // 429 for the cap
 }
 
+// ProductDownloads are what was sent of one product: its archive
+// ($value) and the files of its tree (Nodes(...)/$value).
+type ProductDownloads struct {
+	Archives     int64 `json:"archives"` // archive bodies begun
+	ArchiveBytes int64 `json:"archiveBytes"`
+	Files        int64 `json:"files"` // file bodies begun
+	FileBytes    int64 `json:"fileBytes"`
+}
+
 // DownloadStats are the download service's counters.
 type DownloadStats struct {
 	Peak  int                      `json:"peak"` // the highest of the users' peaks
 	Users map[string]UserDownloads `json:"users"`
+	// Products: bytes sent by product id, archive and files apart.
+	Products map[string]ProductDownloads `json:"products"`
 }
 
 // DownloadRecord is one $value request, as the simulator answered it.
 type DownloadRecord struct {
-	At       time.Time `json:"at"`   // the simulator's clock at the request
-	Done     time.Time `json:"done"` // and when its answer ended
-	User     string    `json:"user,omitempty"`
-	Product  string    `json:"product"`
-	Host     string    `json:"host"`
-	Method   string    `json:"method"`
-	Range    string    `json:"range,omitempty"`   // the request's Range
-	IfRange  string    `json:"ifRange,omitempty"` // and If-Range
-	Status   int       `json:"status"`
-	Bytes    int64     `json:"bytes"` // body bytes sent
-	Complete bool      `json:"complete"`
-	Fault    string    `json:"fault,omitempty"` // what was injected, or "token expired"
+	At      time.Time `json:"at"`   // the simulator's clock at the request
+	Done    time.Time `json:"done"` // and when its answer ended
+	User    string    `json:"user,omitempty"`
+	Product string    `json:"product"`
+	// File is the path of the file of the product's tree a Nodes
+	// request asked for ("GRANULE/.../MTD_TL.xml"); "" for the archive.
+	File     string `json:"file,omitempty"`
+	Host     string `json:"host"`
+	Method   string `json:"method"`
+	Range    string `json:"range,omitempty"`   // the request's Range
+	IfRange  string `json:"ifRange,omitempty"` // and If-Range
+	Status   int    `json:"status"`
+	Bytes    int64  `json:"bytes"` // body bytes sent
+	Complete bool   `json:"complete"`
+	Fault    string `json:"fault,omitempty"` // what was injected, or "token expired"
 }
 
 // maxRecords bounds the log of download requests.
@@ -132,6 +149,7 @@ type faultEntry struct {
 // never waits on a download or the reverse.
 type downloads struct {
 	begun, complete, bytes, refused, faulted atomic.Int64
+	fileBegun, fileBytes                     atomic.Int64 // of them, Nodes file requests
 
 	mu       sync.Mutex
 	url      string // OData root of the download host ("": none)
@@ -144,6 +162,7 @@ type downloads struct {
 	lengthFn func(Mission) int64
 	faults   []*faultEntry
 	users    map[string]*UserDownloads
+	products map[string]*ProductDownloads
 	log      []DownloadRecord
 	rng      *rand.Rand
 }
@@ -165,6 +184,7 @@ func (d *downloads) init(o Options) {
 	}
 	d.lengthFn = o.ContentLength
 	d.users = map[string]*UserDownloads{}
+	d.products = map[string]*ProductDownloads{}
 	d.rng = rand.New(rand.NewPCG(cmp.Or(o.Seed, uint64(time.Now().UnixNano())), 31)) // as the rest: 0 is the clock
 	for _, f := range o.Faults {
 		if err := f.validate(); err != nil {
@@ -252,12 +272,26 @@ func (s *Sim) Faults() []Fault {
 func (s *Sim) DownloadStats() DownloadStats {
 	s.dl.mu.Lock()
 	defer s.dl.mu.Unlock()
-	st := DownloadStats{Users: map[string]UserDownloads{}}
+	st := DownloadStats{Users: map[string]UserDownloads{}, Products: map[string]ProductDownloads{}}
 	for u, c := range s.dl.users {
 		st.Users[u] = *c
 		st.Peak = max(st.Peak, c.Peak)
 	}
+	for id, c := range s.dl.products {
+		st.Products[id] = *c
+	}
 	return st
+}
+
+// ProductDownloads returns what was sent of product id: of its archive
+// and of the files of its tree ("bytes fetched").
+func (s *Sim) ProductDownloads(id string) ProductDownloads {
+	s.dl.mu.Lock()
+	defer s.dl.mu.Unlock()
+	if c := s.dl.products[id]; c != nil {
+		return *c
+	}
+	return ProductDownloads{}
 }
 
 // peak is the highest of the users' peaks.
@@ -300,15 +334,21 @@ func (d *downloads) take(id string, kind FaultKind, hits func(Fault) bool) (Faul
 	return Fault{}, false
 }
 
-// user returns the counters of user, made on first use. d.mu held.
-func (d *downloads) user(name string) *UserDownloads {
-	c := d.users[name]
+// entry returns m[key], made on first use.
+func entry[T any](m map[string]*T, key string) *T {
+	c := m[key]
 	if c == nil {
-		c = &UserDownloads{}
-		d.users[name] = c
+		c = new(T)
+		m[key] = c
 	}
 	return c
 }
+
+// user returns the counters of user. d.mu held.
+func (d *downloads) user(name string) *UserDownloads { return entry(d.users, name) }
+
+// product returns the counters of product id. d.mu held.
+func (d *downloads) product(id string) *ProductDownloads { return entry(d.products, id) }
 
 // acquire takes one of the user's download slots, or reports the cap.
 func (d *downloads) acquire(name string) bool {
@@ -406,9 +446,66 @@ func parseRange(h string, n int64) (start, length int64, ok, unsat bool) {
 	return first, last - first + 1, true, false
 }
 
-// handleValue serves GET and HEAD .../Products(<id>)/$value.
-func (s *Sim) handleValue(w http.ResponseWriter, r *http.Request, id string) {
+// body is what a $value request serves: the product's archive or one
+// file of its tree.
+type body struct {
+	size     int64
+	etag     string
+	filename string
+	read     func(off, n int64) io.Reader
+}
+
+// valuePath is the path, under the OData root, of the archive (node
+// nil) or of a file of the tree: /Products(<id>)/Nodes(<a>)/.../$value.
+func valuePath(id string, node []string) string {
+	var b strings.Builder
+	b.WriteString("/Products(" + id + ")")
+	for _, el := range node {
+		b.WriteString("/Nodes(" + el + ")")
+	}
+	b.WriteString("/$value")
+	return b.String()
+}
+
+// bodyOf returns the archive of p (node nil) or its file at node
+// (<Name>, then the path in the tree), or the status and message of a
+// node that is no file: 404 for none, 403 for a folder (nodes.go).
+func bodyOf(p *Product, node []string) (body, int, string) {
+	if node == nil {
+		return body{size: p.ContentLength, etag: p.etag(), filename: strings.TrimSuffix(p.Name, ".SAFE") + ".zip",
+			read: p.reader}, 0, ""
+	}
+	t, _ := p.treeState(false)
+	path := strings.Join(node[1:], "/")
+	if t == nil || node[0] != p.Name {
+		return body{}, http.StatusNotFound, "Node " + strings.Join(node, "/") + " not found"
+	}
+	i := t.find(path)
+	if i < 0 {
+		if len(node) == 1 || t.countChildren(path) > 0 {
+			return body{}, http.StatusForbidden, "Node " + strings.Join(node, "/") + " is a folder: list it with /Nodes"
+		}
+		return body{}, http.StatusNotFound, "Node " + strings.Join(node, "/") + " not found"
+	}
+	size := t.files[i].size
+	h := sha256.Sum256(fmt.Appendf(nil, "%s\x00%d\x00%s", p.ID, p.ContentLength, path))
+	return body{size: size, etag: `"` + hex.EncodeToString(h[:12]) + `"`, filename: node[len(node)-1],
+		read: func(off, n int64) io.Reader {
+			t, ts := p.treeState(true)
+			return t.fileReader(p.ID, ts, i, off, n)
+		}}, 0, ""
+}
+
+// handleValue serves GET and HEAD .../Products(<id>)/$value, and with
+// node a file of the product's tree, .../Products(<id>)/Nodes(<Name>)/
+// Nodes(<a>)/.../$value: the same redirect, token, faults, Range and
+// cap of concurrent downloads (a file request takes a slot like an
+// archive's).
+func (s *Sim) handleValue(w http.ResponseWriter, r *http.Request, id string, node []string) {
 	rec := DownloadRecord{At: s.o.Now(), Product: id, Host: r.Host, Method: r.Method, Range: r.Header.Get("Range"), IfRange: r.Header.Get("If-Range")}
+	if len(node) > 1 {
+		rec.File = strings.Join(node[1:], "/")
+	}
 	defer func() {
 		rec.Done = s.o.Now()
 		s.dl.mu.Lock()
@@ -427,7 +524,7 @@ func (s *Sim) handleValue(w http.ResponseWriter, r *http.Request, id string) {
 	// check of the token, as the live one does: a client that follows
 	// the redirect must send the token again (Go's http.Client does not).
 	if dlURL != "" && !strings.EqualFold(r.Host, dlHost) {
-		w.Header().Set("Location", dlURL+"/Products("+id+")/$value")
+		w.Header().Set("Location", dlURL+valuePath(id, node))
 		w.WriteHeader(redirect)
 		rec.Status = redirect
 		return
@@ -440,12 +537,9 @@ func (s *Sim) handleValue(w http.ResponseWriter, r *http.Request, id string) {
 		downloadError(w, http.StatusUnauthorized, "Invalid or expired token")
 		return
 	}
-	s.mu.Lock()
-	p, found := s.products[id]
-	s.mu.Unlock()
-	if !found || !p.DeletionDate.IsZero() {
+	p, ok := s.liveProduct(w, id)
+	if !ok {
 		rec.Status = http.StatusNotFound
-		notFound(w, "Product "+id+" not found")
 		return
 	}
 	if p.Offline {
@@ -454,6 +548,12 @@ func (s *Sim) handleValue(w http.ResponseWriter, r *http.Request, id string) {
 		// pretending it is the client's or a transient fault.
 		rec.Status = http.StatusConflict
 		downloadError(w, http.StatusConflict, "Product "+id+" is offline; order it first")
+		return
+	}
+	b, code, msg := bodyOf(p, node)
+	if code != 0 {
+		rec.Status = code
+		downloadError(w, code, msg)
 		return
 	}
 	s.dl.mu.Lock()
@@ -473,16 +573,16 @@ func (s *Sim) handleValue(w http.ResponseWriter, r *http.Request, id string) {
 		return
 	}
 
-	size := p.ContentLength
+	size := b.size
 	start, length, status := int64(0), size, http.StatusOK
 	h := w.Header()
 	h.Set("Content-Type", "application/octet-stream")
-	h.Set("Content-Disposition", `attachment; filename="`+strings.TrimSuffix(p.Name, ".SAFE")+`.zip"`)
-	h.Set("ETag", p.etag())
+	h.Set("Content-Disposition", `attachment; filename="`+b.filename+`"`)
+	h.Set("ETag", b.etag)
 	if ranges {
 		h.Set("Accept-Ranges", "bytes")
 		ifRange := r.Header.Get("If-Range")
-		if rg := r.Header.Get("Range"); rg != "" && (ifRange == "" || ifRange == p.etag()) {
+		if rg := r.Header.Get("Range"); rg != "" && (ifRange == "" || ifRange == b.etag) {
 			st, n, ok, unsat := parseRange(rg, size)
 			switch {
 			case unsat:
@@ -532,8 +632,16 @@ func (s *Sim) handleValue(w http.ResponseWriter, r *http.Request, id string) {
 
 	rec.Status = status
 	s.dl.begun.Add(1)
+	if node != nil {
+		s.dl.fileBegun.Add(1)
+	}
 	s.dl.mu.Lock()
 	s.dl.user(user).Begun++
+	if node != nil {
+		s.dl.product(id).Files++
+	} else {
+		s.dl.product(id).Archives++
+	}
 	s.dl.mu.Unlock()
 	w.WriteHeader(status)
 
@@ -547,14 +655,22 @@ func (s *Sim) handleValue(w http.ResponseWriter, r *http.Request, id string) {
 		lim = rate.NewLimiter(rate.Limit(rateBps), chunk)
 	}
 	buf := make([]byte, chunk)
-	body := newContentReader(p.ID, start, length)
+	content := b.read(start, length)
 	var sent int64
 	account := func(n int) {
 		sent += int64(n)
 		rec.Bytes = sent
 		s.dl.bytes.Add(int64(n))
+		if node != nil {
+			s.dl.fileBytes.Add(int64(n))
+		}
 		s.dl.mu.Lock()
 		s.dl.user(user).Bytes += int64(n)
+		if node != nil {
+			s.dl.product(id).FileBytes += int64(n)
+		} else {
+			s.dl.product(id).ArchiveBytes += int64(n)
+		}
 		s.dl.mu.Unlock()
 	}
 	cut := func(why string) {
@@ -583,7 +699,9 @@ func (s *Sim) handleValue(w http.ResponseWriter, r *http.Request, id string) {
 				s.dl.faulted.Add(1)
 				cut("token expired")
 			}
-			_, _ = body.Read(buf[:n])
+			if _, err := io.ReadFull(content, buf[:n]); err != nil {
+				panic(fmt.Sprintf("cdsesim: reading %s: %v", valuePath(id, node), err)) // the content never ends early
+			}
 			if corruptAt >= start+sent && corruptAt < start+sent+n {
 				buf[corruptAt-start-sent] ^= 0xff
 			}

@@ -122,8 +122,10 @@ func sumsOf(b []byte) (md5Hex, b3Hex string) {
 	return hex.EncodeToString(m[:]), hex.EncodeToString(h[:])
 }
 
-func contentOf(id string, n int64) []byte {
-	b, _ := io.ReadAll(ProductContent(id, n))
+// contentOf is what $value serves for p: the zip of its tree, or the
+// keystream of a product without one.
+func contentOf(p *Product) []byte {
+	b, _ := io.ReadAll(p.Content())
 	return b
 }
 
@@ -160,8 +162,8 @@ func TestDownloadWhole(t *testing.T) {
 					t.Errorf("Checksum[%d] = %v, want %v", i, sums[i], w)
 				}
 			}
-			if !bytes.Equal(body, contentOf(p.ID, size)) {
-				t.Error("the body is not ProductContent")
+			if !bytes.Equal(body, contentOf(p)) {
+				t.Error("the body is not the product's Content")
 			}
 			// The known answers for no bytes, from outside this code.
 			if size == 0 && (m != "d41d8cd98f00b204e9800998ecf8427e" || b3 != "af1349b9f5f9a1a6a0404dea36dcc9499bcb25c9adc112b7cc9a93cae41f3262") {
@@ -172,7 +174,7 @@ func TestDownloadWhole(t *testing.T) {
 	// The bytes are a function of the id alone: a product literal (no
 	// cache) hashes to what the served bytes hash to.
 	lit := &Product{ID: "x", ContentLength: 1000}
-	if m, b3 := sumsOf(contentOf("x", 1000)); m != must(lit.Checksums()) || b3 != second(lit.Checksums()) {
+	if m, b3 := sumsOf(contentOf(lit)); m != must(lit.Checksums()) || b3 != second(lit.Checksums()) {
 		t.Error("Checksums disagree with the content")
 	}
 }
@@ -183,7 +185,7 @@ func TestDownloadRange(t *testing.T) {
 	const size = 100_000
 	e := newDLEnv(t, Options{DownloadRate: Unthrottled})
 	p := e.sim.GenerateWith(Sentinel1, 1, func(p *Product) { p.ContentLength = size })[0]
-	all := contentOf(p.ID, size)
+	all := contentOf(p)
 	tests := []struct {
 		name       string
 		noRange    bool
@@ -272,7 +274,7 @@ func TestDownloadFaults(t *testing.T) {
 			}},
 		{name: "corrupt byte", fault: &Fault{Kind: FaultCorrupt, Offset: 777, Count: 1},
 			check: func(t *testing.T, p *Product, resp *http.Response, body []byte, err error) {
-				want := contentOf(p.ID, size)
+				want := contentOf(p)
 				if err != nil || len(body) != size || body[777] != want[777]^0xff || !bytes.Equal(body[:777], want[:777]) || !bytes.Equal(body[778:], want[778:]) {
 					t.Errorf("%v: not the product with byte 777 flipped", err)
 				}
@@ -319,7 +321,7 @@ func TestDownloadFaults(t *testing.T) {
 			body, err = io.ReadAll(resp.Body)
 			resp.Body.Close()
 			want := cmpOr(tt.second, 200)
-			if resp.StatusCode != want || (want == 200 && (err != nil || !bytes.Equal(body, contentOf(p.ID, size)))) {
+			if resp.StatusCode != want || (want == 200 && (err != nil || !bytes.Equal(body, contentOf(p)))) {
 				t.Errorf("second request: %d (%v, %d bytes), want %d and the product", resp.StatusCode, err, len(body), want)
 			}
 		})

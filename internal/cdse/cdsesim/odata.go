@@ -71,7 +71,10 @@ func (sub *subscription) entity() map[string]any {
 func (s *Sim) handleOData(w http.ResponseWriter, r *http.Request) {
 	if rest, ok := strings.CutPrefix(r.URL.Path, "/odata/v1/Products"); ok && (r.Method == http.MethodGet || r.Method == http.MethodHead) {
 		if id, sub, ok := parseKey(rest); ok && sub == "$value" {
-			s.handleValue(w, r, id) // checks the token itself, after a redirect
+			s.handleValue(w, r, id, nil) // checks the token itself, after a redirect
+			return
+		} else if ok && (sub == "Nodes" || strings.HasPrefix(sub, "Nodes(")) {
+			s.handleNodes(w, r, id, sub) // listings need no token (nodes.go)
 			return
 		}
 	}
@@ -103,17 +106,25 @@ func (s *Sim) handleOData(w http.ResponseWriter, r *http.Request) {
 			notFound(w, "Not Found")
 			return
 		}
-		s.mu.Lock()
-		p, found := s.products[id]
-		s.mu.Unlock()
-		if !found || !p.DeletionDate.IsZero() {
-			notFound(w, "Product "+id+" not found")
-			return
+		if p, ok := s.liveProduct(w, id); ok {
+			writeJSON(w, http.StatusOK, p.Entity())
 		}
-		writeJSON(w, http.StatusOK, p.Entity())
 	default:
 		notFound(w, "Not Found")
 	}
+}
+
+// liveProduct returns product id, or answers 404 when it is unknown or
+// deleted.
+func (s *Sim) liveProduct(w http.ResponseWriter, id string) (*Product, bool) {
+	s.mu.Lock()
+	p, found := s.products[id]
+	s.mu.Unlock()
+	if !found || !p.DeletionDate.IsZero() {
+		notFound(w, "Product "+id+" not found")
+		return nil, false
+	}
+	return p, true
 }
 
 // parseKey splits "(<id>)/Rest" into id and "Rest".

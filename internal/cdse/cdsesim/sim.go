@@ -70,7 +70,9 @@ type Options struct {
 	// ground truth of a test that checks what reached the stream.
 	Journal func(event string, p Product)
 
-	// Downloads (GET|HEAD .../Products(<Id>)/$value, download.go).
+	// Downloads (GET|HEAD .../Products(<Id>)/$value, download.go; the
+	// files of a product's tree, .../Products(<Id>)/Nodes(<Name>)/.../$value,
+	// and their listings, nodes.go).
 	//
 	// DownloadURL is the OData root of the download host (as
 	// "https://download.dataspace.copernicus.eu/odata/v1"): a $value
@@ -90,8 +92,12 @@ type Options struct {
 	// general account's 4 (the 5th gets 429), negative no cap.
 	MaxDownloads int
 	// ContentLength is the size of each generated product (nil: 64 to
-	// 256 KiB). Sizes of gigabytes are fine: nothing holds a product in
-	// memory, but its checksums cost a read of it on first listing.
+	// 256 KiB): of a Sentinel-1/2/3 product's zip, its tree's files
+	// sharing what the zip's headers and manifest leave (tree.go). Sizes
+	// of gigabytes are fine: nothing holds a product in memory, but its
+	// checksums cost a read of it on first listing (two for a tree: its
+	// files, then the zip), and a tree's zip stays under 4 GiB (past it
+	// the product has no tree).
 	ContentLength func(Mission) int64
 	// Faults the download service shows from the start (AddFault adds more).
 	Faults []Fault
@@ -116,9 +122,11 @@ type Stats struct {
 	QueueDropped int64 `json:"queueDropped"` // removed from full PULL queues
 	Logins       int64 `json:"logins"`       // password grants that succeeded
 
-	Downloads         int64 `json:"downloads"`         // $value bodies begun (200 or 206)
+	Downloads         int64 `json:"downloads"`         // $value bodies begun (200 or 206), archives and files
 	DownloadsComplete int64 `json:"downloadsComplete"` // of them, sent whole
-	DownloadBytes     int64 `json:"downloadBytes"`     // body bytes sent
+	DownloadBytes     int64 `json:"downloadBytes"`     // body bytes sent, archives and files
+	FileDownloads     int64 `json:"fileDownloads"`     // of Downloads, files of a tree (Nodes(...)/$value)
+	FileBytes         int64 `json:"fileBytes"`         // of DownloadBytes, files' bytes
 	DownloadRefused   int64 `json:"downloadRefused"`   // 429 for the concurrent-download cap
 	DownloadFaults    int64 `json:"downloadFaults"`    // faults injected
 	DownloadPeak      int   `json:"downloadPeak"`      // highest concurrency of any user (DownloadStats: per user)
@@ -214,6 +222,7 @@ func (s *Sim) Stats() Stats {
 	return Stats{Pushed: s.stats.pushed.Load(), PushLost: s.stats.lost.Load(), PushAttempts: s.stats.attempts.Load(), PushDropped: s.stats.dropped.Load(), PushPending: s.stats.pending.Load(),
 		QueueDropped: s.stats.queueDropped.Load(), Logins: s.stats.logins.Load(),
 		Downloads: s.dl.begun.Load(), DownloadsComplete: s.dl.complete.Load(), DownloadBytes: s.dl.bytes.Load(),
+		FileDownloads: s.dl.fileBegun.Load(), FileBytes: s.dl.fileBytes.Load(),
 		DownloadRefused: s.dl.refused.Load(), DownloadFaults: s.dl.faulted.Load(), DownloadPeak: s.dl.peak()}
 }
 

@@ -97,7 +97,7 @@ func (f *fixture) product(t *testing.T, adjust func(*cdsesim.Product)) (Product,
 
 func content(t *testing.T, sp *cdsesim.Product) []byte {
 	t.Helper()
-	b, err := io.ReadAll(cdsesim.ProductContent(sp.ID, sp.ContentLength))
+	b, err := io.ReadAll(sp.Content())
 	if err != nil {
 		t.Fatal(err)
 	}
