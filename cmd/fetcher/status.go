@@ -10,9 +10,9 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/cdse-jetstream/receiver/internal/fetcher/fetchconfig"
+	"github.com/cdse-jetstream/receiver/internal/fetcher/fetchstatus"
 	"github.com/cdse-jetstream/receiver/internal/fetcher/fetchview"
 	"github.com/cdse-jetstream/receiver/internal/platform/cli"
-	"github.com/cdse-jetstream/receiver/internal/receiver/status"
 )
 
 // newStatus is `fetcher status`: a running fetcher's /status, as a table.
@@ -41,7 +41,7 @@ Exit codes: 0 ok (ready or not), 1 the fetcher cannot be read, 2 usage.`,
 		if err != nil {
 			return err
 		}
-		st, err := status.FetchFetcher(cmd.Context(), &http.Client{Timeout: 10 * time.Second}, "http://"+dialable(cfg.AdminAddr))
+		st, err := fetchstatus.Read(cmd.Context(), &http.Client{Timeout: 10 * time.Second}, "http://"+dialable(cfg.AdminAddr))
 		if err != nil {
 			return fmt.Errorf("%w (is the fetcher running, with FETCH_ADMIN_ADDR=%s?)", err, cfg.AdminAddr)
 		}

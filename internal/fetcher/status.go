@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"github.com/cdse-jetstream/receiver/internal/fetcher/fetch"
+	"github.com/cdse-jetstream/receiver/internal/fetcher/fetchstatus"
 	"github.com/cdse-jetstream/receiver/internal/platform/buildinfo"
-	"github.com/cdse-jetstream/receiver/internal/receiver/status"
 )
 
 // lastStoredKept is how many stored products /status lists.
@@ -25,7 +25,7 @@ type tracked struct {
 	mu       sync.Mutex
 	next     int
 	running  map[int]fetch.Progress
-	stored   []status.Stored // newest first
+	stored   []fetchstatus.Stored // newest first
 	failures map[string]int64
 }
 
@@ -55,27 +55,27 @@ func (t *tracked) Fetch(ctx context.Context, p fetch.Product, key string, progre
 		t.failures[fetch.Outcome(res, err)]++
 		return res, err
 	}
-	s := status.Stored{ProductID: p.ID, Name: p.Name, URL: res.URL, Size: res.Size, Verified: len(res.Verified) > 0,
+	s := fetchstatus.Stored{ProductID: p.ID, Name: p.Name, URL: res.URL, Size: res.Size, Verified: len(res.Verified) > 0,
 		At: time.Now().UTC(), Took: res.Took.Round(time.Millisecond).String(), AlreadyThere: res.AlreadyThere}
-	t.stored = append([]status.Stored{s}, t.stored[:min(len(t.stored), lastStoredKept-1)]...)
+	t.stored = append([]fetchstatus.Stored{s}, t.stored[:min(len(t.stored), lastStoredKept-1)]...)
 	return res, err
 }
 
 // view is the downloads under way (oldest first), the last stored and
 // the failures.
-func (t *tracked) view() ([]status.Download, []status.Stored, map[string]int64) {
+func (t *tracked) view() ([]fetchstatus.Download, []fetchstatus.Stored, map[string]int64) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	downloads := []status.Download{}
+	downloads := []fetchstatus.Download{}
 	for _, p := range t.running {
-		d := status.Download{ProductID: p.ProductID, Name: p.Name, Key: p.Key, Bytes: p.Held, Size: p.Total,
+		d := fetchstatus.Download{ProductID: p.ProductID, Name: p.Name, Key: p.Key, Bytes: p.Held, Size: p.Total,
 			ResumedAt: p.From, Rate: p.Rate, Started: p.Started.UTC(), Waiting: p.Waiting}
 		if p.ETA > 0 {
 			d.ETA = p.ETA.String()
 		}
 		downloads = append(downloads, d)
 	}
-	slices.SortFunc(downloads, func(a, b status.Download) int { return a.Started.Compare(b.Started) })
+	slices.SortFunc(downloads, func(a, b fetchstatus.Download) int { return a.Started.Compare(b.Started) })
 	return downloads, slices.Clone(t.stored), maps.Clone(t.failures)
 }
 
@@ -84,12 +84,12 @@ func (t *tracked) view() ([]status.Download, []status.Stored, map[string]int64) 
 const statusTimeout = 2 * time.Second
 
 // Status is what the fetcher says about itself on /status.
-func (a *App) Status(ctx context.Context) status.Fetcher {
-	st := status.Fetcher{Version: buildinfo.Get().Version, NotReady: a.health.report(), LastStored: []status.Stored{}}
+func (a *App) Status(ctx context.Context) fetchstatus.Fetcher {
+	st := fetchstatus.Fetcher{Version: buildinfo.Get().Version, NotReady: a.health.report(), LastStored: []fetchstatus.Stored{}}
 	st.Ready = len(st.NotReady) == 0
 	st.Downloads, st.LastStored, st.Failures = a.track.view()
 	if st.LastStored == nil {
-		st.LastStored = []status.Stored{}
+		st.LastStored = []fetchstatus.Stored{}
 	}
 	ctx, cancel := context.WithTimeout(ctx, statusTimeout)
 	defer cancel()
@@ -100,7 +100,7 @@ func (a *App) Status(ctx context.Context) status.Fetcher {
 	c, err := a.js.Consumer(ctx, a.cfg.ProductStream, a.cfg.Consumer)
 	if err == nil {
 		info := c.CachedInfo()
-		st.Consumer = &status.FetchConsumer{Stream: a.cfg.ProductStream, Name: a.cfg.Consumer, Waiting: info.NumPending, InFlight: info.NumAckPending}
+		st.Consumer = &fetchstatus.FetchConsumer{Stream: a.cfg.ProductStream, Name: a.cfg.Consumer, Waiting: info.NumPending, InFlight: info.NumAckPending}
 	} else {
 		st.ConsumerError = err.Error()
 	}

@@ -9,17 +9,17 @@ import (
 	"time"
 
 	"github.com/cdse-jetstream/receiver/internal/cdse/cdsesim"
-	"github.com/cdse-jetstream/receiver/internal/receiver/status"
+	"github.com/cdse-jetstream/receiver/internal/fetcher/fetchstatus"
 	"github.com/cdse-jetstream/receiver/internal/testkit/bins"
 )
 
 // fetcherStatus waits until the fetcher's /status meets ok, and returns it.
-func fetcherStatus(t *testing.T, admin, what string, ok func(*status.Fetcher) bool) *status.Fetcher {
+func fetcherStatus(t *testing.T, admin, what string, ok func(*fetchstatus.Fetcher) bool) *fetchstatus.Fetcher {
 	t.Helper()
-	var st *status.Fetcher
+	var st *fetchstatus.Fetcher
 	var err error
 	for deadline := time.Now().Add(60 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
-		if st, err = status.FetchFetcher(t.Context(), http.DefaultClient, "http://"+admin); err == nil && ok(st) {
+		if st, err = fetchstatus.Read(t.Context(), http.DefaultClient, "http://"+admin); err == nil && ok(st) {
 			return st
 		}
 	}
@@ -39,7 +39,7 @@ func TestFetcherStatus(t *testing.T) {
 	notFound(t, w, gone)
 	admin, _, _ := w.fetcher(t, map[string]string{"FETCH_TARGET": "file://" + t.TempDir()})
 	w.notify(t, good, gone)
-	fetcherStatus(t, admin, "the product stored and the failure", func(st *status.Fetcher) bool {
+	fetcherStatus(t, admin, "the product stored and the failure", func(st *fetchstatus.Fetcher) bool {
 		return len(st.LastStored) == 1 && st.LastStored[0].ProductID == good.ID && st.LastStored[0].Verified &&
 			strings.HasSuffix(st.LastStored[0].URL, good.Name+".zip") && st.Failures["not_found"] == 1
 	})
@@ -48,7 +48,7 @@ func TestFetcherStatus(t *testing.T) {
 	w.sim.SetDownloadRate(1 << 20)
 	big := w.sim.GenerateWith(cdsesim.Sentinel2, 1, func(p *cdsesim.Product) { p.ContentLength = 40 << 20 })[0]
 	w.notify(t, big)
-	st := fetcherStatus(t, admin, "the download under way", func(st *status.Fetcher) bool {
+	st := fetcherStatus(t, admin, "the download under way", func(st *fetchstatus.Fetcher) bool {
 		return len(st.Downloads) == 1 && st.Downloads[0].ProductID == big.ID && st.Downloads[0].Bytes > 0 &&
 			st.Downloads[0].Size == big.ContentLength && st.Downloads[0].Rate > 0 && st.Downloads[0].ETA != ""
 	})
@@ -75,7 +75,7 @@ func TestFetcherStatus(t *testing.T) {
 			}
 		}},
 		{format: "json", check: func(t *testing.T, out string) {
-			var st status.Fetcher
+			var st fetchstatus.Fetcher
 			if err := json.Unmarshal([]byte(out), &st); err != nil || len(st.Downloads) != 1 || len(st.LastStored) != 1 || st.Failures["not_found"] != 1 {
 				t.Errorf("%v: %s", err, out)
 			}

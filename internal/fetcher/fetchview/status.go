@@ -10,13 +10,13 @@ import (
 	"time"
 
 	"github.com/cdse-jetstream/receiver/internal/fetcher/fetch"
-	"github.com/cdse-jetstream/receiver/internal/receiver/status"
+	"github.com/cdse-jetstream/receiver/internal/fetcher/fetchstatus"
 )
 
 // StatusTable writes a fetcher's /status as `fetcher status` prints it:
 // readiness and its failing checks, the consumer, then a table each of the
 // downloads, the last stored and the failures.
-func StatusTable(w io.Writer, st *status.Fetcher) error {
+func StatusTable(w io.Writer, st *fetchstatus.Fetcher) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	ready := "yes"
 	if !st.Ready {

@@ -19,7 +19,7 @@ import (
 	"sync"
 	"time"
 
-	preflight "github.com/cdse-jetstream/receiver/internal/register/preflight/wire"
+	preflight "github.com/cdse-jetstream/receiver/internal/ingest/webhook/wire"
 
 	"github.com/cdse-jetstream/receiver/internal/platform/buildinfo"
 

@@ -111,8 +111,12 @@ func (c *completeRanges) status(ctx context.Context) *status.Complete {
 		st.NoRange = append(st.NoRange, status.NoRange{Interest: "*", Reason: "the state bucket cannot be read: " + err.Error()})
 		return st
 	}
-	st.Ranges = rs
-	st.NoRange = append(st.NoRange, none...)
+	for _, r := range rs {
+		st.Ranges = append(st.Ranges, status.Range{Interest: r.Scope, Event: r.Event, From: r.From, Until: r.Until})
+	}
+	for _, n := range none {
+		st.NoRange = append(st.NoRange, status.NoRange{Interest: n.Scope, Event: n.Event, Reason: n.Reason})
+	}
 	return st
 }
 

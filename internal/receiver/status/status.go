@@ -6,17 +6,17 @@ package status
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/cdse-jetstream/receiver/internal/platform/adminpage"
 )
 
 // Path is where the admin listener serves it.
-const Path = "/status"
+const Path = adminpage.StatusPath
 
 // Receiver is the receiver's view of itself.
 type Receiver struct {
@@ -201,29 +201,7 @@ type Stream struct {
 // Fetch reads a receiver's status from its admin base URL
 // (http://host:9090).
 func Fetch(ctx context.Context, client *http.Client, admin string) (*Receiver, error) {
-	return read[Receiver](ctx, client, admin, "receiver status")
-}
-
-// read is the status of what serves it at admin: what names it in errors.
-func read[T any](ctx context.Context, client *http.Client, admin, what string) (*T, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimRight(admin, "/")+Path, nil)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", what, err)
-	}
-	resp, err := client.Do(req)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", what, err)
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		b, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
-		return nil, fmt.Errorf("%s: %s answered %s: %s", what, req.URL, resp.Status, strings.TrimSpace(string(b)))
-	}
-	var v T
-	if err := json.NewDecoder(io.LimitReader(resp.Body, 1<<20)).Decode(&v); err != nil {
-		return nil, fmt.Errorf("%s: %s: %w", what, req.URL, err)
-	}
-	return &v, nil
+	return adminpage.Get[Receiver](ctx, client, admin, Path, "receiver status")
 }
 
 // Outcome is the check of `register status` of the complete ranges: ok

@@ -30,7 +30,7 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/cdse-jetstream/receiver/internal/register/preflight/wire"
+	"github.com/cdse-jetstream/receiver/internal/ingest/webhook/wire"
 )
 
 // DefaultTimeout bounds each check.

@@ -31,8 +31,8 @@ import (
 	"github.com/cdse-jetstream/receiver/internal/testkit/bins"
 	"github.com/cdse-jetstream/receiver/internal/testkit/publishtest"
 
+	"github.com/cdse-jetstream/receiver/internal/ingest/webhook/wire"
 	"github.com/cdse-jetstream/receiver/internal/register/preflight"
-	"github.com/cdse-jetstream/receiver/internal/register/preflight/wire"
 	"github.com/cdse-jetstream/receiver/internal/testkit/testcert"
 )
 

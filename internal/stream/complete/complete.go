@@ -28,7 +28,6 @@ import (
 	"github.com/sirupsen/logrus"
 
 	"github.com/cdse-jetstream/receiver/event"
-	"github.com/cdse-jetstream/receiver/internal/receiver/status"
 )
 
 // Scope is what a range is kept for: the product stream or an interest,
@@ -232,17 +231,30 @@ func (t *Tracker) Extend(ctx context.Context, s Scope, ev event.Kind, since, unt
 	return moved, err
 }
 
+// Range is one complete range of a scope and event: what the receiver's
+// /status shows (its own types there, mapped by the receiver: this
+// package serves the stream, not the admin page).
+type Range struct {
+	Scope, Event string
+	From, Until  time.Time
+}
+
+// NoRange is a scope and event without a range, and why.
+type NoRange struct {
+	Scope, Event, Reason string
+}
+
 // Ranges reads the ranges of the scopes from the state bucket, each event
 // a scope takes: those with a range, and the others (no pass has covered
 // them yet).
-func (t *Tracker) Ranges(ctx context.Context, scopes []Scope) ([]status.Range, []status.NoRange, error) {
+func (t *Tracker) Ranges(ctx context.Context, scopes []Scope) ([]Range, []NoRange, error) {
 	kv, err := t.st.State(ctx)
 	if err != nil {
 		return nil, nil, err
 	}
 	var (
-		rs   []status.Range
-		none []status.NoRange
+		rs   []Range
+		none []NoRange
 	)
 	for _, s := range scopes {
 		for _, ev := range s.Events {
@@ -252,11 +264,11 @@ func (t *Tracker) Ranges(ctx context.Context, scopes []Scope) ([]status.Range, [
 			}
 			switch {
 			case !ok:
-				none = append(none, status.NoRange{Interest: s.Name, Event: string(ev), Reason: "no reconcile pass has listed it yet"})
+				none = append(none, NoRange{Scope: s.Name, Event: string(ev), Reason: "no reconcile pass has listed it yet"})
 			case r.Filter != s.Filter:
-				none = append(none, status.NoRange{Interest: s.Name, Event: string(ev), Reason: "its filter changed: its range starts anew at the next reconcile pass"})
+				none = append(none, NoRange{Scope: s.Name, Event: string(ev), Reason: "its filter changed: its range starts anew at the next reconcile pass"})
 			default:
-				rs = append(rs, status.Range{Interest: s.Name, Event: string(ev), From: r.From.UTC(), Until: r.Until.UTC()})
+				rs = append(rs, Range{Scope: s.Name, Event: string(ev), From: r.From.UTC(), Until: r.Until.UTC()})
 			}
 		}
 	}

@@ -1,9 +1,14 @@
-package status
+// Package fetchstatus is what a running fetcher says about itself on its
+// admin port (GET /status): served by the fetcher, read by `fetcher
+// status`. It holds no secret.
+package fetchstatus
 
 import (
 	"context"
 	"net/http"
 	"time"
+
+	"github.com/cdse-jetstream/receiver/internal/platform/adminpage"
 )
 
 // Fetcher is what a running fetcher says about itself on its admin port
@@ -71,8 +76,8 @@ type Stored struct {
 	AlreadyThere bool `json:"alreadyThere,omitempty"`
 }
 
-// FetchFetcher reads a fetcher's status from its admin base URL
+// Read reads a fetcher's status from its admin base URL
 // (http://host:9091).
-func FetchFetcher(ctx context.Context, client *http.Client, admin string) (*Fetcher, error) {
-	return read[Fetcher](ctx, client, admin, "fetcher status")
+func Read(ctx context.Context, client *http.Client, admin string) (*Fetcher, error) {
+	return adminpage.Get[Fetcher](ctx, client, admin, adminpage.StatusPath, "fetcher status")
 }
