@@ -31,6 +31,7 @@ import (
 // redirects on its plain-HTTP port, and, restarted, serves the cached
 // certificate without a new order.
 func TestACMEEndToEnd(t *testing.T) {
+	t.Parallel()
 	const domain = "hooks.example.org"
 	ports := natstest.FreePorts(t, 2)
 	ca := pebbletest.Start(t, pebbletest.Options{Validity: 90 * 24 * time.Hour, TLSPort: ports[0], HTTPPort: ports[1]})

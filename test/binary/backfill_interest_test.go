@@ -25,6 +25,7 @@ import (
 // reading of l2a's subjects keeps it from storing a copy twice. A third
 // run stores nothing; a plain backfill afterwards neither.
 func TestBinaryBackfillInterest(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("builds and runs the binary")
 	}

@@ -72,6 +72,7 @@ func killWhenStored(t *testing.T, cmd *exec.Cmd, js jetstream.JetStream, n uint6
 // The stream's duplicate window is 1 s, so only the backfill's own check of
 // the stream keeps the later runs from publishing twice.
 func TestBinaryBackfill(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("builds and runs the binary")
 	}

@@ -32,6 +32,7 @@ import (
 // filter starts a new range for it, the other's goes on; a backfill of
 // that interest, from before its new range, extends it back.
 func TestBinaryCompleteRanges(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("builds and runs the binary")
 	}

@@ -30,6 +30,7 @@ import (
 // empty value is no value (it does not turn PULL on), and <NAME>_FILE
 // works in the file as in the environment.
 func TestConfigFileValuesAsWritten(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("builds and runs the binary")
 	}
@@ -67,6 +68,7 @@ func TestConfigFileValuesAsWritten(t *testing.T) {
 // TestBareBooleanFlag: `receiver --pprof --config FILE` turns profiling on
 // and reads the file; the boolean does not swallow the next argument.
 func TestBareBooleanFlag(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("builds and runs the binary")
 	}
@@ -144,6 +146,7 @@ func hungServer(t *testing.T) (url string, accepted chan struct{}) {
 // connection and never answers must not keep the receiver from ending on
 // SIGTERM, well inside Kubernetes' 30 s grace period.
 func TestSIGTERMWithHungIdentityProvider(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("builds and runs the binary")
 	}
@@ -174,6 +177,7 @@ func TestSIGTERMWithHungIdentityProvider(t *testing.T) {
 // rate-limited reconcile pass runs (register status and its CronJob read
 // it with a timeout).
 func TestStatusDuringReconcilePass(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("builds and runs the binary")
 	}
@@ -212,6 +216,7 @@ func TestStatusDuringReconcilePass(t *testing.T) {
 // would, so a subject template the server refuses is refused by them too
 // (exit 2, naming the setting), never replaced by the default.
 func TestCommandsRefuseBadTemplate(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("builds and runs the binary")
 	}
@@ -233,6 +238,7 @@ func TestCommandsRefuseBadTemplate(t *testing.T) {
 // 100 MB reads one body at a time; the command's peak memory stays far
 // below what it holds.
 func TestQuarantineReadBoundedMemory(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("builds and runs the binary")
 	}

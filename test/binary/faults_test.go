@@ -196,6 +196,7 @@ func (l *ledger) check(t *testing.T, stored map[string]int, where string) (acked
 // TestCrashUnderLoad kills the receiver (SIGKILL) mid-load at several
 // points, restarts it on the same data directory and goes on sending.
 func TestCrashUnderLoad(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("runs the binary under load")
 	}
@@ -238,6 +239,7 @@ func TestCrashUnderLoad(t *testing.T) {
 // TestGracefulShutdownUnderLoad: SIGTERM during load; requests in flight get
 // their true answer, the process exits in time, nothing acknowledged is lost.
 func TestGracefulShutdownUnderLoad(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("runs the binary under load")
 	}

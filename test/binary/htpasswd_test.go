@@ -16,6 +16,7 @@ import (
 // line accepts the password; a short password or a bad user is a usage
 // error.
 func TestBinaryHtpasswd(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("builds and runs the binary")
 	}

@@ -55,6 +55,7 @@ func tail(s string) string {
 // refuses it, naming the position, keeps running and routes with the last
 // good interests. It used to die of a stack overflow.
 func TestReloadRefusesDeeplyNestedFilter(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("builds and runs the binary")
 	}
@@ -123,6 +124,7 @@ func TestReloadRefusesDeeplyNestedFilter(t *testing.T) {
 // file exits 2 naming the interest and the position, at once (it used to
 // die of a stack overflow, which also exits 2).
 func TestInterestsCheckRefusesDeeplyNestedFilter(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("builds and runs the binary")
 	}
@@ -152,6 +154,7 @@ func TestInterestsCheckRefusesDeeplyNestedFilter(t *testing.T) {
 // end; it used to catch the signal and go on (for 30 minutes on a
 // pathological filter).
 func TestInterestsCheckEndsOnSIGTERM(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("builds and runs the binary")
 	}

@@ -47,6 +47,7 @@ func receiverBin(t testing.TB) string {
 const testVersion = "v0.0.0-test"
 
 func TestBinaryVersion(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("builds and runs the binary")
 	}
@@ -198,6 +199,7 @@ func (p *proc) stop(t *testing.T) {
 }
 
 func TestBinaryEndToEnd(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("builds and runs the binary")
 	}
@@ -295,6 +297,7 @@ func TestBinaryEndToEnd(t *testing.T) {
 }
 
 func TestBinaryRefusesToStartWithoutCredentials(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("builds and runs the binary")
 	}

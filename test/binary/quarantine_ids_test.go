@@ -16,6 +16,7 @@ import (
 // quarantine is said (exit 1) without stopping the others. Before, `replay
 // 1` was an unknown command and nothing could drop a body.
 func TestBinaryQuarantineByID(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("builds and runs the binary")
 	}

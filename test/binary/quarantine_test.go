@@ -79,6 +79,7 @@ func listQuarantine(t *testing.T, env []string) []listed {
 // body is kept, listed, shown byte for byte, not replayed while it is still
 // invalid, and consumers cannot write into the quarantine.
 func TestBinaryQuarantineRefused(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("builds and runs the binary")
 	}
@@ -142,6 +143,7 @@ func TestBinaryQuarantineRefused(t *testing.T) {
 // published by a replay with this version, exactly once, and leave the
 // quarantine; --dry-run changes nothing; a second replay finds nothing.
 func TestBinaryQuarantineReplay(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("builds and runs the binary")
 	}

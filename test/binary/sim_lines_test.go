@@ -14,6 +14,7 @@ import (
 // needs as a NAME=value line to paste (issue 38 item 4), the download
 // host's too, whether it serves downloads itself or on --download-addr.
 func TestSimPrintsEveryURLToExport(t *testing.T) {
+	t.Parallel()
 	bin := bins.Build(t, "github.com/cdse-jetstream/receiver/cmd/cdse-sim")
 	for _, tc := range []struct {
 		name string

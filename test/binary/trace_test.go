@@ -62,6 +62,7 @@ func runTrace(t *testing.T, env []string, args ...string) (traced, string, int) 
 // events once its stream exists (none before is no error); and says "not
 // found" with exit 1.
 func TestTrace(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("builds and runs the binary")
 	}
@@ -163,6 +164,7 @@ func TestTrace(t *testing.T) {
 // the quarantine a few bodies at a time, and still finds the product in
 // a refused body that names it only in its bytes.
 func TestTraceBoundedMemory(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("builds and runs the binary")
 	}

@@ -12,6 +12,7 @@ import (
 // same key in the YAML file is refused); Kubernetes' service links and the
 // variables other binaries of ours read are not.
 func TestBinaryWarnsOfUnknownVariables(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("builds and runs the binary")
 	}
@@ -33,6 +34,7 @@ func TestBinaryWarnsOfUnknownVariables(t *testing.T) {
 // resembles (issue 38 item 8), in each binary that requires settings; the
 // warning at start came only once everything else was valid.
 func TestRequiredVariableMisspelt(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("builds and runs the binaries")
 	}

@@ -74,6 +74,7 @@ func notFound(t *testing.T, w *world, p *cdsesim.Product) {
 // the failed event is gone: a second retry finds nothing, and the product
 // stream holds one retry of it.
 func TestFailedListShowDropRetry(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	ps := w.sim.Generate(cdsesim.Sentinel2, 2)
 	kept, dropped := ps[0], ps[1]
@@ -224,6 +225,7 @@ func retries(t *testing.T, w *world) int {
 // consumer is gone) is refused, exit 1, and the failed event is kept: it
 // is never removed for a message nobody reads.
 func TestFailedRetryNeedsItsConsumer(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	p := w.sim.Generate(cdsesim.Sentinel2, 1)[0]
 	notFound(t, w, p)
@@ -259,6 +261,7 @@ func TestFailedRetryNeedsItsConsumer(t *testing.T) {
 // CDSE_FETCHED, nothing more: internal/stream/embedded's tests), and the retried
 // product is fetched.
 func TestFailedWithTheEmbeddedFetcherLogin(t *testing.T) {
+	t.Parallel()
 	w := startWorld(t, true)
 	ps := w.sim.Generate(cdsesim.Sentinel2, 2)
 	for _, p := range ps {
@@ -302,6 +305,7 @@ func TestFailedWithTheEmbeddedFetcherLogin(t *testing.T) {
 // the fetcher's rights. With the fetcher's login the dry runs pass, and
 // neither queues nor removes anything.
 func TestFailedRetryDryRunChecksTheRights(t *testing.T) {
+	t.Parallel()
 	w := startWorld(t, true)
 	p := w.sim.Generate(cdsesim.Sentinel2, 1)[0]
 	notFound(t, w, p)

@@ -330,6 +330,7 @@ func products(t *testing.T, w *world) (good []*cdsesim.Product, bad *cdsesim.Pro
 }
 
 func TestFetchIntoS3(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	store := s3test.Start(t)
 	env := store.Env()
@@ -376,6 +377,7 @@ func TestFetchIntoS3(t *testing.T) {
 }
 
 func TestFetchIntoDirectory(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	dir := t.TempDir()
 	good, bad := products(t, w)
@@ -411,6 +413,7 @@ func TestFetchIntoDirectory(t *testing.T) {
 // that user, declares its stream, consumes the product stream and stores
 // every product once (before, the embedded server refused it the stream).
 func TestFetchBesideTheEmbeddedServer(t *testing.T) {
+	t.Parallel()
 	w := startWorld(t, true)
 	dir := t.TempDir()
 	good, bad := products(t, w)
@@ -431,6 +434,7 @@ func TestFetchBesideTheEmbeddedServer(t *testing.T) {
 // (NATS's MaxAckPending is the deployment-wide cap); each product is
 // fetched once.
 func TestReplicasKeepTheCap(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	w.sim.SetDownloadRate(4 << 20) // 1 MiB products: a quarter second each, so downloads overlap
 	good := w.sim.GenerateWith(cdsesim.Sentinel2, 12, func(p *cdsesim.Product) { p.ContentLength = 1 << 20 })
@@ -456,6 +460,7 @@ func TestReplicasKeepTheCap(t *testing.T) {
 // TestGetOneProduct: fetcher get stores one product by hand, under the
 // server's key, without NATS.
 func TestGetOneProduct(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	p := w.sim.Generate(cdsesim.Sentinel2, 1)[0]
 	dir := t.TempDir()
@@ -486,6 +491,7 @@ func TestGetOneProduct(t *testing.T) {
 // TestHelpAndUsage: --help names the settings; a wrong configuration is
 // exit 2 with every problem named.
 func TestHelpAndUsage(t *testing.T) {
+	t.Parallel()
 	bin := bins.Build(t, "github.com/cdse-jetstream/receiver/cmd/fetcher")
 	code, out, _ := bins.Run(t, bin, nil, "--help")
 	for _, want := range []string{"FETCH_TARGET", "FETCH_CONCURRENCY", "CDSE_PASSWORD", "--target", "get", "docs/fetching.md"} {
@@ -507,6 +513,7 @@ func TestHelpAndUsage(t *testing.T) {
 // delivery, once; its deleted event, with FETCH_ON_DELETE=delete, removes
 // the object and is published.
 func TestTransientThenDeleted(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	p := w.sim.Generate(cdsesim.Sentinel2, 1)[0]
 	if err := w.sim.AddFault(cdsesim.Fault{Kind: cdsesim.FaultStatus, Status: 503, Product: p.ID, Count: 4}); err != nil {
@@ -540,6 +547,7 @@ func TestTransientThenDeleted(t *testing.T) {
 // ends the fetcher within FETCH_SHUTDOWN_TIMEOUT and a bound; the product
 // is not lost: another fetcher stores it, once.
 func TestSIGTERMCutsAndAnotherReplicaFinishes(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	w.sim.SetDownloadRate(256 << 10) // 2 MiB: 8 s
 	p := w.sim.GenerateWith(cdsesim.Sentinel2, 1, func(p *cdsesim.Product) { p.ContentLength = 2 << 20 })[0]

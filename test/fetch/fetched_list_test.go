@@ -39,6 +39,7 @@ func productType(p *cdsesim.Product) string {
 // product, where it is stored, its size, verified or not; --since,
 // --product-type and --interest select; -o json prints them whole.
 func TestFetchedList(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	s1 := w.sim.Generate(cdsesim.Sentinel1, 1)[0]
 	s2 := w.sim.Generate(cdsesim.Sentinel2, 1)[0]

@@ -17,6 +17,7 @@ import (
 // once. Before, its first in-progress ack after the resume was accepted
 // (the server does not tell deliveries apart) and it carried on.
 func TestFrozenPastTheAckWaitStopsItsDownload(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	w.sim.SetDownloadRate(256 << 10)
 	const size = 8 << 20 // 32 s at 256 KiB/s: still running at the resume

@@ -69,6 +69,7 @@ var countdown = regexp.MustCompile(`stopping: 1 downloads? running, cut in (\d+)
 // ignored): the fetcher exits within a few seconds, its partial file
 // kept, and the log says the download resumes from it (issue 38 item 7).
 func TestCtrlCTwiceIntoDirectory(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	const size = 16 << 20
 	w.sim.SetDownloadRate(512 << 10) // 32 s
@@ -110,6 +111,7 @@ func TestCtrlCTwiceIntoDirectory(t *testing.T) {
 // product restarts from the start on redelivery: S3 keeps no partial
 // across processes (it used to say they resume).
 func TestCtrlCTwiceIntoS3(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	store := s3test.Start(t)
 	w.sim.SetDownloadRate(1 << 20) // the first 5 MiB part in 5 s; 40 s in all
@@ -143,6 +145,7 @@ func TestCtrlCTwiceIntoS3(t *testing.T) {
 // into S3, that it starts over, the multipart upload aborted. It used to
 // say only "context canceled".
 func TestGetInterrupted(t *testing.T) {
+	t.Parallel()
 	bin := bins.Build(t, "github.com/cdse-jetstream/receiver/cmd/fetcher")
 	store := s3test.Start(t)
 	for _, tc := range []struct {

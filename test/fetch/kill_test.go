@@ -18,6 +18,7 @@ import (
 // once, verified, and the bytes the download host sent for it add up to
 // less than 1.5 times its size.
 func TestKill9ResumesFromThePartial(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	const size = 16 << 20
 	w.sim.SetDownloadRate(2 << 20) // 8 s for the whole product

@@ -12,6 +12,7 @@ import (
 // whose bytes changed (a reprocessing: new length and checksums) is
 // downloaded again and the object replaced.
 func TestModifiedEvents(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	p := w.sim.GenerateWith(cdsesim.Sentinel2, 1, func(p *cdsesim.Product) { p.ContentLength = 1 << 20 })[0]
 	dir := t.TempDir()

@@ -32,6 +32,7 @@ func waitLog(t *testing.T, logs *bins.SyncBuffer, want string, d time.Duration) 
 // to which user, and which setting to fix, rather than retrying on a
 // timeout or a client's buffer error.
 func TestStartUpErrorsNameTheSetting(t *testing.T) {
+	t.Parallel()
 	w := startWorld(t, true)
 	for _, tc := range []struct {
 		name  string
@@ -79,6 +80,7 @@ func TestStartUpErrorsNameTheSetting(t *testing.T) {
 // fetcher beside the first) says which setting to change (issue 38 item
 // 9), and exits 1.
 func TestAdminPortInUse(t *testing.T) {
+	t.Parallel()
 	taken, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -119,6 +121,7 @@ func runBounded(t *testing.T, bin string, env map[string]string, d time.Duration
 // costs time, and on EC2 a role the user never chose is no login of
 // theirs.
 func TestS3WithoutCredentials(t *testing.T) {
+	t.Parallel()
 	bin := bins.Build(t, "github.com/cdse-jetstream/receiver/cmd/fetcher")
 	for _, tc := range []struct {
 		name      string

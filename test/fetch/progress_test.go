@@ -22,6 +22,7 @@ import (
 // (bytes of the size, rate, time left) elsewhere; stdout keeps the
 // result alone.
 func TestGetShowsProgress(t *testing.T) {
+	t.Parallel()
 	const size = 6 << 20
 	tests := []struct {
 		name     string

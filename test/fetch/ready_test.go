@@ -19,6 +19,7 @@ import (
 // not ready, and /readyz says why (the probe write's NoSuchBucket), where
 // a lookup alone passed; the bucket made, it becomes ready by itself.
 func TestNotReadyUntilTheBucketExists(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	store := s3test.Start(t)
 	env := store.Env()

@@ -33,6 +33,7 @@ func fetcherStatus(t *testing.T, admin, what string, ok func(*fetchstatus.Fetche
 // consumer's events; ready), and `fetcher status` prints it as a table,
 // JSON or YAML from FETCH_ADMIN_ADDR.
 func TestFetcherStatus(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	good := w.sim.GenerateWith(cdsesim.Sentinel2, 1, func(p *cdsesim.Product) { p.ContentLength = 1 << 20 })[0]
 	gone := w.sim.Generate(cdsesim.Sentinel2, 1)[0]

@@ -20,6 +20,7 @@ import (
 // second waits for the first and finds the object stored. The chaos run
 // found the product on two connections at once.
 func TestTwoEventsOfOneProductDownloadOnce(t *testing.T) {
+	t.Parallel()
 	w, env, p, modified := twoEvents(t, 4<<20) // 2 s
 	w.notify(t, p)
 	w.notifyEvent(t, "modified", modified)
@@ -50,6 +51,7 @@ func TestTwoEventsOfOneProductDownloadOnce(t *testing.T) {
 // pulls first, A (two slots) after it, so B takes the created event and
 // pulls again behind A, and A takes the modified event.
 func TestTwoReplicasDownloadOneProductOnce(t *testing.T) {
+	t.Parallel()
 	w, env, p, modified := twoEvents(t, 6<<20) // 3 s
 
 	waiting := func(n int) {
