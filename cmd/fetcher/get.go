@@ -13,6 +13,7 @@ import (
 	"github.com/cdse-jetstream/receiver/internal/fetcher/fetch"
 	"github.com/cdse-jetstream/receiver/internal/fetcher/fetchconfig"
 	"github.com/cdse-jetstream/receiver/internal/fetcher/fetchview"
+	"github.com/cdse-jetstream/receiver/internal/fetcher/target"
 	"github.com/cdse-jetstream/receiver/internal/platform/cli"
 	"github.com/cdse-jetstream/receiver/internal/platform/logging"
 )
@@ -83,7 +84,7 @@ Exit codes: 0 ok, 1 error, 2 usage.`,
 
 // interrupted is the error of a get cut by Ctrl-C (err): whether a rerun
 // resumes, which is what the user weighs before pressing it again.
-func interrupted(t fetch.Target, key, id string, err error) error {
+func interrupted(t target.Target, key, id string, err error) error {
 	held, keeps := t.Partial(key)
 	switch {
 	case !keeps:

@@ -9,6 +9,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"os"
 	"os/signal"
 	"syscall"
@@ -17,6 +18,7 @@ import (
 	// CA roots for an image without a system store, as the receiver's.
 	_ "golang.org/x/crypto/x509roots/fallback"
 
+	"github.com/cdse-jetstream/receiver/internal/fetcher"
 	"github.com/cdse-jetstream/receiver/internal/fetcher/fetchconfig"
 	"github.com/cdse-jetstream/receiver/internal/platform/cli"
 	"github.com/cdse-jetstream/receiver/internal/platform/settings"
@@ -86,7 +88,13 @@ func secretsList() string { return settings.SecretsHelp(fetchconfig.Settings()) 
 
 // load reads and validates the settings of cmd.
 func load(cmd *cobra.Command, getenv func(string) string, configFile string) (fetchconfig.Config, error) {
-	return loadWith(cmd, getenv, configFile, fetchconfig.Config.Validate)
+	return loadWith(cmd, getenv, configFile, validate)
+}
+
+// validate is every problem of the settings at once: fetchconfig's, and
+// what FETCH_TARGET's scheme needs (the fetcher's scheme table).
+func validate(c fetchconfig.Config) error {
+	return errors.Join(c.Validate(), fetcher.CheckTarget(c.Target))
 }
 
 // loadWith is load with the validation the command needs.

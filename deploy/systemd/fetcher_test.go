@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cdse-jetstream/receiver/internal/fetcher/fetch"
 	"github.com/cdse-jetstream/receiver/internal/fetcher/fetchconfig"
+	s3target "github.com/cdse-jetstream/receiver/internal/fetcher/target/s3"
 	"github.com/cdse-jetstream/receiver/internal/receiver/config"
 )
 
@@ -25,7 +25,7 @@ const (
 	fetcherCredentials = "/run/credentials/" + fetcherUnitFile + "/"
 )
 
-// awsNames are the variables of the S3 target (fetch.S3OptionsFromEnv),
+// awsNames are the variables of the S3 target (s3target.OptionsFromEnv),
 // which are not the fetcher's settings; true: a secret, from its _FILE.
 var awsNames = map[string]bool{
 	"AWS_ENDPOINT_URL_S3": false, "AWS_ENDPOINT_URL": false, "AWS_REGION": false,
@@ -272,7 +272,7 @@ func TestTheFetcherLoadsTheExample(t *testing.T) {
 		if err := c.Validate(); err != nil {
 			t.Fatalf("the fetcher refuses the example: %v", err)
 		}
-		if _, err := fetch.S3OptionsFromEnv(getenv); err != nil {
+		if _, err := s3target.OptionsFromEnv(getenv); err != nil {
 			t.Fatalf("the S3 settings: %v", err)
 		}
 		return c
@@ -293,7 +293,7 @@ func TestTheFetcherLoadsTheExample(t *testing.T) {
 	if !strings.HasPrefix(c.Target, "s3://") {
 		t.Errorf("the S3 lines: target %q", c.Target)
 	}
-	o, err := fetch.S3OptionsFromEnv(func(name string) string { return s3[name] })
+	o, err := s3target.OptionsFromEnv(func(name string) string { return s3[name] })
 	if err != nil || o.AccessKeyID == "" || !strings.HasPrefix(o.SecretAccessKey, "a-long-password-for-") || o.Endpoint == "" || c.S3PathStyleOption() == nil {
 		t.Errorf("the S3 lines: %+v, path style %q, %v", o, c.S3PathStyle, err)
 	}

@@ -30,6 +30,7 @@ import (
 	"github.com/cdse-jetstream/receiver/internal/cdse/cdselogin"
 	"github.com/cdse-jetstream/receiver/internal/fetcher/fetch"
 	"github.com/cdse-jetstream/receiver/internal/fetcher/fetchconfig"
+	"github.com/cdse-jetstream/receiver/internal/fetcher/target"
 	"github.com/cdse-jetstream/receiver/internal/platform/retry"
 	"github.com/cdse-jetstream/receiver/internal/stream/natsconn"
 	"github.com/cdse-jetstream/receiver/internal/stream/topology"
@@ -49,7 +50,7 @@ type Engine interface {
 // Parts are what a fetcher runs with; Build makes them from the settings.
 type Parts struct {
 	Engine Engine
-	Target fetch.Target
+	Target target.Target
 	// Catalogue reads a product's entity (fetcher get).
 	Catalogue *catalogclient.Client
 }
@@ -58,14 +59,9 @@ type Parts struct {
 // getenv reads the AWS_* settings of an S3 target; tune adjusts the
 // engine's options (fetcher get's progress interval).
 func Build(ctx context.Context, cfg fetchconfig.Config, getenv func(string) string, reg prometheus.Registerer, log logrus.FieldLogger, tune ...func(*fetch.Options)) (Parts, error) {
-	s3, err := fetch.S3OptionsFromEnv(getenv)
+	target, err := OpenTarget(ctx, cfg, getenv)
 	if err != nil {
-		return Parts{}, fmt.Errorf("S3 settings: %w", err)
-	}
-	s3.PathStyle, s3.PartSize, s3.Concurrency = cfg.S3PathStyleOption(), cfg.S3PartSize, cfg.S3Concurrency
-	target, err := fetch.ParseTarget(ctx, cfg.Target, fetch.TargetOptions{S3: s3, DiskReserve: cfg.DiskReserve})
-	if err != nil {
-		return Parts{}, fmt.Errorf("FETCH_TARGET: %w", err)
+		return Parts{}, err
 	}
 	tokens := cdselogin.NewPasswordSource(cdselogin.PasswordConfig{TokenURL: cfg.CDSETokenURL, ClientID: cfg.CDSEClientID,
 		Username: cfg.CDSEUsername, Password: cfg.CDSEPassword, TOTP: cfg.CDSETOTP})
@@ -719,7 +715,7 @@ func (a *App) fetch(ctx context.Context, log logrus.FieldLogger, m jetstream.Msg
 			}
 		}
 		res, err := a.parts.Engine.Fetch(ctx, ProductOf(n), key, nil)
-		if errors.Is(err, fetch.ErrNoSpace) && !fetch.Permanent(err) && ctx.Err() == nil {
+		if errors.Is(err, target.ErrNoSpace) && !fetch.Permanent(err) && ctx.Err() == nil {
 			a.pauseNoSpace(ctx, n.ContentLength, err)
 			continue
 		}

@@ -13,7 +13,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/cdse-jetstream/receiver/internal/fetcher/fetch"
+	"github.com/cdse-jetstream/receiver/internal/fetcher/target/file"
 	"github.com/cdse-jetstream/receiver/internal/platform/retry"
 )
 
@@ -146,7 +146,7 @@ type Checker interface {
 	Space() (freeBeyondReserve int64, err error)
 }
 
-var _ Checker = (*fetch.FileTarget)(nil)
+var _ Checker = (*file.Target)(nil)
 
 // checks runs the background checks until ctx ends.
 func (a *App) checks(ctx context.Context) {

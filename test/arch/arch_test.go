@@ -28,9 +28,9 @@ const module = "github.com/cdse-jetstream/receiver"
 var layers = [][]string{
 	{"event", "internal/platform/buildinfo", "internal/platform/jsonscan", "internal/ingest/source", "internal/platform/retry", "internal/ingest/webhook/wire", "internal/platform/tlsreload", "internal/platform/logging",
 		"internal/cdse", "internal/cdse/versions", "internal/receiver/acmerules", "internal/platform/redact", "internal/platform/settings", "internal/platform/proclimit",
-		"internal/platform/adminpage", "internal/cdse/manifest"},
+		"internal/platform/adminpage", "internal/cdse/manifest", "internal/fetcher/target"},
 	{"internal/cdse/notification", "internal/platform/cli", "internal/receiver/status", "internal/register/preflight", "internal/cdse/stac", "internal/fetcher/fetchconfig", "internal/fetcher/fetch",
-		"internal/fetcher/fetchstatus"},
+		"internal/fetcher/fetchstatus", "internal/fetcher/target/file", "internal/fetcher/target/s3"},
 	{"internal/stream/publish", "internal/stream/natsconn", "internal/stream/topology", "internal/receiver/auth", "internal/cdse/cdselogin", "internal/cdse/catalogclient", "internal/cdse/productfilter", "internal/receiver/acme",
 		"internal/fetcher/fetchview", "internal/fetcher/stacitem"},
 	{"internal/stream/embedded", "internal/ingest", "internal/cdse/cdsesim", "internal/ingest/interestfile", "internal/stream/complete"},
@@ -52,7 +52,6 @@ var large = map[string]string{
 	"cmd/fetcher":                 "the fetcher binary's command line: its verbs (serve, get, status, failed list/show/retry/drop, fetched list), one a file, over the failed and fetched events' store they share",
 	"internal/cdse/cdsesim":       "the stand-in for the live catalogue and its identity provider, one remote service as users see it",
 	"internal/cdse/notification":  "one catalogue notification body read as the receiver must: its JSON validated in one walk (UTF-8, duplicates, depth), the few members it routes by, and where the members a filter reads lie, noted on the way",
-	"internal/fetcher/fetch":      "one download, from the socket to a verified object: its retries, the token's redirect rule, resume, and the two targets (a directory, S3) it commits into, which share the upload's contract with the download",
 	"internal/cdse/productfilter": "the catalogue's $filter language over one product: its grammar, its evaluation (real geometry included) and the view of a product it reads; the simulator and the receiver share it so they cannot disagree",
 }
 
@@ -127,6 +126,27 @@ func TestWingRootsHoldNoCodeButTheirOwn(t *testing.T) {
 		if wingOf(p.ImportPath) == p.ImportPath && len(p.GoFiles) > 0 && !slices.Contains(withCode, p.ImportPath) {
 			t.Errorf("%s holds code at a wing's root: move it into a package of the wing", p.ImportPath)
 		}
+	}
+}
+
+// TestRegisterLinksNoS3: register (doctor) uses the fetcher's engine, not
+// its targets: the AWS SDK is linked only into the fetcher, where an S3
+// target is built (the scheme table, internal/fetcher).
+func TestRegisterLinksNoS3(t *testing.T) {
+	found := false
+	for _, p := range packages(t) {
+		if p.ImportPath != "cmd/register" {
+			continue
+		}
+		found = true
+		for _, d := range p.Deps {
+			if strings.HasPrefix(d, "github.com/aws/") || d == module+"/internal/fetcher/target/s3" {
+				t.Errorf("cmd/register depends on %s", d)
+			}
+		}
+	}
+	if !found {
+		t.Fatal("no cmd/register package")
 	}
 }
 

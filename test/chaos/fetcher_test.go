@@ -25,7 +25,8 @@ import (
 	"github.com/zeebo/blake3"
 
 	"github.com/cdse-jetstream/receiver/internal/cdse/cdsesim"
-	"github.com/cdse-jetstream/receiver/internal/fetcher/fetch"
+	"github.com/cdse-jetstream/receiver/internal/fetcher"
+	"github.com/cdse-jetstream/receiver/internal/fetcher/fetchconfig"
 	"github.com/cdse-jetstream/receiver/internal/testkit/natsproc"
 	"github.com/cdse-jetstream/receiver/internal/testkit/natstest"
 	"github.com/cdse-jetstream/receiver/internal/testkit/s3test"
@@ -817,7 +818,7 @@ func (fs *fetchSide) leftovers() ([]string, error) {
 	return out, nil
 }
 
-// sweep runs the fetcher's own sweep of stale partials (fetch.Target's
+// sweep runs the fetcher's own sweep of stale partials (target.Target's
 // SweepPartials, which a replica runs at start and hourly) over the
 // target, with every replica stopped: FETCH_PARTIAL_MAX_AGE cannot be
 // under an hour, so a replica's start would sweep nothing this young;
@@ -825,16 +826,13 @@ func (fs *fetchSide) leftovers() ([]string, error) {
 func (fs *fetchSide) sweep() (int, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	var o fetch.TargetOptions
+	env := map[string]string{}
 	if fs.store != nil {
-		env := fs.store.Env()
-		s3o, err := fetch.S3OptionsFromEnv(func(k string) string { return env[k] })
-		if err != nil {
-			return 0, err
-		}
-		o.S3 = s3o
+		env = fs.store.Env()
 	}
-	tgt, err := fetch.ParseTarget(ctx, fs.target, o)
+	cfg := fetchconfig.Default()
+	cfg.Target = fs.target
+	tgt, err := fetcher.OpenTarget(ctx, cfg, func(k string) string { return env[k] })
 	if err != nil {
 		return 0, err
 	}

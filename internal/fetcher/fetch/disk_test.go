@@ -13,12 +13,14 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/cdse-jetstream/receiver/internal/fetcher/target"
+	"github.com/cdse-jetstream/receiver/internal/fetcher/target/file"
 	"github.com/cdse-jetstream/receiver/internal/testkit/mountns"
 )
 
 // TestDiskReserve, on a real 16 MiB tmpfs with a 4 MiB reserve: a
 // product that can never fit is a permanent failure before any request;
-// one that does not fit now is ErrNoSpace (not permanent: the fetcher
+// one that does not fit now is target.ErrNoSpace (not permanent: the fetcher
 // pauses); a body of unknown length stops before the reserve, for good,
 // its partial removed: the file system never fills.
 func TestDiskReserve(t *testing.T) {
@@ -38,7 +40,7 @@ func TestDiskReserve(t *testing.T) {
 		}
 	}
 	fe, _ := hostile(t, srv, nil)
-	tgt, err := NewFileTarget(dir, reserve)
+	tgt, err := file.New(dir, reserve)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -49,7 +51,7 @@ func TestDiskReserve(t *testing.T) {
 	ctx := ctxFor(t, 30*time.Second)
 
 	_, err = fe.Fetch(ctx, Product{ID: "a", Name: "big.SAFE", ContentLength: 20 << 20}, "big.SAFE.zip", nil)
-	if !errors.Is(err, ErrTargetTooSmall) || !Permanent(err) {
+	if !errors.Is(err, target.ErrTargetTooSmall) || !Permanent(err) {
 		t.Errorf("larger than the file system less the reserve: %v", err)
 	}
 	// 6 MiB taken by something else: 10 MiB free, 6 beyond the reserve.
@@ -57,7 +59,7 @@ func TestDiskReserve(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err = fe.Fetch(ctx, Product{ID: "b", Name: "mid.SAFE", ContentLength: 8 << 20}, "mid.SAFE.zip", nil)
-	if !errors.Is(err, ErrNoSpace) || Permanent(err) {
+	if !errors.Is(err, target.ErrNoSpace) || Permanent(err) {
 		t.Errorf("not room now: %v", err)
 	}
 	if requests != 0 {
@@ -74,42 +76,10 @@ func TestDiskReserve(t *testing.T) {
 	if free := int64(st.Bavail) * int64(st.Bsize); free < reserve {
 		t.Errorf("%d bytes free, less than the reserve", free)
 	}
-	left, _ := filepath.Glob(filepath.Join(dir, partialDir, "*.part"))
+	left, _ := filepath.Glob(filepath.Join(dir, ".partial", "*.part"))
 	for _, l := range left {
 		if fi, err := os.Stat(l); err == nil && fi.Size() > 0 && strings.Contains(l, "endless") {
 			t.Errorf("the partial of a product of unknown length is kept: %s", l)
 		}
-	}
-}
-
-// TestTargetMoved: a directory target whose volume is unmounted (the
-// mount point left on the disk below) fails Check.
-func TestTargetMoved(t *testing.T) {
-	dir, here := mountns.Tmpfs(t, "4m")
-	if !here {
-		return
-	}
-	tgt, err := NewFileTarget(dir, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ck := tgt.(*FileTarget)
-	if err := ck.Check(); err != nil {
-		t.Fatalf("at start: %v", err)
-	}
-	if err := syscall.Unmount(dir, 0); err != nil {
-		t.Fatal(err)
-	}
-	if err := ck.Check(); err == nil || !strings.Contains(err.Error(), "not mounted") {
-		t.Errorf("unmounted: %v", err)
-	}
-	// Mounted again: taken back (a tmpfs mounted anew may get the
-	// same anonymous device number, so "another file system" is not
-	// told from "the same one back": the device is the identity).
-	if err := syscall.Mount("tmpfs", dir, "tmpfs", 0, "size=4m"); err != nil {
-		t.Fatal(err)
-	}
-	if err := ck.Check(); err != nil {
-		t.Logf("mounted anew on another device: %v", err)
 	}
 }

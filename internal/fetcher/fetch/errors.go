@@ -2,13 +2,14 @@ package fetch
 
 import (
 	"errors"
-	"fmt"
-	"syscall"
+
+	"github.com/cdse-jetstream/receiver/internal/fetcher/target"
 )
 
 // The errors of a Fetch, each wrapped with %w under the detail of the
 // case: errors.Is(err, fetch.ErrOffline) says what happened, Permanent
-// whether a later try (a redelivery) could do better.
+// whether a later try (a redelivery) could do better; the target's are
+// in internal/fetcher/target.
 var (
 	// ErrOffline: the product is offline (Product.Online false, or the
 	// download service's 409); it must be ordered, a retry does not help.
@@ -22,13 +23,6 @@ var (
 	// ErrUnverifiable: no usable checksum in the notification nor the
 	// catalogue, and Options.RequireChecksum refuses to store it.
 	ErrUnverifiable = errors.New("fetch: no checksum to verify the product")
-	// ErrNoSpace: the target has not the room for the product now
-	// (beyond its reserve); the partial is kept, and room may be made:
-	// not permanent (the fetcher pauses until there is room).
-	ErrNoSpace = errors.New("fetch: no space left in the target")
-	// ErrTargetTooSmall: the product is larger than the target's whole
-	// file system less its reserve: it can never fit.
-	ErrTargetTooSmall = errors.New("fetch: the product is larger than the target can ever hold")
 	// ErrTooLarge: the download service sent more bytes than the
 	// product's ContentLength, or, without a length, more than
 	// Options.MaxUnknownSize or than the target's free space.
@@ -36,29 +30,10 @@ var (
 	// ErrAttempts: Options.MaxAttempts tries failed; it wraps the last
 	// error, which says why.
 	ErrAttempts = errors.New("fetch: attempts exhausted")
-	// ErrBadName: the product's name or the key is not made of safe
-	// path elements (SafeName): refused before any request. Its text
-	// is the failed event's reason, "unsafe name: <why>".
-	ErrBadName = errors.New("unsafe name")
 	// ErrTooSlow: the download averaged less than Options.MinRate; its
 	// partial is kept to resume later (not permanent).
 	ErrTooSlow = errors.New("fetch: download too slow")
-	// ErrLocked: Target.Open found the key's partial in use by another
-	// fetch.
-	ErrLocked = errors.New("fetch: the key is being downloaded by another fetch")
-	// ErrTargetRefused: the target refuses the object in a way a retry
-	// cannot change (a name too long for its file system, a read-only
-	// file system).
-	ErrTargetRefused = errors.New("fetch: the target refuses the object")
 )
-
-// targetErr marks the target's errors that no retry can mend.
-func targetErr(err error) error {
-	if errors.Is(err, syscall.ENAMETOOLONG) || errors.Is(err, syscall.EROFS) {
-		return fmt.Errorf("%w: %w", ErrTargetRefused, err)
-	}
-	return err
-}
 
 // Permanent reports whether err is not worth retrying later: the same
 // Fetch would fail the same way (the product is offline, gone, its bytes
@@ -69,7 +44,7 @@ func Permanent(err error) bool {
 	if errors.Is(err, ErrAttempts) {
 		return false
 	}
-	for _, p := range []error{ErrOffline, ErrNotFound, ErrChecksum, ErrUnverifiable, ErrTargetTooSmall, ErrTooLarge, ErrBadName, ErrTargetRefused} {
+	for _, p := range []error{ErrOffline, ErrNotFound, ErrChecksum, ErrUnverifiable, target.ErrTargetTooSmall, ErrTooLarge, target.ErrBadName, target.ErrTargetRefused} {
 		if errors.Is(err, p) {
 			return true
 		}

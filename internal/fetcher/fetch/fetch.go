@@ -29,6 +29,7 @@ import (
 	"github.com/zeebo/blake3"
 	"golang.org/x/oauth2"
 
+	"github.com/cdse-jetstream/receiver/internal/fetcher/target"
 	"github.com/cdse-jetstream/receiver/internal/platform/retry"
 )
 
@@ -129,14 +130,14 @@ type Fetcher struct {
 	base    *url.URL
 	trusted []trustedHost
 	tokens  TokenSource
-	target  Target
+	target  target.Target
 	client  *http.Client
 	log     logrus.FieldLogger
 	m       *metrics
 }
 
 // New is a Fetcher of o's download service into t.
-func New(o Options, tokens TokenSource, t Target, reg prometheus.Registerer, log logrus.FieldLogger) (*Fetcher, error) {
+func New(o Options, tokens TokenSource, t target.Target, reg prometheus.Registerer, log logrus.FieldLogger) (*Fetcher, error) {
 	base, err := url.Parse(strings.TrimRight(o.DownloadURL, "/"))
 	if err != nil || (base.Scheme != "https" && base.Scheme != "http") || base.Host == "" {
 		return nil, fmt.Errorf("fetch: download URL %q is not an http(s) URL", o.DownloadURL)
@@ -303,14 +304,14 @@ func (f *Fetcher) checkRedirect(req *http.Request, via []*http.Request) error {
 
 // Delete removes key from the target.
 func (f *Fetcher) Delete(ctx context.Context, key string) error {
-	if err := checkName("", key); err != nil {
+	if err := target.CheckName("", key); err != nil {
 		return err
 	}
 	return f.target.Delete(ctx, key)
 }
 
 // SweepPartials removes what unfinished downloads left in the target
-// untouched for maxAge (Target.SweepPartials), counting them.
+// untouched for maxAge (target.Target.SweepPartials), counting them.
 func (f *Fetcher) SweepPartials(ctx context.Context, maxAge time.Duration) (int, error) {
 	n, err := f.target.SweepPartials(ctx, maxAge)
 	f.m.partialsExpired.Add(float64(n))
@@ -352,8 +353,8 @@ func (f *Fetcher) entitySums(ctx context.Context, id string) (map[string]string,
 	return usable(e.Checksum), nil
 }
 
-func stored(id string, size int64, sums map[string]string) Stored {
-	return Stored{Size: size, MD5: sums["MD5"], BLAKE3: sums["BLAKE3"], ProductID: id}
+func stored(id string, size int64, sums map[string]string) target.Stored {
+	return target.Stored{Size: size, MD5: sums["MD5"], BLAKE3: sums["BLAKE3"], ProductID: id}
 }
 
 // Fetch downloads p into the target under key, verified; progress (may
@@ -369,7 +370,7 @@ func (f *Fetcher) Fetch(ctx context.Context, p Product, key string, progress fun
 		res.Took = time.Since(start)
 		f.m.downloads.WithLabelValues(Outcome(res, err)).Inc()
 	}()
-	if err := checkName(p.Name, key); err != nil {
+	if err := target.CheckName(p.Name, key); err != nil {
 		return res, err
 	}
 	if p.Online != nil && !*p.Online {
@@ -425,7 +426,7 @@ func (f *Fetcher) Fetch(ctx context.Context, p Product, key string, progress fun
 
 // same: the stored object is this product's bytes, by size and every
 // checksum both sides know (at least one).
-func same(s Stored, p Product, sums map[string]string) bool {
+func same(s target.Stored, p Product, sums map[string]string) bool {
 	if p.ContentLength > 0 && s.Size != p.ContentLength {
 		return false
 	}
@@ -611,7 +612,7 @@ func (f *Fetcher) download(ctx context.Context, p Product, key string, sums map[
 // keeping its own work alive, up to LockWait: by then the other has
 // stored the product (ErrStoredMeanwhile, for Fetch to find it there),
 // or has gone silent past the ack wait and its lock is taken over.
-func (f *Fetcher) open(ctx context.Context, p Product, key string, sums map[string]string, tr *tracker) (Upload, error) {
+func (f *Fetcher) open(ctx context.Context, p Product, key string, sums map[string]string, tr *tracker) (target.Upload, error) {
 	deadline := time.Now().Add(f.o.LockWait)
 	storedNow := func() bool {
 		s, ok, err := f.target.Stat(ctx, key)
@@ -624,7 +625,7 @@ func (f *Fetcher) open(ctx context.Context, p Product, key string, sums map[stri
 			up.Abort(false)
 			return nil, errStoredMeanwhile
 		}
-		if !errors.Is(err, ErrLocked) {
+		if !errors.Is(err, target.ErrLocked) {
 			return up, err
 		}
 		if storedNow() {
@@ -632,7 +633,7 @@ func (f *Fetcher) open(ctx context.Context, p Product, key string, sums map[stri
 		}
 		if time.Now().After(deadline) {
 			f.log.WithFields(logrus.Fields{"product": p.ID, "key": key}).Warnf("fetch: the partial download has been locked for %v (FETCH_ACK_WAIT) by a fetch that no longer holds the product's message; taking it over", f.o.LockWait)
-			return f.target.Open(ctx, key, p.ContentLength, stored(p.ID, p.ContentLength, sums), TakeOver)
+			return f.target.Open(ctx, key, p.ContentLength, stored(p.ID, p.ContentLength, sums), target.TakeOver)
 		}
 		tr.wait("another fetch of the same key holds its lock")
 		if err := f.sleep(ctx, min(time.Second, time.Until(deadline)+time.Millisecond), tr.tick); err != nil {
@@ -647,7 +648,7 @@ var errStoredMeanwhile = errors.New("stored by another fetch meanwhile")
 // Range when some is held) until the product is whole, and says from
 // which byte the body it read began (the bytes resumed); an *attemptErr
 // is worth another try.
-func (f *Fetcher) try(ctx context.Context, p Product, up Upload, h *hashes, tok *oauth2.Token, tr *tracker) (int64, error) {
+func (f *Fetcher) try(ctx context.Context, p Product, up target.Upload, h *hashes, tok *oauth2.Token, tr *tracker) (int64, error) {
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	u := f.base.String() + "/Products(" + url.PathEscape(p.ID) + ")/$value"
@@ -738,7 +739,7 @@ func (f *Fetcher) try(ctx context.Context, p Product, up Upload, h *hashes, tok 
 			idle.Stop()
 			_, err := up.Write(buf[:n])
 			idle.Reset(f.o.IdleTimeout)
-			if err != nil && errors.Is(err, ErrNoSpace) && p.ContentLength <= 0 {
+			if err != nil && errors.Is(err, target.ErrNoSpace) && p.ContentLength <= 0 {
 				// Without a length there is no telling that the
 				// product would ever fit: not a pause, a failure.
 				return 0, fmt.Errorf("%w: %s (%s) has no length in its notification and reached the target's free space: %w", ErrTooLarge, p.ID, p.Name, err)
@@ -801,7 +802,7 @@ func (e *DeferError) Error() string {
 func (e *DeferError) Unwrap() error { return e.Err }
 
 // restart drops the held bytes and their hash state.
-func (f *Fetcher) restart(ctx context.Context, up Upload, h *hashes) error {
+func (f *Fetcher) restart(ctx context.Context, up target.Upload, h *hashes) error {
 	if err := up.Restart(ctx); err != nil {
 		return err
 	}
@@ -925,13 +926,13 @@ func Outcome(res Result, err error) string {
 		return "unverifiable"
 	case errors.Is(err, ErrTooLarge):
 		return "too_large"
-	case errors.Is(err, ErrTargetTooSmall):
+	case errors.Is(err, target.ErrTargetTooSmall):
 		return "target_too_small"
-	case errors.Is(err, ErrNoSpace):
+	case errors.Is(err, target.ErrNoSpace):
 		return "no_space"
-	case errors.Is(err, ErrBadName):
+	case errors.Is(err, target.ErrBadName):
 		return "bad_name"
-	case errors.Is(err, ErrTargetRefused):
+	case errors.Is(err, target.ErrTargetRefused):
 		return "target_refused"
 	case errors.Is(err, ErrAttempts):
 		return "attempts"

@@ -16,6 +16,8 @@ import (
 	"testing"
 	"time"
 
+	s3target "github.com/cdse-jetstream/receiver/internal/fetcher/target/s3"
+
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/prometheus/client_golang/prometheus"
@@ -25,6 +27,8 @@ import (
 	"github.com/cdse-jetstream/receiver/internal/cdse/catalogclient"
 	"github.com/cdse-jetstream/receiver/internal/cdse/cdselogin"
 	"github.com/cdse-jetstream/receiver/internal/cdse/cdsesim"
+	"github.com/cdse-jetstream/receiver/internal/fetcher/target"
+	"github.com/cdse-jetstream/receiver/internal/fetcher/target/file"
 	"github.com/cdse-jetstream/receiver/internal/testkit/s3test"
 	"github.com/cdse-jetstream/receiver/internal/testkit/simhosts"
 )
@@ -66,11 +70,11 @@ func (f *fixture) options() Options {
 	}
 }
 
-func (f *fixture) fetcher(t *testing.T, o Options, tgt Target) *Fetcher {
+func (f *fixture) fetcher(t *testing.T, o Options, tgt target.Target) *Fetcher {
 	t.Helper()
 	if tgt == nil {
 		var err error
-		if tgt, err = NewFileTarget(f.dir, 0); err != nil {
+		if tgt, err = file.New(f.dir, 0); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -267,8 +271,8 @@ func (f *fixture) metric(t *testing.T, cause string) prometheus.Collector {
 // noPartial: no partial download left.
 func (f *fixture) noPartial(t *testing.T) {
 	t.Helper()
-	filepath.WalkDir(filepath.Join(f.dir, partialDir), func(p string, d os.DirEntry, err error) error {
-		if err == nil && p != filepath.Join(f.dir, partialDir) {
+	filepath.WalkDir(filepath.Join(f.dir, ".partial"), func(p string, d os.DirEntry, err error) error {
+		if err == nil && p != filepath.Join(f.dir, ".partial") {
 			t.Errorf("left behind: %s", p) // a file, or a folder left empty
 		}
 		return nil
@@ -294,7 +298,7 @@ func TestNotFoundAndBadName(t *testing.T) {
 	for _, c := range []struct{ name, key string }{
 		{"../etc", "ok.zip"}, {"a/b", "ok.zip"}, {"a\nb", "ok.zip"}, {"ok", "../x"}, {"ok", "/abs"}, {"ok", ".partial/x"}, {"ok", "a//b"}, {"ok", ""},
 	} {
-		if _, err := fe.Fetch(ctx, Product{ID: "x", Name: c.name}, c.key, nil); !errors.Is(err, ErrBadName) || !Permanent(err) {
+		if _, err := fe.Fetch(ctx, Product{ID: "x", Name: c.name}, c.key, nil); !errors.Is(err, target.ErrBadName) || !Permanent(err) {
 			t.Errorf("name %q key %q: %v", c.name, c.key, err)
 		}
 	}
@@ -393,18 +397,18 @@ func TestResumeAcrossProcesses(t *testing.T) {
 
 // s3Target is the target s3://<the store's bucket>/<prefix> with the
 // store's keys, 5 MiB parts, and nothing read from a developer's ~/.aws.
-func s3Target(ctx context.Context, t *testing.T, s *s3test.Server, prefix string) Target {
+func s3Target(ctx context.Context, t *testing.T, s *s3test.Server, prefix string) target.Target {
 	t.Helper()
 	t.Setenv("AWS_CONFIG_FILE", filepath.Join(t.TempDir(), "none"))
 	t.Setenv("AWS_SHARED_CREDENTIALS_FILE", filepath.Join(t.TempDir(), "none"))
 	t.Setenv("AWS_EC2_METADATA_DISABLED", "true")
 	env := s.Env()
-	so, err := S3OptionsFromEnv(func(k string) string { return env[k] })
+	so, err := s3target.OptionsFromEnv(func(k string) string { return env[k] })
 	if err != nil {
 		t.Fatal(err)
 	}
 	so.PartSize = 5 << 20
-	tgt, err := ParseTarget(ctx, "s3://"+s.Bucket+"/"+prefix, TargetOptions{S3: so})
+	tgt, err := s3target.New(ctx, s.Bucket, prefix, so)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -539,13 +543,13 @@ func TestBoundedMemory(t *testing.T) {
 // TestNoSpaceAndTooLarge: a product larger than the target's file
 // system and a download service sending more bytes than the product's
 // length are permanent failures; a disk that fills up mid-download is
-// ErrNoSpace, not permanent (the fetcher pauses), and not retried as if
+// target.ErrNoSpace, not permanent (the fetcher pauses), and not retried as if
 // the network had failed; nothing reaches the final name.
 func TestNoSpaceAndTooLarge(t *testing.T) {
 	f := setup(t, cdsesim.Options{})
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	tgt, err := NewFileTarget(f.dir, 0)
+	tgt, err := file.New(f.dir, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -565,7 +569,7 @@ func TestNoSpaceAndTooLarge(t *testing.T) {
 	p, _ := f.product(t, sized(1<<20))
 	huge := p
 	huge.ContentLength = 1 << 60
-	if _, err := fe.Fetch(ctx, huge, "huge.zip", nil); !errors.Is(err, ErrTargetTooSmall) || !Permanent(err) {
+	if _, err := fe.Fetch(ctx, huge, "huge.zip", nil); !errors.Is(err, target.ErrTargetTooSmall) || !Permanent(err) {
 		t.Errorf("a product larger than the file system: %v", err)
 	}
 	if n := requests(p.ID); n != 0 {
@@ -578,15 +582,15 @@ func TestNoSpaceAndTooLarge(t *testing.T) {
 		t.Fatalf("this test needs /dev/full: %v", err)
 	}
 	full, _ := f.product(t, sized(1<<20))
-	if err := os.MkdirAll(filepath.Join(f.dir, partialDir), 0o755); err != nil {
+	if err := os.MkdirAll(filepath.Join(f.dir, ".partial"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.Symlink("/dev/full", filepath.Join(f.dir, partialDir, "full.zip.part")); err != nil {
+	if err := os.Symlink("/dev/full", filepath.Join(f.dir, ".partial", "full.zip.part")); err != nil {
 		t.Fatal(err)
 	}
 	// Not permanent: the fetcher pauses until there is room, and the
 	// partial is kept.
-	if _, err := fe.Fetch(ctx, full, "full.zip", nil); !errors.Is(err, ErrNoSpace) || Permanent(err) {
+	if _, err := fe.Fetch(ctx, full, "full.zip", nil); !errors.Is(err, target.ErrNoSpace) || Permanent(err) {
 		t.Errorf("ENOSPC while writing: %v", err)
 	}
 	// The simulator notes a request when its handler returns, which may
@@ -610,7 +614,17 @@ func TestNoSpaceAndTooLarge(t *testing.T) {
 			t.Errorf("%s under its final name: %v %v", k, ok, err)
 		}
 	}
-	if _, err := os.Stat(filepath.Join(f.dir, partialDir, "big.zip.part")); !os.IsNotExist(err) {
+	if _, err := os.Stat(filepath.Join(f.dir, ".partial", "big.zip.part")); !os.IsNotExist(err) {
 		t.Errorf("the oversized bytes are kept: %v", err)
 	}
+}
+
+// mustFile is a directory target in dir.
+func mustFile(t *testing.T, dir string) *file.Target {
+	t.Helper()
+	tgt, err := file.New(dir, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tgt
 }

@@ -22,6 +22,8 @@ import (
 	"golang.org/x/oauth2"
 
 	"github.com/cdse-jetstream/receiver/internal/cdse/cdsesim"
+	"github.com/cdse-jetstream/receiver/internal/fetcher/target"
+	"github.com/cdse-jetstream/receiver/internal/fetcher/target/file"
 )
 
 // hostile is a download service on loopback that answers every request
@@ -31,7 +33,7 @@ func hostile(t *testing.T, handle http.HandlerFunc, o func(*Options)) (*Fetcher,
 	srv := httptest.NewServer(handle)
 	t.Cleanup(srv.Close)
 	dir := t.TempDir()
-	tgt, err := NewFileTarget(dir, 0)
+	tgt, err := file.New(dir, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -128,7 +130,7 @@ func TestUnknownLengthIsCapped(t *testing.T) {
 	if !errors.Is(err, ErrTooLarge) || !Permanent(err) || !strings.Contains(err.Error(), "FETCH_MAX_UNKNOWN_SIZE") {
 		t.Fatalf("err %v", err)
 	}
-	left, _ := filepath.Glob(filepath.Join(dir, partialDir, "*"))
+	left, _ := filepath.Glob(filepath.Join(dir, ".partial", "*"))
 	if len(left) > 0 {
 		t.Errorf("partial left: %v", left)
 	}
@@ -155,7 +157,7 @@ func TestMinRate(t *testing.T) {
 	if !errors.Is(err, ErrTooSlow) || Permanent(err) {
 		t.Fatalf("err %v, want ErrTooSlow", err)
 	}
-	if st, err := os.Stat(filepath.Join(dir, partialDir, "p.SAFE.zip.part")); err != nil || st.Size() == 0 {
+	if st, err := os.Stat(filepath.Join(dir, ".partial", "p.SAFE.zip.part")); err != nil || st.Size() == 0 {
 		t.Errorf("the partial is not kept: %v", err)
 	}
 }
@@ -198,7 +200,7 @@ func TestOverlongBodyNeverReachesTheLog(t *testing.T) {
 			}(c)
 		}
 	}()
-	tgt, _ := NewFileTarget(t.TempDir(), 0)
+	tgt, _ := file.New(t.TempDir(), 0)
 	fe, err := New(Options{DownloadURL: "http://" + ln.Addr().String() + "/odata/v1", MaxAttempts: 1}, bearer{}, tgt, prometheus.NewRegistry(), nil)
 	if err != nil {
 		t.Fatal(err)
@@ -271,13 +273,13 @@ func TestLockedKeyWaitsThenFindsItStored(t *testing.T) {
 func TestLockTakenOver(t *testing.T) {
 	f := setup(t, cdsesim.Options{})
 	p, sp := f.product(t, sized(1<<20))
-	tgt, _ := NewFileTarget(f.dir, 0)
+	tgt, _ := file.New(f.dir, 0)
 	o := f.options()
 	o.LockWait = 300 * time.Millisecond
 	fe := f.fetcher(t, o, tgt)
 	ctx := ctxFor(t, 20*time.Second)
 	key := p.Name + ".zip"
-	stale, err := tgt.Open(ctx, key, p.ContentLength, Stored{})
+	stale, err := tgt.Open(ctx, key, p.ContentLength, target.Stored{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -289,7 +291,7 @@ func TestLockTakenOver(t *testing.T) {
 	if !bytes.Equal(got, content(t, sp)) {
 		t.Fatal("bytes differ")
 	}
-	if err := stale.Commit(ctx, Stored{}); err == nil {
+	if err := stale.Commit(ctx, target.Stored{}); err == nil {
 		t.Error("the silent fetch committed over the one that took it over")
 	}
 	stale.Abort(false)

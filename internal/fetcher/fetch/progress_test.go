@@ -10,6 +10,7 @@ import (
 	logtest "github.com/sirupsen/logrus/hooks/test"
 
 	"github.com/cdse-jetstream/receiver/internal/cdse/cdsesim"
+	"github.com/cdse-jetstream/receiver/internal/fetcher/target/file"
 )
 
 // TestProgress: a download logs when it starts (its size; from which
@@ -43,7 +44,7 @@ func TestProgress(t *testing.T) {
 			o.ProgressEvery, o.LogEvery = 50*time.Millisecond, 100*time.Millisecond
 			log, hook := logtest.NewNullLogger()
 			log.SetLevel(logrus.InfoLevel)
-			tgt, err := NewFileTarget(f.dir, 0)
+			tgt, err := file.New(f.dir, 0)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -2,13 +2,13 @@ package fetch
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net/http"
 	"os"
-	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/cdse-jetstream/receiver/internal/fetcher/target"
 )
 
 // TestMayAuthorize: the token goes to the download URL's own origin and
@@ -55,7 +55,7 @@ func TestMayAuthorize(t *testing.T) {
 		}},
 	}
 	for _, tt := range tests {
-		fe, err := New(Options{DownloadURL: tt.download, TrustedHosts: tt.trusted}, staticTokens{}, &FileTarget{dir: t.TempDir()}, nil, nil)
+		fe, err := New(Options{DownloadURL: tt.download, TrustedHosts: tt.trusted}, staticTokens{}, mustFile(t, t.TempDir()), nil, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -71,7 +71,7 @@ func TestMayAuthorize(t *testing.T) {
 // TestRedirectNeverDowngrades: after an HTTPS hop, an HTTP one carries no
 // token, even to a host that would otherwise get it.
 func TestRedirectNeverDowngrades(t *testing.T) {
-	fe, err := New(Options{DownloadURL: "http://127.0.0.1:8080/odata/v1", TrustedHosts: []string{"localhost:9000"}}, staticTokens{}, &FileTarget{dir: t.TempDir()}, nil, nil)
+	fe, err := New(Options{DownloadURL: "http://127.0.0.1:8080/odata/v1", TrustedHosts: []string{"localhost:9000"}}, staticTokens{}, mustFile(t, t.TempDir()), nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -97,44 +97,8 @@ func TestRedirectNeverDowngrades(t *testing.T) {
 
 func TestTrustedHostEntries(t *testing.T) {
 	for _, e := range []string{"https://x.org", "x.org/path", "x.org:0", "x.org:70000", "x.org:http", "user@x.org"} {
-		if _, err := New(Options{DownloadURL: "https://d.org/odata/v1", TrustedHosts: []string{e}}, staticTokens{}, &FileTarget{dir: t.TempDir()}, nil, nil); err == nil {
+		if _, err := New(Options{DownloadURL: "https://d.org/odata/v1", TrustedHosts: []string{e}}, staticTokens{}, mustFile(t, t.TempDir()), nil, nil); err == nil {
 			t.Errorf("trusted host %q accepted", e)
-		}
-	}
-}
-
-// TestSafeNames: product names of [A-Za-z0-9._-], 1 to 200 bytes; what
-// would look like another name or not fit a file system is refused with
-// its reason, before any request.
-func TestSafeNames(t *testing.T) {
-	tests := []struct {
-		name, key string
-		why       string // "" accepted; else a part of the error
-	}{
-		{"S2B_MSIL2A_20241115T103319_N0511_R108_T32TQM_20241115T123456.SAFE", "SENTINEL-2/S2MSI2A/2024/11/15/S2B_MSIL2A_20241115T103319_N0511_R108_T32TQM_20241115T123456.SAFE.zip", ""},
-		{"S1A_IW_GRDH_1SDV_20241115T053015_20241115T053040_056547_06EF4C_1A2B.SAFE", "S1A_IW_GRDH_1SDV_20241115T053015_20241115T053040_056547_06EF4C_1A2B.SAFE.zip", ""},
-		{"S5P_OFFL_L2__NO2____20241114T103229_20241114T121359_36729_03_020600_20241116T023505.nc", "x/S5P_OFFL_L2__NO2____20241114T103229_20241114T121359_36729_03_020600_20241116T023505.nc.zip", ""},
-		{strings.Repeat("A", 300), strings.Repeat("A", 300) + ".zip", "300 bytes, more than 200"},
-		{strings.Repeat("A", 200), strings.Repeat("A", 200) + ".zip", ""},
-		{"S2B_MSIL2A\u202eGPJ.SAFE", "k.zip", "U+202E"},     // a right-to-left override
-		{"S2B_MSIL2A\u200b_X.SAFE", "k.zip", "U+200B"},      // zero-width space
-		{"S2B_MSIL2A_\uff34\uff12.SAFE", "k.zip", "U+FF34"}, // full-width letters
-		{"a/../b", "k.zip", "U+002F"},
-		{"..", "k.zip", "starts with a dot"},
-		{"ok.SAFE", "../ok.SAFE.zip", "starts with a dot"},
-		{"ok.SAFE", ".partial/ok.SAFE.zip", "starts with a dot"},
-		{"ok.SAFE", "/abs/ok.SAFE.zip", "empty"},
-		{"ok.SAFE", "a//ok.SAFE.zip", "empty"},
-		{"ok.SAFE", `a\b/ok.SAFE.zip`, "U+005C"},
-		{"ok\nSAFE", "k.zip", "U+000A"},
-	}
-	for _, tt := range tests {
-		err := checkName(tt.name, tt.key)
-		switch {
-		case tt.why == "" && err != nil:
-			t.Errorf("%q %q refused: %v", tt.name, tt.key, err)
-		case tt.why != "" && (err == nil || !errors.Is(err, ErrBadName) || !strings.Contains(err.Error(), tt.why) || !strings.HasPrefix(err.Error(), "unsafe name: ")):
-			t.Errorf("%q %q: %v, want unsafe name: …%s…", tt.name, tt.key, err, tt.why)
 		}
 	}
 }
@@ -152,7 +116,7 @@ func TestTargetErrorsThatCannotSucceed(t *testing.T) {
 		{&os.PathError{Op: "write", Path: "x", Err: syscall.EIO}, false},
 		{&os.PathError{Op: "open", Path: "x", Err: syscall.EACCES}, false},
 	} {
-		if got := Permanent(targetErr(fmt.Errorf("fetch target: %w", tt.err))); got != tt.permanent {
+		if got := Permanent(target.Refused(fmt.Errorf("fetch target: %w", tt.err))); got != tt.permanent {
 			t.Errorf("%v: permanent %v, want %v", tt.err, got, tt.permanent)
 		}
 	}

@@ -182,18 +182,16 @@ func split(s string) []string {
 // Validate reports every problem of c at once, each naming its setting.
 func (c Config) Validate() error { return c.validate(true) }
 
-// targetProblem is what is wrong with FETCH_TARGET, "" when nothing.
+// targetProblem is what is wrong with FETCH_TARGET as a URL, "" when
+// nothing; what each scheme needs is its target's to say (the fetcher's
+// scheme table, fetcher.CheckTarget, joined to these problems at start).
 func targetProblem(target string) string {
 	u, err := url.Parse(target)
 	switch {
 	case target == "":
 		return "FETCH_TARGET is required: file:///dir or s3://bucket/prefix"
-	case err != nil || (u.Scheme != "file" && u.Scheme != "s3"):
-		return fmt.Sprintf("FETCH_TARGET %q: want file:///dir or s3://bucket/prefix", target)
-	case u.Scheme == "s3" && u.Host == "":
-		return fmt.Sprintf("FETCH_TARGET %q: no bucket", target)
-	case u.Scheme == "file" && u.Path == "":
-		return fmt.Sprintf("FETCH_TARGET %q: no directory", target)
+	case err != nil || u.Scheme == "":
+		return fmt.Sprintf("FETCH_TARGET %q: want a URL such as file:///dir or s3://bucket/prefix", target)
 	}
 	return ""
 }

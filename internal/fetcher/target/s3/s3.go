@@ -1,4 +1,7 @@
-package fetch
+// Package s3 is the S3 target (s3://bucket/prefix), any S3-compatible
+// store: a product streamed into a multipart upload completed only once
+// verified, its checksums kept as the object's metadata.
+package s3
 
 import (
 	"context"
@@ -17,13 +20,15 @@ import (
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/feature/ec2/imds"
 	"github.com/aws/aws-sdk-go-v2/feature/s3/transfermanager"
-	"github.com/aws/aws-sdk-go-v2/service/s3"
+	awss3 "github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
+
+	"github.com/cdse-jetstream/receiver/internal/fetcher/target"
 )
 
-// S3Options configure the S3 target; the zero value is the SDK's default
+// Options configure the S3 target; the zero value is the SDK's default
 // configuration (the environment, ~/.aws, instance roles).
-type S3Options struct {
+type Options struct {
 	// Endpoint is an S3-compatible store's URL ("" AWS's).
 	Endpoint string
 	Region   string
@@ -48,14 +53,14 @@ type S3Options struct {
 // noCredentials is what to set when the credential chain finds none.
 const noCredentials = "no S3 credentials: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (or their _FILE), AWS_PROFILE, or AWS_WEB_IDENTITY_TOKEN_FILE; AWS_EC2_METADATA_DISABLED=false uses the instance's role"
 
-// S3OptionsFromEnv reads the S3 target's settings the AWS way:
+// OptionsFromEnv reads the S3 target's settings the AWS way:
 // AWS_ENDPOINT_URL_S3 before AWS_ENDPOINT_URL, AWS_REGION,
 // AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN (each key
 // also from a file named by its _FILE, less the trailing newline). The
 // fetcher's own S3 settings (FETCH_S3_*) are in its settings
 // (internal/fetcher/fetchconfig).
-func S3OptionsFromEnv(getenv func(string) string) (S3Options, error) {
-	var o S3Options
+func OptionsFromEnv(getenv func(string) string) (Options, error) {
+	var o Options
 	o.Endpoint = getenv("AWS_ENDPOINT_URL_S3")
 	if o.Endpoint == "" {
 		o.Endpoint = getenv("AWS_ENDPOINT_URL")
@@ -85,9 +90,9 @@ func S3OptionsFromEnv(getenv func(string) string) (S3Options, error) {
 	return o, nil
 }
 
-// S3Target stores products in a bucket, under a prefix.
-type S3Target struct {
-	client         *s3.Client
+// Target stores products in a bucket, under a prefix.
+type Target struct {
+	client         *awss3.Client
 	up             *transfermanager.Client
 	bucket, prefix string
 	part           int64 // the configured part size
@@ -101,7 +106,7 @@ const maxParts = 9000
 // configured one, or larger for a product that would need more than
 // maxParts of it (in whole MiB). Memory grows with it only for such
 // products (50 GB and more at the default 5 MiB).
-func (t *S3Target) partSize(size int64) int64 {
+func (t *Target) partSize(size int64) int64 {
 	if size <= 0 || size <= t.part*maxParts {
 		return t.part
 	}
@@ -122,8 +127,8 @@ func retrieve(ctx context.Context, p aws.CredentialsProvider) error {
 	return err
 }
 
-// NewS3Target is the target s3://bucket/prefix.
-func NewS3Target(ctx context.Context, bucket, prefix string, o S3Options) (Target, error) {
+// NewTarget is the target s3://bucket/prefix.
+func New(ctx context.Context, bucket, prefix string, o Options) (*Target, error) {
 	if bucket == "" {
 		return nil, errors.New("fetch target: no bucket")
 	}
@@ -164,7 +169,7 @@ func NewS3Target(ctx context.Context, bucket, prefix string, o S3Options) (Targe
 			pathStyle = h == "localhost" || net.ParseIP(h) != nil
 		}
 	}
-	client := s3.NewFromConfig(cfg, func(so *s3.Options) {
+	client := awss3.NewFromConfig(cfg, func(so *awss3.Options) {
 		if o.Endpoint != "" {
 			so.BaseEndpoint = aws.String(o.Endpoint)
 		}
@@ -189,10 +194,10 @@ func NewS3Target(ctx context.Context, bucket, prefix string, o S3Options) (Targe
 		to.FailTimeout = 30 * time.Second
 		to.RequestChecksumCalculation = aws.RequestChecksumCalculationWhenRequired
 	})
-	return &S3Target{client: client, up: up, bucket: bucket, prefix: strings.Trim(prefix, "/"), part: part}, nil
+	return &Target{client: client, up: up, bucket: bucket, prefix: strings.Trim(prefix, "/"), part: part}, nil
 }
 
-func (t *S3Target) key(key string) string {
+func (t *Target) key(key string) string {
 	if t.prefix == "" {
 		return key
 	}
@@ -200,50 +205,50 @@ func (t *S3Target) key(key string) string {
 }
 
 // URL implements Target.
-func (t *S3Target) URL(key string) string { return "s3://" + t.bucket + "/" + t.key(key) }
+func (t *Target) URL(key string) string { return "s3://" + t.bucket + "/" + t.key(key) }
 
 // Stat implements Target: the size and the x-amz-meta-md5, -blake3 and
 // -product-id the fetcher set.
-func (t *S3Target) Stat(ctx context.Context, key string) (Stored, bool, error) {
+func (t *Target) Stat(ctx context.Context, key string) (target.Stored, bool, error) {
 	ctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
-	out, err := t.client.HeadObject(ctx, &s3.HeadObjectInput{Bucket: &t.bucket, Key: aws.String(t.key(key))})
+	out, err := t.client.HeadObject(ctx, &awss3.HeadObjectInput{Bucket: &t.bucket, Key: aws.String(t.key(key))})
 	var nf *types.NotFound
 	if errors.As(err, &nf) {
-		return Stored{}, false, nil
+		return target.Stored{}, false, nil
 	}
 	if err != nil {
-		return Stored{}, false, fmt.Errorf("fetch target %s: %w", t.URL(key), err)
+		return target.Stored{}, false, fmt.Errorf("fetch target %s: %w", t.URL(key), err)
 	}
 	meta := map[string]string{}
 	for k, v := range out.Metadata {
 		meta[strings.ToLower(k)] = v
 	}
-	return Stored{Size: aws.ToInt64(out.ContentLength), MD5: meta["md5"], BLAKE3: meta["blake3"], ProductID: meta["product-id"]}, true, nil
+	return target.Stored{Size: aws.ToInt64(out.ContentLength), MD5: meta["md5"], BLAKE3: meta["blake3"], ProductID: meta["product-id"]}, true, nil
 }
 
 // Probe implements Target: a small object under the prefix's hidden
 // .fetcher-probe/ (never a product key: checkName refuses elements
 // starting with a dot), put and deleted.
-func (t *S3Target) Probe(ctx context.Context) error {
+func (t *Target) Probe(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	host, _ := os.Hostname()
 	key := aws.String(t.key(".fetcher-probe/" + host + "-" + strconv.Itoa(os.Getpid())))
-	if _, err := t.client.PutObject(ctx, &s3.PutObjectInput{Bucket: &t.bucket, Key: key, Body: strings.NewReader("probe")}); err != nil {
+	if _, err := t.client.PutObject(ctx, &awss3.PutObjectInput{Bucket: &t.bucket, Key: key, Body: strings.NewReader("probe")}); err != nil {
 		return fmt.Errorf("fetch target s3://%s/%s cannot be written: %w", t.bucket, t.prefix, err)
 	}
-	if _, err := t.client.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: &t.bucket, Key: key}); err != nil {
+	if _, err := t.client.DeleteObject(ctx, &awss3.DeleteObjectInput{Bucket: &t.bucket, Key: key}); err != nil {
 		return fmt.Errorf("fetch target s3://%s/%s: removing the probe: %w", t.bucket, t.prefix, err)
 	}
 	return nil
 }
 
 // Delete implements Target.
-func (t *S3Target) Delete(ctx context.Context, key string) error {
+func (t *Target) Delete(ctx context.Context, key string) error {
 	ctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
-	if _, err := t.client.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: &t.bucket, Key: aws.String(t.key(key))}); err != nil {
+	if _, err := t.client.DeleteObject(ctx, &awss3.DeleteObjectInput{Bucket: &t.bucket, Key: aws.String(t.key(key))}); err != nil {
 		return fmt.Errorf("fetch target %s: %w", t.URL(key), err)
 	}
 	return nil
@@ -254,7 +259,7 @@ func (t *S3Target) Delete(ctx context.Context, key string) error {
 // completes only when Commit ends the stream; Abort ends it with an
 // error, and the uploader aborts the upload. S3 keeps no partial across
 // processes: a cut resumes within the Fetch, from the bytes sent.
-func (t *S3Target) Open(ctx context.Context, key string, size int64, want Stored, _ ...OpenOption) (Upload, error) {
+func (t *Target) Open(ctx context.Context, key string, size int64, want target.Stored, _ ...target.OpenOption) (target.Upload, error) {
 	u := &s3Upload{t: t, ctx: ctx, key: key, meta: map[string]string{"product-id": want.ProductID}, part: t.partSize(size)}
 	if want.MD5 != "" {
 		u.meta["md5"] = want.MD5
@@ -267,7 +272,7 @@ func (t *S3Target) Open(ctx context.Context, key string, size int64, want Stored
 }
 
 type s3Upload struct {
-	t    *S3Target
+	t    *Target
 	ctx  context.Context
 	key  string
 	meta map[string]string
@@ -326,7 +331,7 @@ func (u *s3Upload) Restart(context.Context) error {
 
 // Commit ends the stream: the uploader sends the last part and completes
 // the upload.
-func (u *s3Upload) Commit(context.Context, Stored) error {
+func (u *s3Upload) Commit(context.Context, target.Stored) error {
 	u.pw.Close()
 	<-u.done
 	if u.err != nil {
@@ -346,7 +351,7 @@ func (u *s3Upload) Abort(bool) error {
 // Partial implements Target: S3 keeps nothing of a cut download to
 // resume from in another process (the parts' hash state is not in the
 // bucket, and the upload is aborted).
-func (t *S3Target) Partial(string) (int64, bool) { return 0, false }
+func (t *Target) Partial(string) (int64, bool) { return 0, false }
 
 // SweepPartials implements Target: the multipart uploads under the prefix
 // started more than maxAge ago are aborted. S3 keeps no partial a later
@@ -355,11 +360,11 @@ func (t *S3Target) Partial(string) (int64, bool) { return 0, false }
 // of downloads still running on other replicas. The bucket's lifecycle
 // rule (docs/fetching.md) backs this up for a prefix no fetcher runs on
 // any more.
-func (t *S3Target) SweepPartials(ctx context.Context, maxAge time.Duration) (int, error) {
+func (t *Target) SweepPartials(ctx context.Context, maxAge time.Duration) (int, error) {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
 	defer cancel()
 	cutoff := time.Now().Add(-maxAge)
-	in := &s3.ListMultipartUploadsInput{Bucket: &t.bucket}
+	in := &awss3.ListMultipartUploadsInput{Bucket: &t.bucket}
 	if t.prefix != "" {
 		in.Prefix = aws.String(t.prefix + "/")
 	}
@@ -373,7 +378,7 @@ func (t *S3Target) SweepPartials(ctx context.Context, maxAge time.Duration) (int
 			if up.Initiated == nil || up.Initiated.After(cutoff) {
 				continue
 			}
-			_, err := t.client.AbortMultipartUpload(ctx, &s3.AbortMultipartUploadInput{Bucket: &t.bucket, Key: up.Key, UploadId: up.UploadId})
+			_, err := t.client.AbortMultipartUpload(ctx, &awss3.AbortMultipartUploadInput{Bucket: &t.bucket, Key: up.Key, UploadId: up.UploadId})
 			var nf *types.NoSuchUpload
 			if err != nil && !errors.As(err, &nf) {
 				return n, fmt.Errorf("fetch target s3://%s/%s: aborting a stale upload: %w", t.bucket, aws.ToString(up.Key), err)
@@ -388,3 +393,6 @@ func (t *S3Target) SweepPartials(ctx context.Context, maxAge time.Duration) (int
 		in.KeyMarker, in.UploadIdMarker = out.NextKeyMarker, out.NextUploadIdMarker
 	}
 }
+
+// The interface guard: a Target is a target.Target.
+var _ target.Target = (*Target)(nil)

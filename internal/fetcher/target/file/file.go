@@ -1,4 +1,7 @@
-package fetch
+// Package file is the directory target (file:///dir): products renamed
+// into place whole once verified, partial downloads kept to resume, locked
+// against a second fetch, within a reserve of free space.
+package file
 
 import (
 	"context"
@@ -16,6 +19,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/cdse-jetstream/receiver/internal/fetcher/target"
 )
 
 // The file target's layout under its directory:
@@ -24,7 +29,7 @@ import (
 //	.partial/<key>.part      the bytes of a download in progress (or cut:
 //	                         the next Fetch of the key resumes from them)
 //	.partial/<key>.etag      the download service's ETag of those bytes
-//	.sums/<key>.json         the Stored (size, MD5, BLAKE3, product id) of
+//	.sums/<key>.json         the target.Stored (size, MD5, BLAKE3, product id) of
 //	                         <key>, written after it, so that a second
 //	                         Fetch finds it already there
 //
@@ -37,18 +42,18 @@ const (
 	sumsDir    = ".sums"
 )
 
-// FileTarget stores products in a local directory.
-type FileTarget struct {
+// Target stores products in a local directory.
+type Target struct {
 	dir     string
 	reserve int64  // bytes of the file system no download writes into
 	dev     uint64 // the device of dir's file system at start
 }
 
-// NewFileTarget is the target file:///dir, keeping reserve bytes of its
+// NewTarget is the target file:///dir, keeping reserve bytes of its
 // file system free; dir must exist: it is never made here, so that a
 // volume not mounted is not silently replaced by a directory on the
 // disk below it.
-func NewFileTarget(dir string, reserve int64) (Target, error) {
+func New(dir string, reserve int64) (*Target, error) {
 	abs, err := filepath.Abs(dir)
 	if err != nil {
 		return nil, fmt.Errorf("fetch target %s: %w", dir, err)
@@ -67,23 +72,23 @@ func NewFileTarget(dir string, reserve int64) (Target, error) {
 	if !st.IsDir() {
 		return nil, fmt.Errorf("fetch target %s: not a directory", abs)
 	}
-	return &FileTarget{dir: abs, reserve: reserve, dev: device(st)}, nil
+	return &Target{dir: abs, reserve: reserve, dev: device(st)}, nil
 }
 
 // URL implements Target.
-func (t *FileTarget) URL(key string) string { return "file://" + filepath.ToSlash(t.path(key)) }
+func (t *Target) URL(key string) string { return "file://" + filepath.ToSlash(t.path(key)) }
 
-func (t *FileTarget) path(key string) string { return filepath.Join(t.dir, filepath.FromSlash(key)) }
-func (t *FileTarget) part(key string) string {
+func (t *Target) path(key string) string { return filepath.Join(t.dir, filepath.FromSlash(key)) }
+func (t *Target) part(key string) string {
 	return filepath.Join(t.dir, partialDir, filepath.FromSlash(key)+".part")
 }
-func (t *FileTarget) sums(key string) string {
+func (t *Target) sums(key string) string {
 	return filepath.Join(t.dir, sumsDir, filepath.FromSlash(key)+".json")
 }
 
 // Partial implements Target: the size of key's partial file (0 when
 // there is none, or key is "").
-func (t *FileTarget) Partial(key string) (int64, bool) {
+func (t *Target) Partial(key string) (int64, bool) {
 	if key == "" {
 		return 0, true
 	}
@@ -96,18 +101,18 @@ func (t *FileTarget) Partial(key string) (int64, bool) {
 
 // Stat implements Target: the sums count only when the sidecar describes
 // a file of the size found (a product replaced by hand has none).
-func (t *FileTarget) Stat(_ context.Context, key string) (Stored, bool, error) {
+func (t *Target) Stat(_ context.Context, key string) (target.Stored, bool, error) {
 	st, err := os.Stat(t.path(key))
 	if errors.Is(err, fs.ErrNotExist) {
-		return Stored{}, false, nil
+		return target.Stored{}, false, nil
 	}
 	if err != nil {
-		return Stored{}, false, fmt.Errorf("fetch target: %w", err)
+		return target.Stored{}, false, fmt.Errorf("fetch target: %w", err)
 	}
-	s := Stored{Size: st.Size()}
+	s := target.Stored{Size: st.Size()}
 	b, err := os.ReadFile(t.sums(key))
 	if err == nil {
-		var side Stored
+		var side target.Stored
 		if json.Unmarshal(b, &side) == nil && side.Size == s.Size {
 			s = side
 		}
@@ -116,7 +121,7 @@ func (t *FileTarget) Stat(_ context.Context, key string) (Stored, bool, error) {
 }
 
 // Delete implements Target.
-func (t *FileTarget) Delete(_ context.Context, key string) error {
+func (t *Target) Delete(_ context.Context, key string) error {
 	for _, p := range []string{t.path(key), t.sums(key)} {
 		if err := os.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return fmt.Errorf("fetch target: %w", err)
@@ -128,12 +133,12 @@ func (t *FileTarget) Delete(_ context.Context, key string) error {
 // Open implements Target: the partial file of key is opened (made when
 // missing) and locked, so that two Fetches of one key never write it at
 // once; its bytes are kept to resume from.
-func (t *FileTarget) Open(_ context.Context, key string, size int64, _ Stored, opts ...OpenOption) (Upload, error) {
+func (t *Target) Open(_ context.Context, key string, size int64, _ target.Stored, opts ...target.OpenOption) (target.Upload, error) {
 	part := t.part(key)
 	if err := os.MkdirAll(filepath.Dir(part), 0o755); err != nil {
-		return nil, targetErr(fmt.Errorf("fetch target: %w", err))
+		return nil, target.Refused(fmt.Errorf("fetch target: %w", err))
 	}
-	if slices.Contains(opts, TakeOver) {
+	if slices.Contains(opts, target.TakeOver) {
 		// The holder's open file lives on, unlinked: its writes go
 		// nowhere, and its Commit, which checks that the path is still
 		// its file, fails.
@@ -151,11 +156,11 @@ func (t *FileTarget) Open(_ context.Context, key string, size int64, _ Stored, o
 		}
 	}
 	if err != nil {
-		return nil, targetErr(fmt.Errorf("fetch target: %w", err))
+		return nil, target.Refused(fmt.Errorf("fetch target: %w", err))
 	}
 	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
 		f.Close()
-		return nil, fmt.Errorf("%w: %s: %w", ErrLocked, key, err)
+		return nil, fmt.Errorf("%w: %s: %w", target.ErrLocked, key, err)
 	}
 	held, err := f.Seek(0, io.SeekEnd)
 	if err != nil {
@@ -178,10 +183,10 @@ func (t *FileTarget) Open(_ context.Context, key string, size int64, _ Stored, o
 			switch {
 			case size > total-t.reserve:
 				u.Abort(false)
-				return nil, fmt.Errorf("%w: %s is %d bytes; %s's file system holds %d less the reserve of %d (FETCH_DISK_RESERVE)", ErrTargetTooSmall, key, size, t.dir, total, t.reserve)
+				return nil, fmt.Errorf("%w: %s is %d bytes; %s's file system holds %d less the reserve of %d (FETCH_DISK_RESERVE)", target.ErrTargetTooSmall, key, size, t.dir, total, t.reserve)
 			case size-u.held > free-t.reserve:
 				u.Abort(true)
-				return nil, fmt.Errorf("%w: %s needs %d bytes, %s has %d free beyond the reserve of %d (FETCH_DISK_RESERVE)", ErrNoSpace, key, size-u.held, t.dir, max(free-t.reserve, 0), t.reserve)
+				return nil, fmt.Errorf("%w: %s needs %d bytes, %s has %d free beyond the reserve of %d (FETCH_DISK_RESERVE)", target.ErrNoSpace, key, size-u.held, t.dir, max(free-t.reserve, 0), t.reserve)
 			}
 		}
 	}
@@ -196,7 +201,7 @@ func device(fi fs.FileInfo) uint64 {
 }
 
 // Probe implements Target: a hidden file written, synced and removed.
-func (t *FileTarget) Probe(context.Context) error {
+func (t *Target) Probe(context.Context) error {
 	f, err := os.CreateTemp(t.dir, ".probe-*")
 	if err != nil {
 		return fmt.Errorf("fetch target %s cannot be written: %w", t.dir, err)
@@ -219,7 +224,7 @@ func (t *FileTarget) Probe(context.Context) error {
 // at start: a volume unmounted leaves the mount point, on the disk below,
 // which must not be written to (the files would vanish from view when
 // the volume returns).
-func (t *FileTarget) Check() error {
+func (t *Target) Check() error {
 	st, err := os.Stat(t.dir)
 	if err != nil {
 		return fmt.Errorf("fetch target %s: %w", t.dir, err)
@@ -231,14 +236,14 @@ func (t *FileTarget) Check() error {
 }
 
 // Space is the free bytes beyond the reserve (0 when none).
-func (t *FileTarget) Space() (int64, error) {
+func (t *Target) Space() (int64, error) {
 	free, _, err := t.space()
 	return max(free-t.reserve, 0), err
 }
 
 // space is the free bytes (for an unprivileged writer) and the size of
 // the target's file system.
-func (t *FileTarget) space() (free, total int64, err error) {
+func (t *Target) space() (free, total int64, err error) {
 	var st syscall.Statfs_t
 	if err := syscall.Statfs(t.dir, &st); err != nil {
 		return 0, 0, err
@@ -249,7 +254,7 @@ func (t *FileTarget) space() (free, total int64, err error) {
 // SweepPartials implements Target: the partial files untouched for maxAge
 // (a product no one fetches any more). One being written is never
 // removed: it is touched as it grows, and locked.
-func (t *FileTarget) SweepPartials(_ context.Context, maxAge time.Duration) (int, error) {
+func (t *Target) SweepPartials(_ context.Context, maxAge time.Duration) (int, error) {
 	root := filepath.Join(t.dir, partialDir)
 	cutoff := time.Now().Add(-maxAge)
 	n := 0
@@ -285,7 +290,7 @@ func (t *FileTarget) SweepPartials(_ context.Context, maxAge time.Duration) (int
 }
 
 type fileUpload struct {
-	t      *FileTarget
+	t      *Target
 	key    string
 	f      *os.File
 	held   int64
@@ -320,16 +325,16 @@ func (u *fileUpload) Write(p []byte) (int, error) {
 		// Open: the reserve is never written into.
 		u.checked = u.held
 		if free, _, err := u.t.space(); err == nil && int64(len(p))+spaceCheckEvery > free-u.t.reserve {
-			return 0, fmt.Errorf("%w: %s has %d bytes free beyond the reserve of %d (FETCH_DISK_RESERVE) after %d bytes of %s", ErrNoSpace, u.t.dir, max(free-u.t.reserve, 0), u.t.reserve, u.held, u.key)
+			return 0, fmt.Errorf("%w: %s has %d bytes free beyond the reserve of %d (FETCH_DISK_RESERVE) after %d bytes of %s", target.ErrNoSpace, u.t.dir, max(free-u.t.reserve, 0), u.t.reserve, u.held, u.key)
 		}
 	}
 	n, err := u.f.Write(p)
 	u.held += int64(n)
 	if errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT) {
-		return n, fmt.Errorf("%w: %w", ErrNoSpace, err)
+		return n, fmt.Errorf("%w: %w", target.ErrNoSpace, err)
 	}
 	if err != nil {
-		return n, targetErr(err)
+		return n, target.Refused(err)
 	}
 	if err == nil && u.held-u.handed >= writeBehindEvery {
 		writeBehind(u.f, u.handed, u.held-u.handed)
@@ -357,7 +362,7 @@ func (u *fileUpload) Existing() (io.ReadCloser, error) {
 func (u *fileUpload) ETag() string { return u.etag }
 
 // mine says whether the partial's path is still this upload's file: a
-// fetch that took the key over (TakeOver) has put its own there.
+// fetch that took the key over (target.TakeOver) has put its own there.
 func (u *fileUpload) mine() bool {
 	a, err1 := u.f.Stat()
 	b, err2 := os.Stat(u.t.part(u.key))
@@ -394,7 +399,7 @@ func (u *fileUpload) Restart(context.Context) error {
 // Commit makes the download the object durably: the bytes synced, the
 // rename into place, the directory synced (else a crash may forget the
 // rename), then the sidecar.
-func (u *fileUpload) Commit(_ context.Context, s Stored) error {
+func (u *fileUpload) Commit(_ context.Context, s target.Stored) error {
 	final := u.t.path(u.key)
 	if !u.mine() {
 		u.f.Close()
@@ -414,7 +419,7 @@ func (u *fileUpload) Commit(_ context.Context, s Stored) error {
 		err = syncDir(filepath.Dir(final))
 	}
 	if err != nil {
-		return targetErr(fmt.Errorf("fetch target: storing %s: %w", u.key, err))
+		return target.Refused(fmt.Errorf("fetch target: storing %s: %w", u.key, err))
 	}
 	os.Remove(u.etagPath())
 	u.t.pruneEmpty(filepath.Dir(u.t.part(u.key)))
@@ -447,7 +452,7 @@ func (u *fileUpload) Abort(keep bool) error {
 // empty: the folders a key's partial needed are not left behind once it
 // is stored or dropped. A folder another download is filling is not
 // empty, and its Open makes it again if it raced the removal.
-func (t *FileTarget) pruneEmpty(dir string) {
+func (t *Target) pruneEmpty(dir string) {
 	root := filepath.Join(t.dir, partialDir)
 	for dir != root && strings.HasPrefix(dir, root+string(filepath.Separator)) {
 		if os.Remove(dir) != nil {
@@ -489,3 +494,6 @@ func writeFileSync(p string, b []byte) error {
 	}
 	return err
 }
+
+// The interface guard: a Target is a target.Target.
+var _ target.Target = (*Target)(nil)

@@ -1,18 +1,25 @@
-package fetch
+// Package target is the contract every place products are stored meets
+// (a directory: target/file; an S3 bucket: target/s3): the Fetcher streams
+// into an Upload and commits it only once the bytes are verified. Adding
+// a target is its package plus one line in the fetcher's scheme table
+// (internal/fetcher Schemes). The rule of safe names and the errors a
+// target answers live here too, so that the engine and every target share
+// them.
+package target
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
-	"net/url"
-	"path/filepath"
 	"strings"
+	"syscall"
 	"time"
 	"unicode/utf8"
 )
 
-// Target is where products are stored: a directory (NewFileTarget) or an
-// S3 bucket (NewS3Target). The Fetcher streams into an Upload and commits
+// Target is where products are stored: a directory (file.New) or an S3
+// bucket (s3.New). The Fetcher streams into an Upload and commits
 // it only once the bytes are verified, so that nothing unverified is ever
 // under the final name.
 type Target interface {
@@ -51,13 +58,6 @@ type Target interface {
 	// over), 0 and false. What a user is told of a stop depends on it.
 	Partial(key string) (held int64, keeps bool)
 }
-
-// Interface guards: each target is a Target, and the directory target
-// also offers what the fetcher's checks ask of a file system.
-var (
-	_ Target = (*FileTarget)(nil)
-	_ Target = (*S3Target)(nil)
-)
 
 // OpenOption changes Target.Open.
 type OpenOption int
@@ -101,52 +101,6 @@ type Upload interface {
 	Abort(keep bool) error
 }
 
-// TargetOptions are the settings of the targets ParseTarget builds.
-type TargetOptions struct {
-	S3 S3Options
-	// DiskReserve is the room a directory target keeps free: no
-	// download writes into it (FETCH_DISK_RESERVE).
-	DiskReserve int64
-}
-
-// ParseTarget builds the target of a URL: "file:///dir" or
-// "s3://bucket/prefix".
-func ParseTarget(ctx context.Context, raw string, o TargetOptions) (Target, error) {
-	u, err := url.Parse(raw)
-	if err != nil {
-		return nil, fmt.Errorf("fetch target %q: %w", raw, err)
-	}
-	switch u.Scheme {
-	case "file":
-		dir := u.Path
-		switch u.Host {
-		case "", "localhost":
-		case ".":
-			// file://./dir: relative to the working directory (the
-			// development settings), made absolute once for the URLs
-			// of the fetched events.
-			abs, err := filepath.Abs("." + u.Path)
-			if err != nil {
-				return nil, fmt.Errorf("fetch target %q: %w", raw, err)
-			}
-			dir = abs
-		default:
-			return nil, fmt.Errorf("fetch target %q: a file URL names a local directory (file:///dir, or file://./dir under the working directory)", raw)
-		}
-		if u.Path == "" {
-			return nil, fmt.Errorf("fetch target %q: no directory", raw)
-		}
-		return NewFileTarget(dir, o.DiskReserve)
-	case "s3":
-		if u.Host == "" {
-			return nil, fmt.Errorf("fetch target %q: no bucket", raw)
-		}
-		return NewS3Target(ctx, u.Host, strings.Trim(u.Path, "/"), o.S3)
-	default:
-		return nil, fmt.Errorf("fetch target %q: the scheme is file or s3", raw)
-	}
-}
-
 // MaxNameLen is the longest product name the fetcher stores: every
 // Sentinel-1/2/3/5P name is under 100 bytes, and 200 leaves room under
 // the 255 bytes a file system allows for an element once ".zip",
@@ -185,11 +139,11 @@ func safeElement(name string, maxLen int) string {
 	return ""
 }
 
-// checkName refuses a product name that is not a SafeName, and a key any
+// CheckName refuses a product name that is not a SafeName, and a key any
 // of whose elements is not (a key that would leave the target or hide
 // in it: an element starting with a dot is the target's own, .partial or
 // .sums, or traversal).
-func checkName(name, key string) error {
+func CheckName(name, key string) error {
 	if name != "" {
 		if why := SafeName(name); why != "" {
 			return fmt.Errorf("%w: product name %s", ErrBadName, why)
@@ -204,4 +158,35 @@ func checkName(name, key string) error {
 		}
 	}
 	return nil
+}
+
+// The errors a target answers, each wrapped with %w under the detail of
+// the case (the engine's own are in internal/fetcher/fetch).
+var (
+	// ErrNoSpace: the target has not the room for the product now
+	// (beyond its reserve); the partial is kept, and room may be made:
+	// not permanent (the fetcher pauses until there is room).
+	ErrNoSpace = errors.New("fetch: no space left in the target")
+	// ErrTargetTooSmall: the product is larger than the target's whole
+	// file system less its reserve: it can never fit.
+	ErrTargetTooSmall = errors.New("fetch: the product is larger than the target can ever hold")
+	// ErrBadName: the product's name or the key is not made of safe
+	// path elements (SafeName): refused before any request. Its text
+	// is the failed event's reason, "unsafe name: <why>".
+	ErrBadName = errors.New("unsafe name")
+	// ErrLocked: Target.Open found the key's partial in use by another
+	// fetch.
+	ErrLocked = errors.New("fetch: the key is being downloaded by another fetch")
+	// ErrTargetRefused: the target refuses the object in a way a retry
+	// cannot change (a name too long for its file system, a read-only
+	// file system).
+	ErrTargetRefused = errors.New("fetch: the target refuses the object")
+)
+
+// Refused marks the target's errors that no retry can mend.
+func Refused(err error) error {
+	if errors.Is(err, syscall.ENAMETOOLONG) || errors.Is(err, syscall.EROFS) {
+		return fmt.Errorf("%w: %w", ErrTargetRefused, err)
+	}
+	return err
 }
