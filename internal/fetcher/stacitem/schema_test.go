@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"net/url"
 	"os"
+	"os/exec"
 	"path"
 	"path/filepath"
 	"regexp"
@@ -29,7 +30,8 @@ import (
 const itemSchema = "https://schemas.stacspec.org/v1.1.0/item-spec/json-schema/item.json"
 
 // schemaDir is ../shared/stac-schemas beside the repository root (the
-// folder of the receiver's go.mod, found upwards from the package).
+// folder of the receiver's go.mod, found upwards from the package), or
+// beside the repository it was cloned from (origin, a local path).
 func schemaDir(t testing.TB) string {
 	t.Helper()
 	dir, err := os.Getwd()
@@ -47,11 +49,24 @@ func schemaDir(t testing.TB) string {
 		}
 		dir = parent
 	}
-	root := filepath.Join(filepath.Dir(dir), "shared", "stac-schemas")
-	if fi, err := os.Stat(root); err != nil || !fi.IsDir() {
-		t.Fatalf("the published STAC schemas are not at %s (../shared/stac-schemas beside the repository root %s, see its SOURCES.md); "+
-			"the tests validate offline only: %v", root, dir, err)
+	// Beside the repository, or beside the one it was cloned from: a
+	// fresh clone in a temporary directory (how CI and a developer's
+	// check run make test) has no ../shared of its own.
+	candidates := []string{filepath.Join(filepath.Dir(dir), "shared", "stac-schemas")}
+	if out, err := exec.Command("git", "-C", dir, "config", "--get", "remote.origin.url").Output(); err == nil {
+		origin := strings.TrimPrefix(strings.TrimSpace(string(out)), "file://")
+		if filepath.IsAbs(origin) {
+			candidates = append(candidates, filepath.Join(filepath.Dir(filepath.Clean(origin)), "shared", "stac-schemas"))
+		}
 	}
+	for _, root := range candidates {
+		if fi, err := os.Stat(root); err == nil && fi.IsDir() {
+			return root
+		}
+	}
+	root := candidates[0]
+	t.Fatalf("the published STAC schemas are not at %s (../shared/stac-schemas beside the repository root %s, or beside the repository it was cloned from: %v; see its SOURCES.md); "+
+		"the tests validate offline only", root, dir, candidates)
 	return root
 }
 
