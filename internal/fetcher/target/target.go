@@ -41,6 +41,10 @@ type Target interface {
 	// writable), which a lookup does not show (a HEAD in a missing
 	// bucket is a plain 404).
 	Probe(ctx context.Context) error
+	// Read opens the object stored at key, to read it back (a STAC item
+	// printed, a stored product verified again); ErrNotStored when
+	// nothing is there. The caller closes it; ctx bounds the reading.
+	Read(ctx context.Context, key string) (io.ReadCloser, error)
 	// Delete removes key (and what is kept beside it); no error when
 	// nothing is there.
 	Delete(ctx context.Context, key string) error
@@ -177,6 +181,8 @@ var (
 	// ErrLocked: Target.Open found the key's partial in use by another
 	// fetch.
 	ErrLocked = errors.New("fetch: the key is being downloaded by another fetch")
+	// ErrNotStored: Target.Read found nothing at the key.
+	ErrNotStored = errors.New("fetch: nothing stored at the key")
 	// ErrTargetRefused: the target refuses the object in a way a retry
 	// cannot change (a name too long for its file system, a read-only
 	// file system).

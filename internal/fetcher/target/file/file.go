@@ -120,6 +120,19 @@ func (t *Target) Stat(_ context.Context, key string) (target.Stored, bool, error
 	return s, true, nil
 }
 
+// Read implements target.Target: the file at key (only the verified
+// product is there: partials live under .partial).
+func (t *Target) Read(_ context.Context, key string) (io.ReadCloser, error) {
+	f, err := os.Open(t.path(key))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("%w: %s", target.ErrNotStored, t.URL(key))
+	}
+	if err != nil {
+		return nil, fmt.Errorf("fetch target: %w", err)
+	}
+	return f, nil
+}
+
 // Delete implements Target.
 func (t *Target) Delete(_ context.Context, key string) error {
 	for _, p := range []string{t.path(key), t.sums(key)} {

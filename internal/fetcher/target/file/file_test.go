@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/cdse-jetstream/receiver/internal/fetcher/target"
+	"github.com/cdse-jetstream/receiver/internal/testkit/targettest"
 	"github.com/cdse-jetstream/receiver/internal/testkit/mountns"
 )
 
@@ -107,4 +108,12 @@ func TestTargetMoved(t *testing.T) {
 	if err := ck.Check(); err != nil {
 		t.Logf("mounted anew on another device: %v", err)
 	}
+}
+
+func TestContract(t *testing.T) {
+	tg, err := New(t.TempDir(), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	targettest.Contract(t, tg)
 }

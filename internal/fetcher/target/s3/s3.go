@@ -227,6 +227,20 @@ func (t *Target) Stat(ctx context.Context, key string) (target.Stored, bool, err
 	return target.Stored{Size: aws.ToInt64(out.ContentLength), MD5: meta["md5"], BLAKE3: meta["blake3"], ProductID: meta["product-id"]}, true, nil
 }
 
+// Read implements target.Target: a GET of the object, its body read as
+// the caller goes (ctx bounds it).
+func (t *Target) Read(ctx context.Context, key string) (io.ReadCloser, error) {
+	out, err := t.client.GetObject(ctx, &awss3.GetObjectInput{Bucket: &t.bucket, Key: aws.String(t.key(key))})
+	var nk *types.NoSuchKey
+	if errors.As(err, &nk) {
+		return nil, fmt.Errorf("%w: %s", target.ErrNotStored, t.URL(key))
+	}
+	if err != nil {
+		return nil, fmt.Errorf("fetch target %s: %w", t.URL(key), err)
+	}
+	return out.Body, nil
+}
+
 // Probe implements Target: a small object under the prefix's hidden
 // .fetcher-probe/ (never a product key: checkName refuses elements
 // starting with a dot), put and deleted.

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	awss3 "github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/cdse-jetstream/receiver/internal/testkit/targettest"
 	"github.com/cdse-jetstream/receiver/internal/testkit/s3test"
 )
 
@@ -114,4 +115,11 @@ func s3Target(ctx context.Context, t *testing.T, s *s3test.Server, prefix string
 		t.Fatal(err)
 	}
 	return tgt
+}
+
+func TestContract(t *testing.T) {
+	s := s3test.Start(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	targettest.Contract(t, s3Target(ctx, t, s, "products"))
 }

@@ -1,0 +1,60 @@
+// Package targettest holds the tests every target must pass, run by each
+// target's package over the real thing (a directory, an S3 server): the
+// contract of internal/fetcher/target, checked once for all.
+package targettest
+
+import (
+	"context"
+	"crypto/md5"
+	"encoding/hex"
+	"errors"
+	"io"
+	"testing"
+	"time"
+
+	"github.com/cdse-jetstream/receiver/internal/fetcher/target"
+)
+
+// Contract stores an object through Open, Write and Commit, and checks
+// what Stat and Read say of it, and of a key where nothing is.
+func Contract(t *testing.T, tg target.Target) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	body := []byte(`{"type":"Feature","stac_version":"1.1.0"}`)
+	sum := md5.Sum(body)
+	want := target.Stored{Size: int64(len(body)), MD5: hex.EncodeToString(sum[:]), ProductID: "7f3c0b2e-1a2b-4c5d-8e9f-0a1b2c3d4e5f"}
+	const key = "contract/S2B_MSIL2A_20261127T101329_N0511_R022_T32TQM_20261127T121200.SAFE.zip.json"
+	up, err := tg.Open(ctx, key, want.Size, want)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := up.Write(body); err != nil {
+		t.Fatal(err)
+	}
+	if err := up.Commit(ctx, want); err != nil {
+		t.Fatal(err)
+	}
+	got, ok, err := tg.Stat(ctx, key)
+	if err != nil || !ok || got.Size != want.Size || got.MD5 != want.MD5 {
+		t.Errorf("Stat: %+v %v %v, want %+v", got, ok, err, want)
+	}
+	r, err := tg.Read(ctx, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := io.ReadAll(r)
+	r.Close()
+	if err != nil || string(b) != string(body) {
+		t.Errorf("Read: %q %v, want %q", b, err, body)
+	}
+	if _, err := tg.Read(ctx, "contract/nothing-here.json"); !errors.Is(err, target.ErrNotStored) {
+		t.Errorf("Read of a key where nothing is: %v, want ErrNotStored", err)
+	}
+	if err := tg.Delete(ctx, key); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tg.Read(ctx, key); !errors.Is(err, target.ErrNotStored) {
+		t.Errorf("Read after Delete: %v, want ErrNotStored", err)
+	}
+}
