@@ -116,6 +116,11 @@ const (
 	// HeaderStacURL is the product's item in the STAC catalogue, set for
 	// the product types whose STAC collection the receiver knows.
 	HeaderStacURL = "Cdse-Stac-Url"
+	// HeaderStacItem, on the fetcher's fetched events, is the STAC 1.1.0
+	// item the fetcher wrote beside the stored product (its URL in the
+	// target, s3://… or file://…), ready for a STAC API or pgstac; absent
+	// with FETCH_STAC=false.
+	HeaderStacItem = "Cdse-Stac-Item"
 	// HeaderReplayed is set on a body replayed from the quarantine: the
 	// quarantine's sequence number.
 	HeaderReplayed = "Cdse-Replayed"

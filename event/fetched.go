@@ -97,6 +97,10 @@ type Fetched struct {
 	// Unchanged is set when the object was already stored with the same
 	// size and checksums and nothing was downloaded (HeaderObjectUnchanged).
 	Unchanged bool
+	// StacItem is the STAC item the fetcher wrote beside the object
+	// (HeaderStacItem); "" when it writes none (FETCH_STAC=false, a
+	// deleted product).
+	StacItem string
 }
 
 // Verified reports whether at least one checksum verified the stored bytes.
@@ -119,7 +123,7 @@ func DecodeFetchedData(data []byte, h nats.Header) (*Fetched, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: its body: %w", ErrNotFetched, err)
 	}
-	f := &Fetched{Notification: n, Deleted: n.Event == Deleted}
+	f := &Fetched{Notification: n, Deleted: n.Event == Deleted, StacItem: h.Get(HeaderStacItem)}
 	if f.ObjectURL = h.Get(HeaderObjectURL); f.ObjectURL == "" {
 		return nil, fmt.Errorf("%w: no %s header", ErrNotFetched, HeaderObjectURL)
 	}

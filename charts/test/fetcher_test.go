@@ -571,8 +571,8 @@ var (
 // never fire. (test/e2e scrapes a running receiver for the receiver's.)
 func TestFetcherQueriesMetricsThatExist(t *testing.T) {
 	registered := map[string]bool{}
-	for _, dir := range []string{"fetch", "fetcher"} {
-		files, err := filepath.Glob(filepath.Join("..", "..", "internal", dir, "*.go"))
+	for _, dir := range []string{"fetcher/fetch", "fetcher"} {
+		files, err := filepath.Glob(filepath.Join("..", "..", "internal", filepath.FromSlash(dir), "*.go"))
 		if err != nil || len(files) == 0 {
 			t.Fatalf("internal/%s: %v", dir, err)
 		}

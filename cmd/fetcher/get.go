@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -40,30 +41,15 @@ Exit codes: 0 ok, 1 error, 2 usage.`,
 		if err := out.Check(); err != nil {
 			return err
 		}
-		cfg, err := load(cmd, getenv, *configFile)
-		if err != nil {
-			return err
-		}
-		log := logging.New(cfg.LogLevel, cfg.LogFormat, cmd.ErrOrStderr())
 		ctx := cmd.Context()
 		show, every, done := fetchview.Progress(cmd.ErrOrStderr())
-		parts, err := fetcher.Build(ctx, cfg, getenv, prometheus.NewRegistry(), log, func(o *fetch.Options) { o.ProgressEvery = every })
+		cfg, parts, err := buildParts(cmd, getenv, *configFile, func(o *fetch.Options) { o.ProgressEvery = every })
 		if err != nil {
 			return err
 		}
-		entity, err := parts.Catalogue.GetProduct(ctx, args[0])
+		n, err := productEvent(ctx, parts, args[0])
 		if err != nil {
 			return err
-		}
-		// The entity as a created notification's value: the server's
-		// decoding (name, length, checksums, collection, dates) applies.
-		note, err := json.Marshal(map[string]any{"SubscriptionEvent": event.Created, "ProductId": args[0], "value": entity})
-		if err != nil {
-			return err
-		}
-		n, err := event.DecodeData(note, nil)
-		if err != nil {
-			return fmt.Errorf("product %s: %w", args[0], err)
 		}
 		key := fetcher.Key(cfg.KeyTemplate, n)
 		res, err := parts.Engine.Fetch(ctx, fetcher.ProductOf(n), key, show)
@@ -72,6 +58,9 @@ Exit codes: 0 ok, 1 error, 2 usage.`,
 			return interrupted(parts.Target, key, args[0], err)
 		}
 		if err != nil {
+			return err
+		}
+		if _, err := fetcher.StoreItem(ctx, parts.Target, cfg, n, key, res); err != nil {
 			return err
 		}
 		return out.Print(cmd.OutOrStdout(), res, func(w io.Writer) error {
@@ -93,4 +82,36 @@ func interrupted(t target.Target, key, id string, err error) error {
 		return fmt.Errorf("interrupted (%w) before a byte was kept: a rerun starts from the start", err)
 	}
 	return fmt.Errorf("interrupted (%w): %d bytes kept in the partial file: rerun to resume from byte %d (fetcher get %s)", err, held, held, id)
+}
+
+// productEvent is product id's entity read from the catalogue, as a
+// created notification's value: the server's decoding (name, length,
+// checksums, collection, dates) applies.
+func productEvent(ctx context.Context, parts fetcher.Parts, id string) (*event.Notification, error) {
+	entity, err := parts.Catalogue.GetProduct(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	note, err := json.Marshal(map[string]any{"SubscriptionEvent": event.Created, "ProductId": id, "value": entity})
+	if err != nil {
+		return nil, err
+	}
+	n, err := event.DecodeData(note, nil)
+	if err != nil {
+		return nil, fmt.Errorf("product %s: %w", id, err)
+	}
+	return n, nil
+}
+
+// buildParts loads and validates the settings of a one-shot verb and
+// builds the engine, target and catalogue client from them, logging to
+// stderr.
+func buildParts(cmd *cobra.Command, getenv func(string) string, configFile string, tune ...func(*fetch.Options)) (fetchconfig.Config, fetcher.Parts, error) {
+	cfg, err := load(cmd, getenv, configFile)
+	if err != nil {
+		return cfg, fetcher.Parts{}, err
+	}
+	log := logging.New(cfg.LogLevel, cfg.LogFormat, cmd.ErrOrStderr())
+	parts, err := fetcher.Build(cmd.Context(), cfg, getenv, prometheus.NewRegistry(), log, tune...)
+	return cfg, parts, err
 }

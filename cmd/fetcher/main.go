@@ -67,7 +67,7 @@ func newRoot(getenv func(string) string, now <-chan struct{}) *cobra.Command {
 	root.PersistentFlags().StringVar(&configFile, "config", getenv("FETCH_CONFIG"), "YAML file of settings, keys as the environment names (FETCH_CONFIG)")
 	serve := newServe(getenv, "serve", &configFile, now)
 	serve.Short = "Run the fetcher (what `fetcher` alone does)"
-	root.AddCommand(serve, newGet(getenv, &configFile), newFailed(getenv, &configFile), newFetched(getenv, &configFile), newStatus(getenv, &configFile))
+	root.AddCommand(serve, newGet(getenv, &configFile), newFailed(getenv, &configFile), newFetched(getenv, &configFile), newStatus(getenv, &configFile), newStac(getenv, &configFile))
 	cli.AddVersion(root)
 	return root
 }

@@ -622,6 +622,14 @@ func (a *App) handle(ctx context.Context, m jetstream.Msg) {
 			a.retryLater(ctx, log, m, md, n, err)
 			return
 		}
+		if a.cfg.STAC {
+			// Its item goes with it: an item naming nothing would
+			// index a product that is gone.
+			if err := a.parts.Target.Delete(ctx, ItemKey(key)); err != nil {
+				a.retryLater(ctx, log, m, md, n, err)
+				return
+			}
+		}
 		a.outcomes.WithLabelValues("deleted").Inc()
 		pub = deletedMsg(a.cfg.FetchedPrefix, a.cfg.Consumer, n, m.Headers(), a.parts.Target.URL(key))
 	default:
@@ -661,7 +669,14 @@ func (a *App) handle(ctx context.Context, m jetstream.Msg) {
 		} else {
 			stored.Info("product stored")
 		}
-		pub = fetchedMsg(a.cfg.FetchedPrefix, a.cfg.Consumer, n, m.Headers(), res)
+		item, err := a.writeItem(ctx, n, key, res)
+		if err != nil {
+			// The product is stored; the redelivery finds it unchanged
+			// and writes its item then.
+			a.retryLater(ctx, log, m, md, n, err)
+			return
+		}
+		pub = fetchedMsg(a.cfg.FetchedPrefix, a.cfg.Consumer, n, m.Headers(), res, item)
 	}
 	// The ack only after the PubAck: a crash between them redelivers the
 	// product event, whose event the stream then drops as a duplicate.

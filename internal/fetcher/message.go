@@ -85,8 +85,11 @@ func routing(h nats.Header) nats.Header {
 // and where and how it was stored. Its Nats-Msg-Id makes a redelivered
 // product event (a crash between the PubAck and the ack) publish nothing
 // new: the same consumer, product, event and bytes.
-func fetchedMsg(prefix, consumer string, n *event.Notification, h nats.Header, r fetch.Result) *nats.Msg {
+func fetchedMsg(prefix, consumer string, n *event.Notification, h nats.Header, r fetch.Result, item string) *nats.Msg {
 	out := routing(h)
+	if item != "" {
+		out.Set(event.HeaderStacItem, item)
+	}
 	out.Set(event.HeaderObjectURL, r.URL)
 	out.Set(event.HeaderObjectSize, fmt.Sprint(r.Size))
 	ident := fmt.Sprint(r.Size)

@@ -71,11 +71,11 @@ func TestMessages(t *testing.T) {
 		headers     map[string]string
 	}{
 		{"verified", fetchedMsg("cdse.fetched", "f", n, h, fetch.Result{URL: "s3://b/k", Size: 10, Took: 1234567 * time.Microsecond,
-			Verified: []fetch.Checksum{{Algorithm: "MD5", Value: "AB"}, {Algorithm: "BLAKE3", Value: "cd"}}}),
+			Verified: []fetch.Checksum{{Algorithm: "MD5", Value: "AB"}, {Algorithm: "BLAKE3", Value: "cd"}}}, "s3://b/k.json"),
 			"cdse.fetched.created.SENTINEL-2.S2MSI2A", "fetched/f/" + n.ProductID + "/created/ab",
-			map[string]string{"Cdse-Object-Url": "s3://b/k", "Cdse-Object-Size": "10", "Cdse-Checksum-MD5": "ab", "Cdse-Checksum-BLAKE3": "cd",
+			map[string]string{"Cdse-Object-Url": "s3://b/k", "Cdse-Stac-Item": "s3://b/k.json", "Cdse-Object-Size": "10", "Cdse-Checksum-MD5": "ab", "Cdse-Checksum-BLAKE3": "cd",
 				"Cdse-Fetch-Took": "1.235s", "Cdse-Product-Id": "id1", "Cdse-Unverified": "", "Ce-Id": ""}},
-		{"unverified", fetchedMsg("cdse.fetched", "f", n, h, fetch.Result{URL: "file:///d/k", Size: 7, Unverified: "no checksum in the catalogue"}),
+		{"unverified", fetchedMsg("cdse.fetched", "f", n, h, fetch.Result{URL: "file:///d/k", Size: 7, Unverified: "no checksum in the catalogue"}, ""),
 			"cdse.fetched.created.SENTINEL-2.S2MSI2A", "fetched/f/" + n.ProductID + "/created/7",
 			map[string]string{"Cdse-Unverified": "no checksum in the catalogue", "Cdse-Checksum-MD5": ""}},
 		{"failed", failedMsg("cdse.fetchfailed", "f", "", "S2.MSI", []byte("{}"), h, 42, "checksum mismatch"),
@@ -124,14 +124,14 @@ func TestMessagesDecode(t *testing.T) {
 		of   *event.Notification
 	}{
 		{"verified", fetchedMsg("cdse.fetched", "f", n, h, fetch.Result{URL: "s3://b/k", Size: 1132462080, Took: 1234567 * time.Microsecond,
-			Verified: []fetch.Checksum{{Algorithm: "MD5", Value: "9F1A"}, {Algorithm: "blake3", Value: "cd"}}}),
-			event.Fetched{ObjectURL: "s3://b/k", Size: 1132462080, Took: 1235 * time.Millisecond, Checksums: map[string]string{"MD5": "9f1a", "BLAKE3": "cd"}}, n},
-		{"unverified", fetchedMsg("cdse.fetched", "f", n, h, fetch.Result{URL: "file:///d/k", Size: 7, Unverified: "no checksum in the catalogue"}),
+			Verified: []fetch.Checksum{{Algorithm: "MD5", Value: "9F1A"}, {Algorithm: "blake3", Value: "cd"}}}, "s3://b/k.json"),
+			event.Fetched{ObjectURL: "s3://b/k", Size: 1132462080, Took: 1235 * time.Millisecond, Checksums: map[string]string{"MD5": "9f1a", "BLAKE3": "cd"}, StacItem: "s3://b/k.json"}, n},
+		{"unverified", fetchedMsg("cdse.fetched", "f", n, h, fetch.Result{URL: "file:///d/k", Size: 7, Unverified: "no checksum in the catalogue"}, ""),
 			event.Fetched{ObjectURL: "file:///d/k", Size: 7, Unverified: "no checksum in the catalogue"}, n},
-		{"unverified without a reason", fetchedMsg("cdse.fetched", "f", n, h, fetch.Result{URL: "file:///d/k", Took: time.Second}),
+		{"unverified without a reason", fetchedMsg("cdse.fetched", "f", n, h, fetch.Result{URL: "file:///d/k", Took: time.Second}, ""),
 			event.Fetched{ObjectURL: "file:///d/k", Unverified: "no checksum", Took: time.Second}, n},
 		{"already there", fetchedMsg("cdse.fetched", "f", n, h, fetch.Result{URL: "s3://b/k", Size: 7, AlreadyThere: true,
-			Verified: []fetch.Checksum{{Algorithm: "MD5", Value: "9f1a"}}}),
+			Verified: []fetch.Checksum{{Algorithm: "MD5", Value: "9f1a"}}}, ""),
 			event.Fetched{ObjectURL: "s3://b/k", Size: 7, Unchanged: true, Checksums: map[string]string{"MD5": "9f1a"}}, n},
 		{"deleted", deletedMsg("cdse.fetched", "f", del, nil, "s3://b/gone"),
 			event.Fetched{ObjectURL: "s3://b/gone", Deleted: true}, del},
@@ -142,7 +142,7 @@ func TestMessagesDecode(t *testing.T) {
 				t.Fatal(err)
 			}
 			if f.ObjectURL != tc.want.ObjectURL || f.Size != tc.want.Size || f.Took != tc.want.Took || f.Unverified != tc.want.Unverified ||
-				f.Deleted != tc.want.Deleted || f.Unchanged != tc.want.Unchanged || !maps.Equal(f.Checksums, tc.want.Checksums) {
+				f.Deleted != tc.want.Deleted || f.Unchanged != tc.want.Unchanged || !maps.Equal(f.Checksums, tc.want.Checksums) || f.StacItem != tc.want.StacItem {
 				t.Errorf("got  %+v\nwant %+v", *f, tc.want)
 			}
 			if f.ProductID != tc.of.ProductID || f.Event != tc.of.Event || f.ProductType != tc.of.ProductType || f.Collection != tc.of.Collection ||
@@ -179,7 +179,7 @@ func TestMessagesDecode(t *testing.T) {
 		})
 	}
 	// Neither decoder takes the other's message.
-	if _, err := event.DecodeFailedData(n.Data, fetchedMsg("cdse.fetched", "f", n, h, fetch.Result{URL: "s3://b/k", Size: 1}).Header); !errors.Is(err, event.ErrNotFailed) {
+	if _, err := event.DecodeFailedData(n.Data, fetchedMsg("cdse.fetched", "f", n, h, fetch.Result{URL: "s3://b/k", Size: 1}, "").Header); !errors.Is(err, event.ErrNotFailed) {
 		t.Errorf("a fetched event decoded as failed: %v", err)
 	}
 	if _, err := event.DecodeFetchedData(n.Data, failedMsg("cdse.fetchfailed", "f", "", "", n.Data, h, 1, "x").Header); !errors.Is(err, event.ErrNotFetched) {

@@ -151,15 +151,8 @@ func (w *world) launchFetcher(t *testing.T, env map[string]string) *fetcherProc 
 	bin := bins.Build(t, "github.com/cdse-jetstream/receiver/cmd/fetcher")
 	port := natstest.FreePort(t)
 	admin = fmt.Sprintf("127.0.0.1:%d", port)
-	all := map[string]string{
-		"NATS_URL": w.receiver.NATSURL, "FETCH_ADMIN_ADDR": admin, "FETCH_START": "all",
-		"CDSE_USERNAME": user, "CDSE_PASSWORD": password, "CDSE_TOKEN_URL": w.simURL + cdsesim.TokenPath,
-		"CDSE_CATALOGUE_URL": w.simURL + "/odata/v1", "CDSE_DOWNLOAD_URL": w.dlURL, "FETCH_TRUSTED_HOSTS": "127.0.0.1",
-		"FETCH_SHUTDOWN_TIMEOUT": "5s", "LOG_FORMAT": "text", "LOG_LEVEL": "debug",
-	}
-	for k, v := range env {
-		all[k] = v
-	}
+	all := w.fetcherEnv(env)
+	all["FETCH_ADMIN_ADDR"] = admin
 	cmd := exec.Command(bin)
 	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir()}
 	for k, v := range all {
@@ -223,6 +216,21 @@ func (w *world) launchFetcher(t *testing.T, env map[string]string) *fetcherProc 
 		}
 	})
 	return &fetcherProc{admin: admin, logs: logs, stop: stop, kill: kill, exit: exit, signal: cmd.Process.Signal}
+}
+
+// fetcherEnv is the world's settings of a fetcher, with env over them
+// (an admin address is the caller's).
+func (w *world) fetcherEnv(env map[string]string) map[string]string {
+	all := map[string]string{
+		"NATS_URL": w.receiver.NATSURL, "FETCH_START": "all",
+		"CDSE_USERNAME": user, "CDSE_PASSWORD": password, "CDSE_TOKEN_URL": w.simURL + cdsesim.TokenPath,
+		"CDSE_CATALOGUE_URL": w.simURL + "/odata/v1", "CDSE_DOWNLOAD_URL": w.dlURL, "FETCH_TRUSTED_HOSTS": "127.0.0.1",
+		"FETCH_SHUTDOWN_TIMEOUT": "5s", "LOG_FORMAT": "text", "LOG_LEVEL": "debug",
+	}
+	for k, v := range env {
+		all[k] = v
+	}
+	return all
 }
 
 // events waits until the fetcher's stream holds n messages, then a moment
@@ -362,12 +370,16 @@ func TestFetchIntoS3(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var keys []string
+	var keys, items []string
 	for _, o := range list.Contents {
+		if strings.HasSuffix(*o.Key, ".zip.json") {
+			items = append(items, *o.Key) // their STAC items (stac_test.go)
+			continue
+		}
 		keys = append(keys, *o.Key)
 	}
-	if len(keys) != len(good) {
-		t.Errorf("bucket holds %v, want the %d good products", keys, len(good))
+	if len(keys) != len(good) || len(items) != len(good) {
+		t.Errorf("bucket holds %v and the items %v, want the %d good products and an item each", keys, items, len(good))
 	}
 	for _, k := range keys {
 		if !strings.HasPrefix(k, "products/SENTINEL-2/") {

@@ -34,6 +34,7 @@ type Config struct {
 	IdleTimeout     time.Duration `koanf:"FETCH_IDLE_TIMEOUT" flag:"idle-timeout" help:"a download that receives nothing this long is cut and resumed"`
 	RequireChecksum bool          `koanf:"FETCH_REQUIRE_CHECKSUM" flag:"require-checksum" help:"refuse a product the catalogue gives no checksum for (false: store it, marked Cdse-Unverified)"`
 	OnDelete        string        `koanf:"FETCH_ON_DELETE" flag:"on-delete" help:"what a deleted event does to the stored product: keep or delete"`
+	STAC            bool          `koanf:"FETCH_STAC" flag:"stac" help:"write a STAC 1.1.0 item beside each stored product (<key>.json), named by the fetched event's Cdse-Stac-Item (docs/stac-items.md)"`
 	TrustedHosts    string        `koanf:"FETCH_TRUSTED_HOSTS" flag:"trusted-hosts" help:"hosts the login token may be sent to on redirects, comma-separated domain[:port]: each domain with its subdomains, over HTTPS, on the port given or 443 (CDSE_DOWNLOAD_URL's own origin always)"`
 	KeyTemplate     string        `koanf:"FETCH_KEY_TEMPLATE" flag:"key-template" help:"object key of a product, of {collection} {productType} {yyyy} {mm} {dd} {name} {id}; must end in {name}.zip"`
 	AdminAddr       string        `koanf:"FETCH_ADMIN_ADDR" flag:"admin-addr" help:"listen address of /healthz, /readyz, /status, /metrics; keep it private"`
@@ -91,6 +92,7 @@ func Default() Config {
 		MaxAttempts:      10,
 		IdleTimeout:      60 * time.Second,
 		OnDelete:         "keep",
+		STAC:             true,
 		TrustedHosts:     "dataspace.copernicus.eu",
 		KeyTemplate:      DefaultKeyTemplate,
 		AdminAddr:        ":9091",

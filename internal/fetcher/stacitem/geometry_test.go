@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/cdse-jetstream/receiver/event"
+	"github.com/cdse-jetstream/receiver/internal/testkit/stacschema"
 )
 
 // withFootprint is the S2 fixture's product with the GeoFootprint and
@@ -34,7 +35,7 @@ func withFootprint(t testing.TB, geoJSON, wkt string) *event.Notification {
 	return decode(t, b)
 }
 
-func footprintItem(t *testing.T, v *validator, geoJSON, wkt string) map[string]any {
+func footprintItem(t *testing.T, v validator, geoJSON, wkt string) map[string]any {
 	t.Helper()
 	n := withFootprint(t, geoJSON, wkt)
 	return build(t, v, Input{Product: n, Assets: []Asset{productAsset(n, "9f1a4c0c2d7b6e0f3a8b1c2d3e4f5a6b")}})
@@ -197,13 +198,13 @@ func TestValidatorRejects(t *testing.T) {
 		by     string // the schema that refuses it
 		break_ func(m map[string]any)
 	}{
-		"platform not a string":       {"created-s2.json", itemSchema, func(m map[string]any) { props(m)["platform"] = 2 }},
-		"datetime not in UTC":         {"created-s2.json", itemSchema, func(m map[string]any) { props(m)["datetime"] = "2026-11-21T11:33:19+01:00" }},
-		"no datetime":                 {"created-s2.json", itemSchema, func(m map[string]any) { delete(props(m), "datetime") }},
-		"start without end":           {"created-s2.json", itemSchema, func(m map[string]any) { delete(props(m), "end_datetime") }},
-		"geometry without bbox":       {"created-s2.json", itemSchema, func(m map[string]any) { delete(m, "bbox") }},
-		"collection without its link": {"created-s2.json", itemSchema, func(m map[string]any) { m["links"] = m["links"].([]any)[1:] }},
-		"ring of three positions": {"created-s2.json", itemSchema, func(m map[string]any) {
+		"platform not a string":       {"created-s2.json", stacschema.ItemSchema, func(m map[string]any) { props(m)["platform"] = 2 }},
+		"datetime not in UTC":         {"created-s2.json", stacschema.ItemSchema, func(m map[string]any) { props(m)["datetime"] = "2026-11-21T11:33:19+01:00" }},
+		"no datetime":                 {"created-s2.json", stacschema.ItemSchema, func(m map[string]any) { delete(props(m), "datetime") }},
+		"start without end":           {"created-s2.json", stacschema.ItemSchema, func(m map[string]any) { delete(props(m), "end_datetime") }},
+		"geometry without bbox":       {"created-s2.json", stacschema.ItemSchema, func(m map[string]any) { delete(m, "bbox") }},
+		"collection without its link": {"created-s2.json", stacschema.ItemSchema, func(m map[string]any) { m["links"] = m["links"].([]any)[1:] }},
+		"ring of three positions": {"created-s2.json", stacschema.ItemSchema, func(m map[string]any) {
 			m["geometry"] = json.RawMessage(`{"type":"Polygon","coordinates":[[[0,0],[1,1],[0,0]]]}`)
 		}},
 		"checksum in upper case":       {"created-s2.json", ExtFile, func(m map[string]any) { asset(m)["file:checksum"] = "D5109F1A4C0C2D7B6E0F3A8B1C2D3E4F5A6B" }},

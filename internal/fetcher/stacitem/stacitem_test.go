@@ -43,7 +43,7 @@ func productAsset(n *event.Notification, md5 string) Asset {
 }
 
 // build makes the item of in, validates it, and decodes it.
-func build(t *testing.T, v *validator, in Input) map[string]any {
+func build(t *testing.T, v validator, in Input) map[string]any {
 	t.Helper()
 	doc, err := Item(in)
 	if err != nil {

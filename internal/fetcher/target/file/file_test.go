@@ -11,8 +11,8 @@ import (
 	"time"
 
 	"github.com/cdse-jetstream/receiver/internal/fetcher/target"
-	"github.com/cdse-jetstream/receiver/internal/testkit/targettest"
 	"github.com/cdse-jetstream/receiver/internal/testkit/mountns"
+	"github.com/cdse-jetstream/receiver/internal/testkit/targettest"
 )
 
 func TestSweepPartials(t *testing.T) {

@@ -9,8 +9,8 @@ import (
 	"time"
 
 	awss3 "github.com/aws/aws-sdk-go-v2/service/s3"
-	"github.com/cdse-jetstream/receiver/internal/testkit/targettest"
 	"github.com/cdse-jetstream/receiver/internal/testkit/s3test"
+	"github.com/cdse-jetstream/receiver/internal/testkit/targettest"
 )
 
 func TestS3OptionsFromEnv(t *testing.T) {
