@@ -41,6 +41,10 @@ const (
 	// HeaderObjectURL is where the object is: s3://bucket/key or
 	// file:///dir/key.
 	HeaderObjectURL = "Cdse-Object-Url"
+	// HeaderVerifiedInPlace is "true" on the fetched event of a product
+	// stored unverified whose checksum came later: the fetcher read the
+	// stored object back and verified it there, downloading nothing.
+	HeaderVerifiedInPlace = "Cdse-Verified-In-Place"
 	// HeaderObjectSize is the object's size in bytes (decimal).
 	HeaderObjectSize = "Cdse-Object-Size"
 	// HeaderChecksumPrefix + the algorithm in upper case (MD5, BLAKE3): a
@@ -101,6 +105,10 @@ type Fetched struct {
 	// (HeaderStacItem); "" when it writes none (FETCH_STAC=false, a
 	// deleted product).
 	StacItem string
+	// VerifiedInPlace is set when a product stored unverified was
+	// verified where it is, its checksum known since
+	// (HeaderVerifiedInPlace).
+	VerifiedInPlace bool
 }
 
 // Verified reports whether at least one checksum verified the stored bytes.
@@ -123,7 +131,8 @@ func DecodeFetchedData(data []byte, h nats.Header) (*Fetched, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: its body: %w", ErrNotFetched, err)
 	}
-	f := &Fetched{Notification: n, Deleted: n.Event == Deleted, StacItem: h.Get(HeaderStacItem)}
+	f := &Fetched{Notification: n, Deleted: n.Event == Deleted, StacItem: h.Get(HeaderStacItem),
+		VerifiedInPlace: h.Get(HeaderVerifiedInPlace) == "true"}
 	if f.ObjectURL = h.Get(HeaderObjectURL); f.ObjectURL == "" {
 		return nil, fmt.Errorf("%w: no %s header", ErrNotFetched, HeaderObjectURL)
 	}

@@ -109,6 +109,9 @@ func fetchedMsg(prefix, consumer string, n *event.Notification, h nats.Header, r
 	if r.AlreadyThere {
 		out.Set(event.HeaderObjectUnchanged, "true")
 	}
+	if r.VerifiedInPlace {
+		out.Set(event.HeaderVerifiedInPlace, "true")
+	}
 	out.Set(event.HeaderFetchTook, r.Took.Round(time.Millisecond).String())
 	out.Set(event.HeaderMsgID, "fetched/"+consumer+"/"+n.ProductID+"/"+string(n.Event)+"/"+ident)
 	return &nats.Msg{

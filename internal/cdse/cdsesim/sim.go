@@ -301,6 +301,19 @@ func (s *Sim) DeleteProduct(id, cause string) error {
 
 // changeProduct applies change to a copy of a live product, stores it and
 // emits event.
+// AddChecksum is the catalogue adding a product's checksum after its
+// publication (a product listed without one, ChecksumDate later): the
+// same bytes, its Checksum array now given, ModificationDate now; it
+// notifies modified and returns the product as it is now.
+func (s *Sim) AddChecksum(id string) (*Product, error) {
+	var out *Product
+	err := s.changeProduct(id, "modified", func(p *Product, now time.Time) {
+		p.ModificationDate, p.ChecksumForm = now, ChecksumBoth
+		out = p
+	})
+	return out, err
+}
+
 func (s *Sim) changeProduct(id, event string, change func(*Product, time.Time)) error {
 	s.mu.Lock()
 	p, ok := s.products[id]

@@ -120,6 +120,10 @@ type Result struct {
 	Took       time.Duration
 	// AlreadyThere: the key held the same size and checksums: not fetched.
 	AlreadyThere bool
+	// VerifiedInPlace: the key held the product stored unverified, and
+	// its checksums, known since, verified it read back from the target
+	// (AlreadyThere too): not fetched.
+	VerifiedInPlace bool
 	// Resumed are the bytes not downloaded again (a partial resumed).
 	Resumed int64
 }
@@ -390,6 +394,16 @@ func (f *Fetcher) Fetch(ctx context.Context, p Product, key string, progress fun
 	} else if ok && len(sums) > 0 && same(s, p, sums) {
 		res.AlreadyThere, res.Size, res.Verified = true, s.Size, verified(sums)
 		return res, nil
+	} else if ok && storedUnverified(s, p, sums) {
+		err := f.verifyInPlace(ctx, p, key, s, sums)
+		if err == nil {
+			res.AlreadyThere, res.VerifiedInPlace, res.Size, res.Verified = true, true, s.Size, verified(sums)
+			return res, nil
+		}
+		if ctx.Err() != nil {
+			return res, err
+		}
+		f.log.WithFields(logrus.Fields{"product": p.ID, "key": key}).WithError(err).Warn("fetch: the product stored unverified does not verify in place; downloading it again")
 	}
 
 	reread := false

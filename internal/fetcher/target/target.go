@@ -45,6 +45,11 @@ type Target interface {
 	// printed, a stored product verified again); ErrNotStored when
 	// nothing is there. The caller closes it; ctx bounds the reading.
 	Read(ctx context.Context, key string) (io.ReadCloser, error)
+	// Describe records s as what is stored at key, whose bytes are
+	// already there (a product stored unverified whose checksum came
+	// later, verified by reading it back): the bytes are not written
+	// again. ErrNotStored when nothing is there.
+	Describe(ctx context.Context, key string, s Stored) error
 	// Delete removes key (and what is kept beside it); no error when
 	// nothing is there.
 	Delete(ctx context.Context, key string) error

@@ -39,6 +39,18 @@ func Contract(t *testing.T, tg target.Target) {
 	if err != nil || !ok || got.Size != want.Size || got.MD5 != want.MD5 {
 		t.Errorf("Stat: %+v %v %v, want %+v", got, ok, err, want)
 	}
+	// Described anew (a checksum verified in place): Stat says so.
+	described := want
+	described.BLAKE3 = "af1349b9f5f9a1a6a0404dea36dcc9499bcb25c9adc112b7cc9a93cae41f3262"
+	if err := tg.Describe(ctx, key, described); err != nil {
+		t.Fatalf("Describe: %v", err)
+	}
+	if got, ok, err := tg.Stat(ctx, key); err != nil || !ok || got != described {
+		t.Errorf("Stat after Describe: %+v %v %v, want %+v", got, ok, err, described)
+	}
+	if err := tg.Describe(ctx, "contract/nothing-here.zip", described); !errors.Is(err, target.ErrNotStored) {
+		t.Errorf("Describe of a key where nothing is: %v, want ErrNotStored", err)
+	}
 	r, err := tg.Read(ctx, key)
 	if err != nil {
 		t.Fatal(err)

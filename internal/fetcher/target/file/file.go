@@ -133,6 +133,23 @@ func (t *Target) Read(_ context.Context, key string) (io.ReadCloser, error) {
 	return f, nil
 }
 
+// Describe implements target.Target: the side file .sums/<key>.json
+// rewritten, durably.
+func (t *Target) Describe(_ context.Context, key string, s target.Stored) error {
+	if _, err := os.Stat(t.path(key)); errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("%w: %s", target.ErrNotStored, t.URL(key))
+	}
+	b, _ := json.Marshal(s)
+	side := t.sums(key)
+	if err := os.MkdirAll(filepath.Dir(side), 0o755); err != nil {
+		return fmt.Errorf("fetch target: %w", err)
+	}
+	if err := writeFileSync(side, b); err != nil {
+		return fmt.Errorf("fetch target: the checksums of %s: %w", key, err)
+	}
+	return nil
+}
+
 // Delete implements Target.
 func (t *Target) Delete(_ context.Context, key string) error {
 	for _, p := range []string{t.path(key), t.sums(key)} {

@@ -258,6 +258,54 @@ func (t *Target) Probe(ctx context.Context) error {
 	return nil
 }
 
+// maxCopy is the largest object one CopyObject rewrites (S3's limit);
+// a larger one would need a multipart copy, which Describe does not do.
+const maxCopy = 5 << 30
+
+// Describe implements target.Target: the object copied onto itself with
+// its metadata replaced, in the store (no byte leaves it). An object over
+// 5 GiB is refused (ErrTargetRefused is not used: the caller downloads it
+// again instead).
+func (t *Target) Describe(ctx context.Context, key string, s target.Stored) error {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
+	defer cancel()
+	have, ok, err := t.Stat(ctx, key)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return fmt.Errorf("%w: %s", target.ErrNotStored, t.URL(key))
+	}
+	if have.Size > maxCopy {
+		return fmt.Errorf("fetch target %s: %d bytes, more than one copy rewrites (5 GiB): its checksums cannot be recorded in place", t.URL(key), have.Size)
+	}
+	meta := map[string]string{"product-id": s.ProductID}
+	if s.MD5 != "" {
+		meta["md5"] = s.MD5
+	}
+	if s.BLAKE3 != "" {
+		meta["blake3"] = s.BLAKE3
+	}
+	k := t.key(key)
+	_, err = t.client.CopyObject(ctx, &awss3.CopyObjectInput{
+		Bucket: &t.bucket, Key: aws.String(k), CopySource: aws.String(url.PathEscape(t.bucket) + "/" + pathEscapeKey(k)),
+		Metadata: meta, MetadataDirective: types.MetadataDirectiveReplace,
+	})
+	if err != nil {
+		return fmt.Errorf("fetch target %s: recording its checksums: %w", t.URL(key), err)
+	}
+	return nil
+}
+
+// pathEscapeKey escapes each element of an object key for a copy source.
+func pathEscapeKey(k string) string {
+	parts := strings.Split(k, "/")
+	for i, p := range parts {
+		parts[i] = url.PathEscape(p)
+	}
+	return strings.Join(parts, "/")
+}
+
 // Delete implements Target.
 func (t *Target) Delete(ctx context.Context, key string) error {
 	ctx, cancel := context.WithTimeout(ctx, time.Minute)

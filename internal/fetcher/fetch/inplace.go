@@ -1,0 +1,46 @@
+package fetch
+
+import (
+	"context"
+	"fmt"
+	"io"
+
+	"github.com/cdse-jetstream/receiver/internal/fetcher/target"
+)
+
+// storedUnverified says whether s is p's object stored without a checksum
+// (the catalogue had none when it was fetched), now that sums are known:
+// the catalogue can publish a product before its checksum and add it in a
+// later modified event (ChecksumDate after PublicationDate).
+func storedUnverified(s target.Stored, p Product, sums map[string]string) bool {
+	return len(sums) > 0 && s.MD5 == "" && s.BLAKE3 == "" && s.ProductID == p.ID &&
+		(p.ContentLength <= 0 || s.Size == p.ContentLength)
+}
+
+// verifyInPlace reads the object stored at key back from the target and
+// checks it against sums: the account's bytes are not spent again. When
+// it matches, the target records the checksums beside it; a mismatch is a
+// *mismatch (the caller downloads it again).
+func (f *Fetcher) verifyInPlace(ctx context.Context, p Product, key string, s target.Stored, sums map[string]string) error {
+	r, err := f.target.Read(ctx, key)
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	h := newHashes()
+	buf := make([]byte, 256<<10)
+	n, err := io.CopyBuffer(h, r, buf)
+	if err != nil {
+		return fmt.Errorf("reading %s back: %w", f.target.URL(key), err)
+	}
+	if n != s.Size {
+		return fmt.Errorf("reading %s back: %d bytes, the target says %d", f.target.URL(key), n, s.Size)
+	}
+	got := h.sums()
+	for alg, want := range sums {
+		if got[alg] != want {
+			return &mismatch{alg: alg, want: want, got: got[alg]}
+		}
+	}
+	return f.target.Describe(ctx, key, stored(p.ID, s.Size, sums))
+}
