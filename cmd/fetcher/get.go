@@ -14,7 +14,6 @@ import (
 	"github.com/cdse-jetstream/receiver/internal/fetcher/fetchconfig"
 	"github.com/cdse-jetstream/receiver/internal/fetcher/fetchview"
 	"github.com/cdse-jetstream/receiver/internal/platform/cli"
-	"github.com/cdse-jetstream/receiver/internal/platform/logging"
 )
 
 // newGet fetches one product by hand: its entity from the catalogue, the
@@ -43,7 +42,7 @@ Exit codes: 0 ok, 1 error, 2 usage.`,
 		if err != nil {
 			return err
 		}
-		log := logging.New(cfg.LogLevel, cfg.LogFormat, cmd.ErrOrStderr())
+		log := cfg.Logger(cmd.ErrOrStderr())
 		ctx := cmd.Context()
 		show, every, done := fetchview.Progress(cmd.ErrOrStderr())
 		parts, err := fetcher.Build(ctx, cfg, getenv, prometheus.NewRegistry(), log, func(o *fetch.Options) { o.ProgressEvery = every })

@@ -18,6 +18,7 @@ import (
 
 	"github.com/cdse-jetstream/receiver/event"
 	"github.com/cdse-jetstream/receiver/internal/cdse"
+	"github.com/cdse-jetstream/receiver/internal/platform/logging"
 )
 
 // Config is every setting of the fetcher. Tags as internal/receiver/config's: koanf
@@ -70,8 +71,7 @@ type Config struct {
 	CDSETokenURL     string `koanf:"CDSE_TOKEN_URL" flag:"cdse-token-url" help:"identity provider's token URL"`
 	CDSECatalogueURL string `koanf:"CDSE_CATALOGUE_URL" flag:"cdse-catalogue-url" help:"catalogue's OData base URL (fetcher get reads the product there)"`
 
-	LogLevel  string `koanf:"LOG_LEVEL" flag:"log-level" help:"debug, info, warn or error"`
-	LogFormat string `koanf:"LOG_FORMAT" flag:"log-format" help:"json or text"`
+	logging.Settings // LOG_LEVEL, LOG_FORMAT
 }
 
 // ConfigEnv names the YAML file of settings when --config is not given.
@@ -115,8 +115,7 @@ func Default() Config {
 		CDSEClientID:     cdse.ClientID,
 		CDSETokenURL:     cdse.TokenURL,
 		CDSECatalogueURL: cdse.CatalogueURL,
-		LogLevel:         "info",
-		LogFormat:        "json",
+		Settings:         logging.DefaultSettings(),
 	}
 }
 
@@ -206,6 +205,13 @@ func (c Config) ValidateStreams() error { return c.validate(false) }
 func (c Config) validate(downloads bool) error {
 	var errs []string
 	bad := func(format string, a ...any) { errs = append(errs, fmt.Sprintf(format, a...)) }
+	// group adds the problems of a group of settings the fetcher shares
+	// with the receiver, checked where the group is declared.
+	group := func(err error) {
+		if err != nil {
+			errs = append(errs, err.Error())
+		}
+	}
 	if downloads {
 		// `fetcher failed` stores nothing: no target, no login.
 		if p := targetProblem(c.Target); p != "" {
@@ -314,12 +320,7 @@ func (c Config) validate(downloads bool) error {
 	if downloads && (c.CDSEUsername == "" || c.CDSEPassword == "") {
 		bad("CDSE_USERNAME and CDSE_PASSWORD are required: downloads need a login")
 	}
-	if !slices.Contains([]string{"debug", "info", "warn", "warning", "error"}, c.LogLevel) {
-		bad("LOG_LEVEL %q: want debug, info, warn or error", c.LogLevel)
-	}
-	if c.LogFormat != "json" && c.LogFormat != "text" {
-		bad("LOG_FORMAT %q: want json or text", c.LogFormat)
-	}
+	group(c.Settings.Validate())
 	if len(errs) == 0 {
 		return nil
 	}

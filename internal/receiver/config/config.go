@@ -18,6 +18,7 @@ import (
 	"github.com/cdse-jetstream/receiver/internal/cdse"
 	"github.com/cdse-jetstream/receiver/internal/cdse/stac"
 	"github.com/cdse-jetstream/receiver/internal/fetcher/fetchconfig"
+	"github.com/cdse-jetstream/receiver/internal/platform/logging"
 	"github.com/cdse-jetstream/receiver/internal/receiver/acmerules"
 )
 
@@ -109,8 +110,7 @@ type Config struct {
 	WatchQuiet        time.Duration `koanf:"WATCH_QUIET" flag:"watch-quiet" help:"a subscription without a notification for this long is a problem (the catalogue pauses one after 60 days without)"`
 	WatchResume       bool          `koanf:"WATCH_RESUME" flag:"watch-resume" help:"resume the watched subscription when it is found paused (logged and counted)"`
 
-	LogLevel  string `koanf:"LOG_LEVEL" flag:"log-level" help:"debug, info, warn or error"`
-	LogFormat string `koanf:"LOG_FORMAT" flag:"log-format" help:"json or text"`
+	logging.Settings // LOG_LEVEL, LOG_FORMAT
 }
 
 // None is the value that turns off a setting whose default is on, where
@@ -161,8 +161,7 @@ func Default() Config {
 		CDSECatalogueURL:   cdse.CatalogueURL,
 		WatchInterval:      10 * time.Minute,
 		WatchQuiet:         30 * 24 * time.Hour,
-		LogLevel:           "info",
-		LogFormat:          "json",
+		Settings:           logging.DefaultSettings(),
 	}
 }
 

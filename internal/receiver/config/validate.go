@@ -9,8 +9,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/sirupsen/logrus"
-
 	"github.com/cdse-jetstream/receiver/event"
 	"github.com/cdse-jetstream/receiver/internal/cdse/stac"
 	"github.com/cdse-jetstream/receiver/internal/ingest/interestfile"
@@ -405,17 +403,8 @@ func (c Config) ValidateWatch() error {
 	return p.err()
 }
 
-// ValidateLogging checks the log settings.
-func (c Config) ValidateLogging() error {
-	var p problems
-	if _, err := logrus.ParseLevel(c.LogLevel); err != nil {
-		p.add("LOG_LEVEL %q must be debug, info, warn or error", c.LogLevel)
-	}
-	if c.LogFormat != "json" && c.LogFormat != "text" {
-		p.add("LOG_FORMAT %q must be json or text", c.LogFormat)
-	}
-	return p.err()
-}
+// ValidateLogging checks the log settings (internal/platform/logging's).
+func (c Config) ValidateLogging() error { return c.Settings.Validate() }
 
 func validPrefix(prefix string) bool {
 	for _, tok := range strings.Split(prefix, ".") {
