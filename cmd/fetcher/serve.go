@@ -68,7 +68,7 @@ func serve(ctx context.Context, cfg fetchconfig.Config, getenv func(string) stri
 		return err
 	}
 	a.StopNowOn(now)
-	log.WithFields(map[string]any{"target": redact.URLs(cfg.Target), "consumer": cfg.Consumer, "subjects": cfg.SubjectList(),
+	log.WithFields(map[string]any{"target": redact.URLs(cfg.Target), "consumer": cfg.FetchConsumer, "subjects": cfg.SubjectList(),
 		"concurrency": cfg.Concurrency, "admin": cfg.AdminAddr}).Info("fetcher starting")
 	if err := a.Run(ctx); err != nil {
 		log.WithError(err).Error("fetcher failed")

@@ -16,9 +16,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/cdse-jetstream/receiver/event"
 	"github.com/cdse-jetstream/receiver/internal/cdse"
 	"github.com/cdse-jetstream/receiver/internal/platform/logging"
+	"github.com/cdse-jetstream/receiver/internal/stream/natssettings"
 )
 
 // Config is every setting of the fetcher. Tags as internal/receiver/config's: koanf
@@ -26,7 +26,10 @@ import (
 // flag (none for secrets), help the one line of --help and the docs, secret
 // marks a value masked everywhere and also read from <NAME>_FILE.
 type Config struct {
-	Consumer        string        `koanf:"FETCH_CONSUMER" flag:"consumer" help:"durable consumer on the product stream; replicas with the same name share the work"`
+	// NATS_STREAM, NATS_SUBJECT_PREFIX, FETCH_CONSUMER: the product stream
+	// consumed, as the receiver names it, and the fetcher's durable on it.
+	natssettings.ProductStream
+
 	Subjects        string        `koanf:"FETCH_SUBJECTS" flag:"subjects" help:"product subjects to fetch, comma-separated (empty: created and modified under NATS_SUBJECT_PREFIX, and deleted with FETCH_ON_DELETE=delete)"`
 	Start           string        `koanf:"FETCH_START" flag:"start" help:"where a new consumer starts: new (only what arrives from now), all (the whole stream) or an RFC 3339 time"`
 	Target          string        `koanf:"FETCH_TARGET" flag:"target" help:"where products are stored: file:///dir or s3://bucket/prefix (required; S3 from the AWS_* environment)"`
@@ -55,14 +58,9 @@ type Config struct {
 	MinRateWindow   time.Duration `koanf:"FETCH_MIN_RATE_WINDOW" flag:"min-rate-window" help:"the window FETCH_MIN_RATE is averaged over"`
 	DownloadURL     string        `koanf:"CDSE_DOWNLOAD_URL" flag:"cdse-download-url" help:"download service base: <url>/Products(<id>)/$value"`
 
-	NATSURL       string `koanf:"NATS_URL" flag:"nats-url" help:"NATS server or cluster URL(s), comma-separated"`
-	NATSCreds     string `koanf:"NATS_CREDS" flag:"nats-creds" help:"NATS credentials file (JWT and nkey)"`
-	NATSUser      string `koanf:"NATS_USER" flag:"nats-user" help:"NATS user"`
-	NATSPassword  string `koanf:"NATS_PASSWORD" secret:"true" help:"NATS password"`
-	NATSToken     string `koanf:"NATS_TOKEN" secret:"true" help:"NATS token"`
-	NATSCA        string `koanf:"NATS_CA" flag:"nats-ca" help:"CA file to verify the NATS servers' TLS"`
-	ProductStream string `koanf:"NATS_STREAM" flag:"stream" help:"the receiver's product stream, consumed"`
-	SubjectPrefix string `koanf:"NATS_SUBJECT_PREFIX" flag:"subject-prefix" help:"subject prefix of the product stream"`
+	// NATS_URL, NATS_CREDS, NATS_USER, NATS_PASSWORD, NATS_TOKEN, NATS_CA:
+	// how the fetcher reaches NATS, as the receiver does.
+	natssettings.NATS
 
 	CDSEUsername     string `koanf:"CDSE_USERNAME" flag:"cdse-username" help:"catalogue account of the downloads (required)"`
 	CDSEPassword     string `koanf:"CDSE_PASSWORD" secret:"true" help:"catalogue password"`
@@ -85,7 +83,7 @@ const DefaultKeyTemplate = "{collection}/{productType}/{yyyy}/{mm}/{dd}/{name}.z
 // publishing to them); written here as text so that this package stays data.
 func Default() Config {
 	return Config{
-		Consumer:         "fetcher",
+		ProductStream:    natssettings.DefaultProductStream(),
 		Start:            "new",
 		Concurrency:      4,
 		MaxAttempts:      10,
@@ -109,9 +107,7 @@ func Default() Config {
 		MinRateWindow:    5 * time.Minute,
 		S3Concurrency:    2,
 		DownloadURL:      cdse.DownloadURL,
-		NATSURL:          "nats://127.0.0.1:4222",
-		ProductStream:    event.DefaultStream,
-		SubjectPrefix:    event.DefaultPrefix,
+		NATS:             natssettings.NATS{NATSURL: "nats://127.0.0.1:4222"}, // the receiver's embedded server on this machine
 		CDSEClientID:     cdse.ClientID,
 		CDSETokenURL:     cdse.TokenURL,
 		CDSECatalogueURL: cdse.CatalogueURL,
@@ -218,9 +214,8 @@ func (c Config) validate(downloads bool) error {
 			bad("%s", p)
 		}
 	}
-	if c.Consumer == "" || strings.ContainsAny(c.Consumer, ". *>\t") {
-		bad("FETCH_CONSUMER %q: want a name without dots, spaces or wildcards", c.Consumer)
-	}
+	group(c.ProductStream.Validate())
+	group(c.ProductStream.ValidateFetchConsumer())
 	for _, s := range c.SubjectList() {
 		if strings.ContainsAny(s, " \t") || strings.HasPrefix(s, ".") || strings.HasSuffix(s, ".") {
 			bad("FETCH_SUBJECTS: %q is not a subject", s)
@@ -254,7 +249,7 @@ func (c Config) validate(downloads bool) error {
 	if err := CheckKeyTemplate(c.KeyTemplate); err != nil {
 		bad("FETCH_KEY_TEMPLATE %q: %v", c.KeyTemplate, err)
 	}
-	for _, p := range []struct{ name, v string }{{"FETCH_FETCHED_PREFIX", c.FetchedPrefix}, {"FETCH_FAILED_PREFIX", c.FailedPrefix}, {"NATS_SUBJECT_PREFIX", c.SubjectPrefix}} {
+	for _, p := range []struct{ name, v string }{{"FETCH_FETCHED_PREFIX", c.FetchedPrefix}, {"FETCH_FAILED_PREFIX", c.FailedPrefix}} {
 		if p.v == "" || strings.ContainsAny(p.v, " \t*>") || strings.HasPrefix(p.v, ".") || strings.HasSuffix(p.v, ".") {
 			bad("%s %q: want dot-separated tokens without wildcards", p.name, p.v)
 		}
@@ -267,11 +262,8 @@ func (c Config) validate(downloads bool) error {
 			bad("%q overlaps NATS_SUBJECT_PREFIX %q: the fetcher's events would land on the product stream", p, c.SubjectPrefix)
 		}
 	}
-	if c.Stream == "" || c.Stream == c.ProductStream {
+	if c.Stream == "" || c.Stream == c.ProductStream.Stream {
 		bad("FETCH_STREAM %q: want a stream of its own, not NATS_STREAM", c.Stream)
-	}
-	if c.ProductStream == "" {
-		bad("NATS_STREAM is empty")
 	}
 	if c.DedupeWindow < time.Second {
 		bad("FETCH_DEDUPE_WINDOW %s: want at least 1s", c.DedupeWindow)
@@ -315,8 +307,9 @@ func (c Config) validate(downloads bool) error {
 		}
 	}
 	if c.NATSURL == "" {
-		bad("NATS_URL is required")
+		bad("NATS_URL is required") // the fetcher has no embedded server
 	}
+	group(c.NATS.Validate())
 	if downloads && (c.CDSEUsername == "" || c.CDSEPassword == "") {
 		bad("CDSE_USERNAME and CDSE_PASSWORD are required: downloads need a login")
 	}

@@ -17,9 +17,9 @@ import (
 	"github.com/cdse-jetstream/receiver/event"
 	"github.com/cdse-jetstream/receiver/internal/cdse"
 	"github.com/cdse-jetstream/receiver/internal/cdse/stac"
-	"github.com/cdse-jetstream/receiver/internal/fetcher/fetchconfig"
 	"github.com/cdse-jetstream/receiver/internal/platform/logging"
 	"github.com/cdse-jetstream/receiver/internal/receiver/acmerules"
+	"github.com/cdse-jetstream/receiver/internal/stream/natssettings"
 )
 
 // Config is every setting of the receiver. Tags: koanf is the name
@@ -53,28 +53,28 @@ type Config struct {
 	AuthFailureLimit  int           `koanf:"RECEIVER_AUTH_FAILURE_LIMIT" flag:"auth-failure-limit" help:"failed logins a minute per client address before wrong credentials get 429 (0: off)"`
 	PProf             bool          `koanf:"RECEIVER_PPROF" flag:"pprof" help:"serve /debug/pprof on the admin address (profiling)"`
 
-	NATSURL                     string        `koanf:"NATS_URL" flag:"nats-url" help:"external NATS server or cluster URL(s), comma-separated; empty: an embedded server"`
-	NATSEmbeddedAddr            string        `koanf:"NATS_EMBEDDED_ADDR" flag:"nats-embedded-addr" help:"client address of the embedded NATS server, for consumers"`
-	NATSEmbeddedSync            string        `koanf:"NATS_EMBEDDED_SYNC" flag:"nats-embedded-sync" help:"flush the embedded server's store to disk this often, or always (before every PubAck: power-loss safe on one machine, at a throughput cost)"`
-	NATSEmbeddedUser            string        `koanf:"NATS_EMBEDDED_USER" flag:"nats-embedded-user" help:"consumers' user of the embedded server (read the stream, never publish to it); required beyond loopback"`
-	NATSEmbeddedPassword        string        `koanf:"NATS_EMBEDDED_PASSWORD" secret:"true" help:"consumers' password of the embedded server"`
-	NATSEmbeddedFetcherUser     string        `koanf:"NATS_EMBEDDED_FETCHER_USER" flag:"nats-embedded-fetcher-user" help:"the fetcher's user of the embedded server: a consumer's rights and the fetcher's stream CDSE_FETCHED (cmd/fetcher)"`
-	NATSEmbeddedFetcherPassword string        `koanf:"NATS_EMBEDDED_FETCHER_PASSWORD" secret:"true" help:"the fetcher's password of the embedded server"`
-	FetchConsumer               string        `koanf:"FETCH_CONSUMER" flag:"fetch-consumer" help:"the fetcher's durable consumer on the product stream (the fetcher's own setting, read here too): the embedded server's consumers may not create, change, delete, pull from or acknowledge on it"`
-	SubjectPrefix               string        `koanf:"NATS_SUBJECT_PREFIX" flag:"subject-prefix" help:"subject prefix of the product stream"`
-	SubjectTemplate             string        `koanf:"NATS_SUBJECT_TEMPLATE" flag:"subject-template" help:"subject tokens after the prefix, dot-separated, of: event, collection, productType, platform, processingLevel, tileId, relativeOrbit"`
-	CloudEvents                 bool          `koanf:"NATS_CLOUDEVENTS" flag:"cloudevents" help:"add the CloudEvents ce-* headers (binary content mode of the NATS binding)"`
-	StacURL                     string        `koanf:"STAC_URL" flag:"stac-url" help:"STAC API base of the Cdse-Stac-Url header (none: no header)"`
-	StacCollections             string        `koanf:"STAC_COLLECTIONS" flag:"stac-collections" help:"productType=collection pairs, comma-separated: the product types that get Cdse-Stac-Url"`
-	Stream                      string        `koanf:"NATS_STREAM" flag:"stream" help:"name of the product stream"`
-	StreamReplicas              int           `koanf:"NATS_STREAM_REPLICAS" flag:"stream-replicas" help:"stream replicas (3 on a 3-node cluster; 1 with the embedded server)"`
-	StreamMaxAge                time.Duration `koanf:"NATS_STREAM_MAX_AGE" flag:"stream-max-age" help:"drop messages older than this (0: keep; at least the dedupe window)"`
-	StreamMaxBytes              int64         `koanf:"NATS_STREAM_MAX_BYTES" flag:"stream-max-bytes" help:"drop the oldest messages beyond this size (0: no limit)"`
-	NATSCreds                   string        `koanf:"NATS_CREDS" flag:"nats-creds" help:"NATS credentials file (JWT and nkey)"`
-	NATSUser                    string        `koanf:"NATS_USER" flag:"nats-user" help:"NATS user"`
-	NATSPassword                string        `koanf:"NATS_PASSWORD" secret:"true" help:"NATS password"`
-	NATSToken                   string        `koanf:"NATS_TOKEN" secret:"true" help:"NATS token"`
-	NATSCA                      string        `koanf:"NATS_CA" flag:"nats-ca" help:"CA file to verify the NATS servers' TLS"`
+	// NATS_URL, NATS_CREDS, NATS_USER, NATS_PASSWORD, NATS_TOKEN, NATS_CA:
+	// how the receiver reaches an external NATS, as the fetcher does.
+	natssettings.NATS
+
+	NATSEmbeddedAddr            string `koanf:"NATS_EMBEDDED_ADDR" flag:"nats-embedded-addr" help:"client address of the embedded NATS server, for consumers"`
+	NATSEmbeddedSync            string `koanf:"NATS_EMBEDDED_SYNC" flag:"nats-embedded-sync" help:"flush the embedded server's store to disk this often, or always (before every PubAck: power-loss safe on one machine, at a throughput cost)"`
+	NATSEmbeddedUser            string `koanf:"NATS_EMBEDDED_USER" flag:"nats-embedded-user" help:"consumers' user of the embedded server (read the stream, never publish to it); required beyond loopback"`
+	NATSEmbeddedPassword        string `koanf:"NATS_EMBEDDED_PASSWORD" secret:"true" help:"consumers' password of the embedded server"`
+	NATSEmbeddedFetcherUser     string `koanf:"NATS_EMBEDDED_FETCHER_USER" flag:"nats-embedded-fetcher-user" help:"the fetcher's user of the embedded server: a consumer's rights and the fetcher's stream CDSE_FETCHED (cmd/fetcher)"`
+	NATSEmbeddedFetcherPassword string `koanf:"NATS_EMBEDDED_FETCHER_PASSWORD" secret:"true" help:"the fetcher's password of the embedded server"`
+
+	// NATS_STREAM, NATS_SUBJECT_PREFIX, FETCH_CONSUMER: the product stream
+	// and the fetcher's consumer on it, as the fetcher names them.
+	natssettings.ProductStream
+
+	SubjectTemplate string        `koanf:"NATS_SUBJECT_TEMPLATE" flag:"subject-template" help:"subject tokens after the prefix, dot-separated, of: event, collection, productType, platform, processingLevel, tileId, relativeOrbit"`
+	CloudEvents     bool          `koanf:"NATS_CLOUDEVENTS" flag:"cloudevents" help:"add the CloudEvents ce-* headers (binary content mode of the NATS binding)"`
+	StacURL         string        `koanf:"STAC_URL" flag:"stac-url" help:"STAC API base of the Cdse-Stac-Url header (none: no header)"`
+	StacCollections string        `koanf:"STAC_COLLECTIONS" flag:"stac-collections" help:"productType=collection pairs, comma-separated: the product types that get Cdse-Stac-Url"`
+	StreamReplicas  int           `koanf:"NATS_STREAM_REPLICAS" flag:"stream-replicas" help:"stream replicas (3 on a 3-node cluster; 1 with the embedded server)"`
+	StreamMaxAge    time.Duration `koanf:"NATS_STREAM_MAX_AGE" flag:"stream-max-age" help:"drop messages older than this (0: keep; at least the dedupe window)"`
+	StreamMaxBytes  int64         `koanf:"NATS_STREAM_MAX_BYTES" flag:"stream-max-bytes" help:"drop the oldest messages beyond this size (0: no limit)"`
 
 	InterestsFile  string `koanf:"INTERESTS_FILE" flag:"interests-file" help:"YAML file of named interests: each product event that matches one is also stored on <INTEREST_SUBJECT_PREFIX>.<name>.<tokens> (reloaded on change and on SIGHUP)"`
 	InterestPrefix string `koanf:"INTEREST_SUBJECT_PREFIX" flag:"interest-subject-prefix" help:"subject prefix of the interests' copies, in the product stream; must not overlap NATS_SUBJECT_PREFIX or QUARANTINE_SUBJECT_PREFIX"`
@@ -134,14 +134,12 @@ func Default() Config {
 		ReadHeaderTimeout:  5 * time.Second,
 		AuthFailureLimit:   20,
 		NATSEmbeddedAddr:   "127.0.0.1:4222",
-		NATSEmbeddedSync:   "2m",                           // nats-server's own default
-		FetchConsumer:      fetchconfig.Default().Consumer, // the fetcher's: one environment file, or none, names one durable to both
-		SubjectPrefix:      event.DefaultPrefix,
+		NATSEmbeddedSync:   "2m",                                // nats-server's own default
+		ProductStream:      natssettings.DefaultProductStream(), // the fetcher's: one environment file, or none, names one durable to both
 		SubjectTemplate:    event.DefaultTemplateText,
 		CloudEvents:        true,
 		StacURL:            "https://stac.dataspace.copernicus.eu/v1",
 		StacCollections:    stac.DefaultCollections,
-		Stream:             event.DefaultStream,
 		StreamReplicas:     1,
 		InterestPrefix:     event.DefaultInterestPrefix,
 		QuarantineStream:   "CDSE_QUARANTINE",
