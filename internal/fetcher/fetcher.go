@@ -67,8 +67,7 @@ func Build(ctx context.Context, cfg fetchconfig.Config, getenv func(string) stri
 	if err != nil {
 		return Parts{}, fmt.Errorf("FETCH_TARGET: %w", err)
 	}
-	tokens := cdselogin.NewPasswordSource(cdselogin.PasswordConfig{TokenURL: cfg.CDSETokenURL, ClientID: cfg.CDSEClientID,
-		Username: cfg.CDSEUsername, Password: cfg.CDSEPassword, TOTP: cfg.CDSETOTP})
+	tokens := cdselogin.NewPasswordSource(cfg.Login.PasswordConfig())
 	cat := catalogclient.New(cfg.CDSECatalogueURL, tokens, nil)
 	o := fetch.Options{
 		DownloadURL: cfg.DownloadURL, TrustedHosts: cfg.TrustedHostList(), IdleTimeout: cfg.IdleTimeout,

@@ -21,7 +21,6 @@ import (
 	"github.com/cdse-jetstream/receiver/internal/cdse/cdselogin"
 	"github.com/cdse-jetstream/receiver/internal/platform/cli"
 	"github.com/cdse-jetstream/receiver/internal/receiver/config"
-	"github.com/cdse-jetstream/receiver/internal/receiver/wiring"
 )
 
 // The catalogue's limits. The live documentation (the Subscriptions page):
@@ -71,7 +70,7 @@ func NewSession(getenv func(string) string) (*Session, error) {
 	if len(missing) > 0 {
 		return nil, cli.Usagef("set %s%s", strings.Join(missing, " and "), config.TypoHints(os.Environ()))
 	}
-	tokens := cdselogin.NewPasswordSource(wiring.Login(cfg))
+	tokens := cdselogin.NewPasswordSource(cfg.Login.PasswordConfig())
 	return &Session{API: catalogclient.New(cfg.CDSECatalogueURL, tokens, nil), tokens: tokens, cfg: cfg}, nil
 }
 

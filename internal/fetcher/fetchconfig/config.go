@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/cdse-jetstream/receiver/internal/cdse"
+	"github.com/cdse-jetstream/receiver/internal/cdse/cdselogin/loginsettings"
 	"github.com/cdse-jetstream/receiver/internal/platform/logging"
 	"github.com/cdse-jetstream/receiver/internal/stream/natssettings"
 )
@@ -62,12 +63,10 @@ type Config struct {
 	// how the fetcher reaches NATS, as the receiver does.
 	natssettings.NATS
 
-	CDSEUsername     string `koanf:"CDSE_USERNAME" flag:"cdse-username" help:"catalogue account of the downloads (required)"`
-	CDSEPassword     string `koanf:"CDSE_PASSWORD" secret:"true" help:"catalogue password"`
-	CDSETOTP         string `koanf:"CDSE_TOTP" secret:"true" help:"two-factor code, if the account has two-factor authentication"`
-	CDSEClientID     string `koanf:"CDSE_CLIENT_ID" flag:"cdse-client-id" help:"OAuth2 client of the catalogue login"`
-	CDSETokenURL     string `koanf:"CDSE_TOKEN_URL" flag:"cdse-token-url" help:"identity provider's token URL"`
-	CDSECatalogueURL string `koanf:"CDSE_CATALOGUE_URL" flag:"cdse-catalogue-url" help:"catalogue's OData base URL (fetcher get reads the product there)"`
+	// CDSE_USERNAME, CDSE_PASSWORD, CDSE_TOTP, CDSE_CLIENT_ID,
+	// CDSE_TOKEN_URL, CDSE_CATALOGUE_URL: the catalogue login, as the
+	// receiver and register log in.
+	loginsettings.Login
 
 	logging.Settings // LOG_LEVEL, LOG_FORMAT
 }
@@ -83,35 +82,33 @@ const DefaultKeyTemplate = "{collection}/{productType}/{yyyy}/{mm}/{dd}/{name}.z
 // publishing to them); written here as text so that this package stays data.
 func Default() Config {
 	return Config{
-		ProductStream:    natssettings.DefaultProductStream(),
-		Start:            "new",
-		Concurrency:      4,
-		MaxAttempts:      10,
-		IdleTimeout:      60 * time.Second,
-		OnDelete:         "keep",
-		TrustedHosts:     "dataspace.copernicus.eu",
-		KeyTemplate:      DefaultKeyTemplate,
-		AdminAddr:        ":9091",
-		FetchedPrefix:    "cdse.fetched",
-		FailedPrefix:     "cdse.fetchfailed",
-		Stream:           "CDSE_FETCHED",
-		DedupeWindow:     24 * time.Hour,
-		ShutdownTimeout:  30 * time.Second,
-		PartialMaxAge:    24 * time.Hour,
-		AckWait:          2 * time.Minute,
-		S3PartSize:       5 << 20,
-		DiskReserve:      1 << 30,
-		MaxUnknownSize:   64 << 30,
-		MaxRetryAfter:    5 * time.Minute,
-		MinRate:          64 << 10,
-		MinRateWindow:    5 * time.Minute,
-		S3Concurrency:    2,
-		DownloadURL:      cdse.DownloadURL,
-		NATS:             natssettings.NATS{NATSURL: "nats://127.0.0.1:4222"}, // the receiver's embedded server on this machine
-		CDSEClientID:     cdse.ClientID,
-		CDSETokenURL:     cdse.TokenURL,
-		CDSECatalogueURL: cdse.CatalogueURL,
-		Settings:         logging.DefaultSettings(),
+		ProductStream:   natssettings.DefaultProductStream(),
+		Start:           "new",
+		Concurrency:     4,
+		MaxAttempts:     10,
+		IdleTimeout:     60 * time.Second,
+		OnDelete:        "keep",
+		TrustedHosts:    "dataspace.copernicus.eu",
+		KeyTemplate:     DefaultKeyTemplate,
+		AdminAddr:       ":9091",
+		FetchedPrefix:   "cdse.fetched",
+		FailedPrefix:    "cdse.fetchfailed",
+		Stream:          "CDSE_FETCHED",
+		DedupeWindow:    24 * time.Hour,
+		ShutdownTimeout: 30 * time.Second,
+		PartialMaxAge:   24 * time.Hour,
+		AckWait:         2 * time.Minute,
+		S3PartSize:      5 << 20,
+		DiskReserve:     1 << 30,
+		MaxUnknownSize:  64 << 30,
+		MaxRetryAfter:   5 * time.Minute,
+		MinRate:         64 << 10,
+		MinRateWindow:   5 * time.Minute,
+		S3Concurrency:   2,
+		DownloadURL:     cdse.DownloadURL,
+		NATS:            natssettings.NATS{NATSURL: "nats://127.0.0.1:4222"}, // the receiver's embedded server on this machine
+		Login:           loginsettings.Default(),
+		Settings:        logging.DefaultSettings(),
 	}
 }
 
@@ -301,17 +298,17 @@ func (c Config) validate(downloads bool) error {
 	if c.ShutdownTimeout <= 0 {
 		bad("FETCH_SHUTDOWN_TIMEOUT %s: want more than 0", c.ShutdownTimeout)
 	}
-	for _, u := range []struct{ name, v string }{{"CDSE_DOWNLOAD_URL", c.DownloadURL}, {"CDSE_TOKEN_URL", c.CDSETokenURL}, {"CDSE_CATALOGUE_URL", c.CDSECatalogueURL}} {
-		if p, err := url.Parse(u.v); err != nil || (p.Scheme != "https" && p.Scheme != "http") || p.Host == "" {
-			bad("%s: want an http(s) URL", u.name) // the value may hold a password: not shown
-		}
+	if !loginsettings.HTTPURL(c.DownloadURL) {
+		bad("CDSE_DOWNLOAD_URL: want an http(s) URL") // the value may hold a password: not shown
 	}
+	// `fetcher failed` logs in nowhere, and checks the addresses all the same.
+	group(c.Login.ValidateURLs())
 	if c.NATSURL == "" {
 		bad("NATS_URL is required") // the fetcher has no embedded server
 	}
 	group(c.NATS.Validate())
-	if downloads && (c.CDSEUsername == "" || c.CDSEPassword == "") {
-		bad("CDSE_USERNAME and CDSE_PASSWORD are required: downloads need a login")
+	if downloads {
+		group(c.Login.Required())
 	}
 	group(c.Settings.Validate())
 	if len(errs) == 0 {

@@ -15,7 +15,7 @@ import (
 	"time"
 
 	"github.com/cdse-jetstream/receiver/event"
-	"github.com/cdse-jetstream/receiver/internal/cdse"
+	"github.com/cdse-jetstream/receiver/internal/cdse/cdselogin/loginsettings"
 	"github.com/cdse-jetstream/receiver/internal/cdse/stac"
 	"github.com/cdse-jetstream/receiver/internal/platform/logging"
 	"github.com/cdse-jetstream/receiver/internal/receiver/acmerules"
@@ -98,12 +98,10 @@ type Config struct {
 	ReconcileEvents   string        `koanf:"RECONCILE_EVENTS" flag:"reconcile-events" help:"events the reconciler recovers, comma-separated: created, modified, deleted"`
 	ReconcilePageSize int           `koanf:"RECONCILE_PAGE_SIZE" flag:"reconcile-page-size" help:"products per catalogue request of the reconciler and the backfill (at most 1000)"`
 
-	CDSEUsername     string `koanf:"CDSE_USERNAME" flag:"cdse-username" help:"catalogue account of PULL, the reconciler, the backfill and the subscription's watch (WATCH_INTERVAL)"`
-	CDSEPassword     string `koanf:"CDSE_PASSWORD" secret:"true" help:"catalogue password"`
-	CDSETOTP         string `koanf:"CDSE_TOTP" secret:"true" help:"two-factor code, if the account has two-factor authentication"`
-	CDSEClientID     string `koanf:"CDSE_CLIENT_ID" flag:"cdse-client-id" help:"OAuth2 client of the catalogue login"`
-	CDSETokenURL     string `koanf:"CDSE_TOKEN_URL" flag:"cdse-token-url" help:"identity provider's token URL"`
-	CDSECatalogueURL string `koanf:"CDSE_CATALOGUE_URL" flag:"cdse-catalogue-url" help:"catalogue's OData base URL; also the base of Cdse-Download-Url and ce-source (none: neither header)"`
+	// CDSE_USERNAME, CDSE_PASSWORD, CDSE_TOTP, CDSE_CLIENT_ID,
+	// CDSE_TOKEN_URL, CDSE_CATALOGUE_URL: the catalogue login, as the
+	// fetcher and register log in.
+	loginsettings.Login
 
 	WatchInterval     time.Duration `koanf:"WATCH_INTERVAL" flag:"watch-interval" help:"with the CDSE_* login, read the receiver's own subscription (status, LastNotificationDate, filter) this often (0: off; at least 1m); problems degrade /status, never /readyz"`
 	WatchSubscription string        `koanf:"WATCH_SUBSCRIPTION_ID" flag:"watch-subscription" help:"the subscription the watch reads (default: PULL_SUBSCRIPTION_ID, else the PUSH subscription whose endpoint's path is RECEIVER_PATH, as register status finds it)"`
@@ -154,9 +152,7 @@ func Default() Config {
 		ReconcileOverlap:   10 * time.Minute,
 		ReconcileEvents:    "created,modified,deleted",
 		ReconcilePageSize:  100,
-		CDSEClientID:       cdse.ClientID,
-		CDSETokenURL:       cdse.TokenURL,
-		CDSECatalogueURL:   cdse.CatalogueURL,
+		Login:              loginsettings.Default(),
 		WatchInterval:      10 * time.Minute,
 		WatchQuiet:         30 * 24 * time.Hour,
 		Settings:           logging.DefaultSettings(),
@@ -167,7 +163,7 @@ func Default() Config {
 // WATCH_INTERVAL with the catalogue login, and something to watch (an id,
 // the PULL subscription, or the webhook's PUSH subscription).
 func (c Config) WatchOn() bool {
-	return c.WatchInterval > 0 && c.CDSEUsername != "" && c.CDSEPassword != "" &&
+	return c.WatchInterval > 0 && c.Login.Given() &&
 		(c.WatchSubscription != "" || c.PullSubscription != "" || c.Webhook)
 }
 

@@ -4,11 +4,11 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"net/url"
 	"strings"
 	"time"
 
 	"github.com/cdse-jetstream/receiver/event"
+	"github.com/cdse-jetstream/receiver/internal/cdse/cdselogin/loginsettings"
 	"github.com/cdse-jetstream/receiver/internal/cdse/stac"
 	"github.com/cdse-jetstream/receiver/internal/ingest/interestfile"
 	"github.com/cdse-jetstream/receiver/internal/receiver/acmerules"
@@ -288,12 +288,12 @@ func (c Config) routeProblems() problems {
 	if _, err := stac.ParseCollections(c.StacCollections); err != nil {
 		p.add("STAC_COLLECTIONS: %v", strings.ReplaceAll(err.Error(), "\n", "; "))
 	}
-	if c.StacURL != None && !httpURL(c.StacURL) {
+	if c.StacURL != None && !loginsettings.HTTPURL(c.StacURL) {
 		p.add("STAC_URL %q is not an http(s) URL (or none)", c.StacURL)
 	}
 	// Checked whatever the sources: the messages' Cdse-Download-Url and
 	// ce-source are built from it.
-	if c.CDSECatalogueURL != None && !httpURL(c.CDSECatalogueURL) {
+	if c.CDSECatalogueURL != None && !loginsettings.HTTPURL(c.CDSECatalogueURL) {
 		p.add("CDSE_CATALOGUE_URL %q is not an http(s) URL (or none)", c.CDSECatalogueURL)
 	}
 	return p
@@ -303,15 +303,7 @@ func (c Config) routeProblems() problems {
 // and the backfill.
 func (c Config) ValidateCatalogueLogin() error {
 	var p problems
-	if c.CDSEUsername == "" || c.CDSEPassword == "" {
-		p.add("the catalogue login is needed: CDSE_USERNAME and CDSE_PASSWORD (or CDSE_PASSWORD_FILE)")
-	}
-	if !httpURL(c.CDSETokenURL) {
-		p.add("CDSE_TOKEN_URL %q is not an http(s) URL", c.CDSETokenURL)
-	}
-	if !httpURL(c.CDSECatalogueURL) {
-		p.add("CDSE_CATALOGUE_URL %q is not an http(s) URL: the catalogue is listed and read there", c.CDSECatalogueURL)
-	}
+	p.join(c.Login.Validate())
 	if c.ReconcilePageSize < 1 || c.ReconcilePageSize > 1000 {
 		p.add("RECONCILE_PAGE_SIZE %d must be between 1 and 1000 (the catalogue's largest $top)", c.ReconcilePageSize)
 	}
@@ -358,7 +350,7 @@ const maxWatchQuiet = 60 * 24 * time.Hour
 // ValidateWatch checks the subscription watch's settings.
 func (c Config) ValidateWatch() error {
 	var p problems
-	login := c.CDSEUsername != "" && c.CDSEPassword != ""
+	login := c.Login.Given()
 	switch {
 	case c.WatchInterval < 0:
 		p.add("WATCH_INTERVAL %s must not be negative (0: off)", c.WatchInterval)
@@ -384,12 +376,6 @@ func (c Config) ValidateWatch() error {
 
 // ValidateLogging checks the log settings (internal/platform/logging's).
 func (c Config) ValidateLogging() error { return c.Settings.Validate() }
-
-// httpURL says whether s is an absolute http(s) URL with a host.
-func httpURL(s string) bool {
-	u, err := url.Parse(s)
-	return err == nil && u.Host != "" && (u.Scheme == "https" || u.Scheme == "http")
-}
 
 // overlaps says whether the subjects <a>.> and <b>.> can share a subject.
 func overlaps(a, b string) bool {

@@ -67,7 +67,7 @@ func Interests(c config.Config, route *ingest.Route, reg prometheus.Registerer, 
 // Catalogue is the catalogue's client, logged in as CDSE_USERNAME: PULL's,
 // the reconciler's and the backfill's.
 func Catalogue(c config.Config) *catalogclient.Client {
-	return catalogclient.New(c.CDSECatalogueURL, cdselogin.NewPasswordSource(Login(c)), nil)
+	return catalogclient.New(c.CDSECatalogueURL, cdselogin.NewPasswordSource(c.Login.PasswordConfig()), nil)
 }
 
 // RouteWithInterests is Route with the interests' Router in it, as
@@ -91,12 +91,6 @@ func RouteWithInterests(c config.Config, reg prometheus.Registerer, log logrus.F
 func NATS(c config.Config) natsconn.Options {
 	return natsconn.Options{URL: c.NATSURL, CredsFile: c.NATSCreds, User: c.NATSUser, Password: c.NATSPassword,
 		Token: c.NATSToken, CAFile: c.NATSCA}
-}
-
-// Login is the catalogue login of PULL, the reconciler and the backfill.
-func Login(c config.Config) cdselogin.PasswordConfig {
-	return cdselogin.PasswordConfig{TokenURL: c.CDSETokenURL, ClientID: c.CDSEClientID,
-		Username: c.CDSEUsername, Password: c.CDSEPassword, TOTP: c.CDSETOTP}
 }
 
 // Credentials are the static webhook credentials (none when only an
