@@ -25,7 +25,9 @@ import (
 // Config is every setting of the fetcher. Tags as internal/receiver/config's: koanf
 // is the name (environment variable and YAML key), flag the command-line
 // flag (none for secrets), help the one line of --help and the docs, secret
-// marks a value masked everywhere and also read from <NAME>_FILE.
+// marks a value masked everywhere and also read from <NAME>_FILE. The
+// settings the receiver reads too are groups declared once and embedded
+// here and in its settings.
 type Config struct {
 	// NATS_STREAM, NATS_SUBJECT_PREFIX, FETCH_CONSUMER: the product stream
 	// consumed, as the receiver names it, and the fetcher's durable on it.

@@ -26,6 +26,8 @@ import (
 // (environment variable and YAML key), flag the command-line flag (none for
 // secrets: a flag shows in ps), help the one line of --help and the docs,
 // secret marks a value masked everywhere and also read from <NAME>_FILE.
+// The settings the fetcher reads too are groups declared once and embedded
+// here and in its settings (internal/fetcher/fetchconfig).
 type Config struct {
 	Addr              string        `koanf:"RECEIVER_ADDR" flag:"addr" help:"webhook listen address"`
 	Path              string        `koanf:"RECEIVER_PATH" flag:"path" help:"webhook path the catalogue POSTs to"`
