@@ -88,8 +88,9 @@ func Build(ctx context.Context, cfg fetchconfig.Config, getenv func(string) stri
 // NATSOptions is how the fetcher (and its commands) reach NATS: one place
 // for the settings' mapping, the permission hint included.
 func NATSOptions(cfg fetchconfig.Config) natsconn.Options {
-	return natsconn.Options{URL: cfg.NATSURL, CredsFile: cfg.NATSCreds, User: cfg.NATSUser,
-		Password: cfg.NATSPassword, Token: cfg.NATSToken, CAFile: cfg.NATSCA, PermissionHint: PermissionHint}
+	o := natsconn.FromSettings(cfg.NATS)
+	o.PermissionHint = PermissionHint
+	return o
 }
 
 // App is one running fetcher.

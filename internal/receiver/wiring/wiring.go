@@ -87,12 +87,6 @@ func RouteWithInterests(c config.Config, reg prometheus.Registerer, log logrus.F
 	return route, r, err
 }
 
-// NATS is how to reach an external NATS (NATS_URL and its credentials).
-func NATS(c config.Config) natsconn.Options {
-	return natsconn.Options{URL: c.NATSURL, CredsFile: c.NATSCreds, User: c.NATSUser, Password: c.NATSPassword,
-		Token: c.NATSToken, CAFile: c.NATSCA}
-}
-
 // Credentials are the static webhook credentials (none when only an
 // htpasswd file is used).
 func Credentials(c config.Config) []auth.Credential {
@@ -125,7 +119,7 @@ func interestPrefix(c config.Config) string {
 // receiver's server through the login it left in the data directory. The
 // streams and buckets are reached through their owner.
 func Connect(c config.Config, name string) (*nats.Conn, *topology.Topology, error) {
-	o := NATS(c)
+	o := natsconn.FromSettings(c.NATS)
 	if c.NATSURL == "" {
 		var err error
 		if o, err = embedded.ReadLogin(c.DataDir); err != nil {
