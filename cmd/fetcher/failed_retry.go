@@ -156,9 +156,9 @@ func (r *failedRetrier) one(ctx context.Context, f failedEvent, dryRun bool, sum
 	sum.Checked++
 	consumer := f.Consumer // the one that gave it up
 	if consumer == "" {
-		consumer = r.cfg.Consumer
+		consumer = r.cfg.FetchConsumer
 	}
-	subject := fetchRetrySubject(r.cfg.ProductStream, consumer, f)
+	subject := fetchRetrySubject(r.cfg.ProductStream.Stream, consumer, f)
 	if err := r.check(ctx, consumer, subject); err != nil {
 		return fmt.Errorf("failed event %d kept: %w", f.Seq, err)
 	}
@@ -183,7 +183,7 @@ func (r *failedRetrier) one(ctx context.Context, f failedEvent, dryRun bool, sum
 	h.Set(headerFetchRetry, strconv.FormatUint(f.Seq, 10))
 	h.Set(event.HeaderMsgID, "fetchretry/"+r.cfg.Stream+"/"+strconv.FormatUint(f.Seq, 10))
 	pctx, done := r.store.calls.call(ctx)
-	ack, err := r.store.js.PublishMsg(pctx, &nats.Msg{Subject: subject, Header: h, Data: f.Body}, jetstream.WithExpectStream(r.cfg.ProductStream))
+	ack, err := r.store.js.PublishMsg(pctx, &nats.Msg{Subject: subject, Header: h, Data: f.Body}, jetstream.WithExpectStream(r.cfg.ProductStream.Stream))
 	err = refused(pctx, err)
 	done()
 	if err != nil {
@@ -213,17 +213,17 @@ func (r *failedRetrier) check(ctx context.Context, consumer, subject string) err
 	if !ok {
 		ctx, done := r.store.calls.call(ctx)
 		defer done()
-		s, err := r.store.js.Stream(ctx, r.cfg.ProductStream)
+		s, err := r.store.js.Stream(ctx, r.cfg.ProductStream.Stream)
 		if err != nil {
-			return fmt.Errorf("product stream %s: %w", r.cfg.ProductStream, refused(ctx, err))
+			return fmt.Errorf("product stream %s: %w", r.cfg.ProductStream.Stream, refused(ctx, err))
 		}
 		c, err := s.Consumer(ctx, consumer)
 		err = refused(ctx, err)
 		if errors.Is(err, jetstream.ErrConsumerNotFound) {
-			return fmt.Errorf("no consumer %s on %s: no fetcher would take the retry (start the fetcher with FETCH_CONSUMER=%s first)", consumer, r.cfg.ProductStream, consumer)
+			return fmt.Errorf("no consumer %s on %s: no fetcher would take the retry (start the fetcher with FETCH_CONSUMER=%s first)", consumer, r.cfg.ProductStream.Stream, consumer)
 		}
 		if err != nil {
-			return fmt.Errorf("consumer %s on %s: %w", consumer, r.cfg.ProductStream, err)
+			return fmt.Errorf("consumer %s on %s: %w", consumer, r.cfg.ProductStream.Stream, err)
 		}
 		cc := c.CachedInfo().Config
 		route = &retryRoute{streamSubjects: s.CachedInfo().Config.Subjects, filters: cc.FilterSubjects}
@@ -234,11 +234,11 @@ func (r *failedRetrier) check(ctx context.Context, consumer, subject string) err
 	}
 	if !anySubjectMatches(route.streamSubjects, subject) {
 		return fmt.Errorf("the product stream %s does not take %s, where a retry is queued for the fetcher: its subjects (%s) need %s.> (see docs/fetching.md, Failed products)",
-			r.cfg.ProductStream, subject, strings.Join(route.streamSubjects, ", "), event.FetchRetrySubjects(r.cfg.ProductStream))
+			r.cfg.ProductStream.Stream, subject, strings.Join(route.streamSubjects, ", "), event.FetchRetrySubjects(r.cfg.ProductStream.Stream))
 	}
 	if len(route.filters) > 0 && !anySubjectMatches(route.filters, subject) {
 		return fmt.Errorf("the consumer %s on %s does not take %s: a retry would never be fetched; its subjects (%s) need %s.%s.> (see docs/fetching.md, Failed products)",
-			consumer, r.cfg.ProductStream, subject, strings.Join(route.filters, ", "), event.FetchRetrySubjects(r.cfg.ProductStream), consumer)
+			consumer, r.cfg.ProductStream.Stream, subject, strings.Join(route.filters, ", "), event.FetchRetrySubjects(r.cfg.ProductStream.Stream), consumer)
 	}
 	return nil
 }
@@ -254,7 +254,7 @@ func (r *failedRetrier) rights(ctx context.Context, subject string) error {
 	if !r.mayPublish[subject] {
 		pctx, done := r.store.calls.call(ctx)
 		_, err := r.store.js.PublishMsg(pctx, &nats.Msg{Subject: subject},
-			jetstream.WithExpectStream(r.cfg.ProductStream), jetstream.WithExpectLastSequence(math.MaxUint64))
+			jetstream.WithExpectStream(r.cfg.ProductStream.Stream), jetstream.WithExpectLastSequence(math.MaxUint64))
 		err = refused(pctx, err)
 		done()
 		var apiErr *jetstream.APIError
@@ -263,7 +263,7 @@ func (r *failedRetrier) rights(ctx context.Context, subject string) error {
 			apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequenceConstant):
 		case err == nil:
 			// Cannot happen short of 2^64 messages; said rather than hidden.
-			return fmt.Errorf("the check of the right to publish to %s stored a message on %s", subject, r.cfg.ProductStream)
+			return fmt.Errorf("the check of the right to publish to %s stored a message on %s", subject, r.cfg.ProductStream.Stream)
 		default:
 			return fmt.Errorf("publish %s: %w", subject, err)
 		}

@@ -16,7 +16,6 @@ import (
 	"github.com/cdse-jetstream/receiver/internal/fetcher/fetchview"
 	"github.com/cdse-jetstream/receiver/internal/fetcher/target"
 	"github.com/cdse-jetstream/receiver/internal/platform/cli"
-	"github.com/cdse-jetstream/receiver/internal/platform/logging"
 )
 
 // newGet fetches one product by hand: its entity from the catalogue, the
@@ -111,7 +110,7 @@ func buildParts(cmd *cobra.Command, getenv func(string) string, configFile strin
 	if err != nil {
 		return cfg, fetcher.Parts{}, err
 	}
-	log := logging.New(cfg.LogLevel, cfg.LogFormat, cmd.ErrOrStderr())
+	log := cfg.Logger(cmd.ErrOrStderr())
 	parts, err := fetcher.Build(cmd.Context(), cfg, getenv, prometheus.NewRegistry(), log, tune...)
 	return cfg, parts, err
 }

@@ -13,7 +13,6 @@ import (
 
 	"github.com/cdse-jetstream/receiver/internal/fetcher"
 	"github.com/cdse-jetstream/receiver/internal/fetcher/fetchconfig"
-	"github.com/cdse-jetstream/receiver/internal/platform/logging"
 	"github.com/cdse-jetstream/receiver/internal/platform/redact"
 	"github.com/cdse-jetstream/receiver/internal/receiver/config"
 )
@@ -43,7 +42,7 @@ product in FETCH_TARGET, verified, and publishes a fetched event for it
 }
 
 func serve(ctx context.Context, cfg fetchconfig.Config, getenv func(string) string, cmd *cobra.Command, now <-chan struct{}) error {
-	log, flush := logging.NewBatched(cfg.LogLevel, cfg.LogFormat, cmd.OutOrStdout())
+	log, flush := cfg.BatchedLogger(cmd.OutOrStdout())
 	defer flush()
 	// The receiver's list knows the fetcher's variables (and the
 	// receiver's): one environment file may serve both.
@@ -69,7 +68,7 @@ func serve(ctx context.Context, cfg fetchconfig.Config, getenv func(string) stri
 		return err
 	}
 	a.StopNowOn(now)
-	log.WithFields(map[string]any{"target": redact.URLs(cfg.Target), "consumer": cfg.Consumer, "subjects": cfg.SubjectList(),
+	log.WithFields(map[string]any{"target": redact.URLs(cfg.Target), "consumer": cfg.FetchConsumer, "subjects": cfg.SubjectList(),
 		"concurrency": cfg.Concurrency, "admin": cfg.AdminAddr}).Info("fetcher starting")
 	if err := a.Run(ctx); err != nil {
 		log.WithError(err).Error("fetcher failed")

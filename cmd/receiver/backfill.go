@@ -19,7 +19,6 @@ import (
 	"github.com/cdse-jetstream/receiver/internal/ingest/interest"
 	"github.com/cdse-jetstream/receiver/internal/ingest/interestfile"
 	"github.com/cdse-jetstream/receiver/internal/platform/cli"
-	"github.com/cdse-jetstream/receiver/internal/platform/logging"
 	"github.com/cdse-jetstream/receiver/internal/receiver/config"
 	"github.com/cdse-jetstream/receiver/internal/receiver/wiring"
 )
@@ -118,7 +117,7 @@ func backfillRun(ctx context.Context, o backfillOptions, getenv func(string) str
 	if err != nil {
 		return err
 	}
-	log := logging.New(cfg.LogLevel, cfg.LogFormat, stderr)
+	log := cfg.Logger(stderr)
 	// What the backfill stores reaches the interests too.
 	route, interests, err := wiring.RouteWithInterests(cfg, prometheus.NewRegistry(), log)
 	if err != nil {

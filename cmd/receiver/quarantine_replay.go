@@ -12,7 +12,6 @@ import (
 
 	"github.com/cdse-jetstream/receiver/internal/ingest/quarantine"
 	"github.com/cdse-jetstream/receiver/internal/platform/cli"
-	"github.com/cdse-jetstream/receiver/internal/platform/logging"
 	"github.com/cdse-jetstream/receiver/internal/receiver/config"
 	"github.com/cdse-jetstream/receiver/internal/receiver/wiring"
 	"github.com/cdse-jetstream/receiver/internal/stream/topology"
@@ -40,7 +39,7 @@ func newQuarantineReplay(qc *quarantineCmd) *cobra.Command {
 
 func replayRun(ctx context.Context, cfg config.Config, topo *topology.Topology, r *quarantine.Reader, only []uint64, dryRun bool, out *cli.Output, stdout io.Writer) error {
 	// A replayed product reaches the interests too.
-	route, _, err := wiring.RouteWithInterests(cfg, prometheus.NewRegistry(), logging.New(cfg.LogLevel, cfg.LogFormat, io.Discard))
+	route, _, err := wiring.RouteWithInterests(cfg, prometheus.NewRegistry(), cfg.Logger(io.Discard))
 	if err != nil {
 		return cli.Usagef("%v", err)
 	}

@@ -13,7 +13,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/cdse-jetstream/receiver/internal/platform/cli"
-	"github.com/cdse-jetstream/receiver/internal/platform/logging"
 	"github.com/cdse-jetstream/receiver/internal/platform/proclimit"
 	"github.com/cdse-jetstream/receiver/internal/platform/settings"
 	"github.com/cdse-jetstream/receiver/internal/receiver/app"
@@ -60,7 +59,7 @@ func newServe(getenv func(string) string, use string, configFile *string) *cobra
 // serve runs the receiver until ctx ends (SIGTERM, SIGINT) or a listener
 // fails, then shuts it down within RECEIVER_SHUTDOWN_TIMEOUT.
 func serve(ctx context.Context, cfg config.Config, cmd *cobra.Command) error {
-	log, flush := logging.NewBatched(cfg.LogLevel, cfg.LogFormat, cmd.OutOrStdout())
+	log, flush := cfg.BatchedLogger(cmd.OutOrStdout())
 	defer flush() // every line is written out before the process exits
 	// A misspelt variable cannot be refused, as a misspelt YAML key is:
 	// another binary of ours may read it from the same environment file.

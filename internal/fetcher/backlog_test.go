@@ -23,10 +23,10 @@ func TestOldestUnfetched(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	cfg := fetchconfig.Default()
-	if _, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: cfg.ProductStream, Subjects: []string{cfg.SubjectPrefix + ".>"}}); err != nil {
+	if _, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: cfg.ProductStream.Stream, Subjects: []string{cfg.SubjectPrefix + ".>"}}); err != nil {
 		t.Fatal(err)
 	}
-	c, err := js.CreateOrUpdateConsumer(ctx, cfg.ProductStream, jetstream.ConsumerConfig{Durable: "f", AckPolicy: jetstream.AckExplicitPolicy,
+	c, err := js.CreateOrUpdateConsumer(ctx, cfg.ProductStream.Stream, jetstream.ConsumerConfig{Durable: "f", AckPolicy: jetstream.AckExplicitPolicy,
 		FilterSubjects: cfg.SubjectList(), AckWait: time.Minute})
 	if err != nil {
 		t.Fatal(err)

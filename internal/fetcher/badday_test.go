@@ -67,7 +67,7 @@ func startBadDayRate(t *testing.T, dir string, rate int64, adjust func(*fetchcon
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	t.Cleanup(cancel)
-	if _, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: cfg.ProductStream, Subjects: []string{cfg.SubjectPrefix + ".>", "cdse.fetchretry.>"}}); err != nil {
+	if _, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: cfg.ProductStream.Stream, Subjects: []string{cfg.SubjectPrefix + ".>", "cdse.fetchretry.>"}}); err != nil {
 		t.Fatal(err)
 	}
 	log := logrus.New()
@@ -210,7 +210,7 @@ func TestFullTargetPauses(t *testing.T) {
 		t.Error(err)
 	}
 	until(t, 10*time.Second, "ready again", func() bool { code, _ := b.ready(t); return code == http.StatusOK })
-	c, err := b.js.Consumer(context.Background(), b.cfg.ProductStream, b.cfg.Consumer)
+	c, err := b.js.Consumer(context.Background(), b.cfg.ProductStream.Stream, b.cfg.FetchConsumer)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -257,7 +257,7 @@ func TestUnmountedTargetHoldsTheWork(t *testing.T) {
 	p := b.publish(t, 1<<20)
 	// Held: the product is taken (delivered) but nothing is downloaded.
 	until(t, 10*time.Second, "the product event taken", func() bool {
-		c, err := b.js.Consumer(context.Background(), b.cfg.ProductStream, b.cfg.Consumer)
+		c, err := b.js.Consumer(context.Background(), b.cfg.ProductStream.Stream, b.cfg.FetchConsumer)
 		return err == nil && c.CachedInfo().NumAckPending == 1
 	})
 	if n := len(b.sim.DownloadLog()); n != 0 {

@@ -63,8 +63,7 @@ func Build(ctx context.Context, cfg fetchconfig.Config, getenv func(string) stri
 	if err != nil {
 		return Parts{}, err
 	}
-	tokens := cdselogin.NewPasswordSource(cdselogin.PasswordConfig{TokenURL: cfg.CDSETokenURL, ClientID: cfg.CDSEClientID,
-		Username: cfg.CDSEUsername, Password: cfg.CDSEPassword, TOTP: cfg.CDSETOTP})
+	tokens := cdselogin.NewPasswordSource(cfg.Login.PasswordConfig())
 	cat := catalogclient.New(cfg.CDSECatalogueURL, tokens, nil)
 	o := fetch.Options{
 		DownloadURL: cfg.DownloadURL, TrustedHosts: cfg.TrustedHostList(), IdleTimeout: cfg.IdleTimeout,
@@ -85,8 +84,9 @@ func Build(ctx context.Context, cfg fetchconfig.Config, getenv func(string) stri
 // NATSOptions is how the fetcher (and its commands) reach NATS: one place
 // for the settings' mapping, the permission hint included.
 func NATSOptions(cfg fetchconfig.Config) natsconn.Options {
-	return natsconn.Options{URL: cfg.NATSURL, CredsFile: cfg.NATSCreds, User: cfg.NATSUser,
-		Password: cfg.NATSPassword, Token: cfg.NATSToken, CAFile: cfg.NATSCA, PermissionHint: PermissionHint}
+	o := natsconn.FromSettings(cfg.NATS)
+	o.PermissionHint = PermissionHint
+	return o
 }
 
 // App is one running fetcher.
@@ -308,7 +308,7 @@ func (a *App) declare(ctx context.Context, resumeAt uint64) (jetstream.Consumer,
 		Subjects:    []string{a.cfg.FetchedPrefix + ".>", a.cfg.FailedPrefix + ".>"},
 		Storage:     jetstream.FileStorage,
 		Duplicates:  a.cfg.DedupeWindow,
-	}, a.cfg.ProductStream, "FETCH_STREAM, FETCH_FETCHED_PREFIX and FETCH_FAILED_PREFIX to a stream and subjects of this fetcher's own")
+	}, a.cfg.ProductStream.Stream, "FETCH_STREAM, FETCH_FETCHED_PREFIX and FETCH_FAILED_PREFIX to a stream and subjects of this fetcher's own")
 	if err != nil {
 		return nil, fmt.Errorf("stream %s: %w", a.cfg.Stream, err)
 	}
@@ -316,7 +316,7 @@ func (a *App) declare(ctx context.Context, resumeAt uint64) (jetstream.Consumer,
 		return nil, err
 	}
 	cc := a.consumerConfig()
-	old, err := a.js.Consumer(ctx, a.cfg.ProductStream, a.cfg.Consumer)
+	old, err := a.js.Consumer(ctx, a.cfg.ProductStream.Stream, a.cfg.FetchConsumer)
 	switch {
 	case err == nil:
 		// Where a consumer starts cannot change: FETCH_START applies to
@@ -330,7 +330,7 @@ func (a *App) declare(ctx context.Context, resumeAt uint64) (jetstream.Consumer,
 		switch a.cfg.Start {
 		case "new":
 			cc.DeliverPolicy = jetstream.DeliverNewPolicy
-			if s, err := a.js.Stream(ctx, a.cfg.ProductStream); err == nil {
+			if s, err := a.js.Stream(ctx, a.cfg.ProductStream.Stream); err == nil {
 				a.log.WithField("messages_left", s.CachedInfo().State.Msgs).Info("FETCH_START=new: the product events already on the stream are not fetched (FETCH_START=all or a time fetches them)")
 			}
 		case "all":
@@ -339,11 +339,11 @@ func (a *App) declare(ctx context.Context, resumeAt uint64) (jetstream.Consumer,
 			cc.DeliverPolicy, cc.OptStartTime = jetstream.DeliverByStartTimePolicy, &at
 		}
 	default:
-		return nil, fmt.Errorf("consumer %s: %w", a.cfg.Consumer, err)
+		return nil, fmt.Errorf("consumer %s: %w", a.cfg.FetchConsumer, err)
 	}
-	c, err := a.js.CreateOrUpdateConsumer(ctx, a.cfg.ProductStream, cc)
+	c, err := a.js.CreateOrUpdateConsumer(ctx, a.cfg.ProductStream.Stream, cc)
 	if err != nil {
-		return nil, fmt.Errorf("consumer %s on %s: %w", a.cfg.Consumer, a.cfg.ProductStream, err)
+		return nil, fmt.Errorf("consumer %s on %s: %w", a.cfg.FetchConsumer, a.cfg.ProductStream.Stream, err)
 	}
 	return c, nil
 }
@@ -352,7 +352,7 @@ func (a *App) declare(ctx context.Context, resumeAt uint64) (jetstream.Consumer,
 // it starts.
 func (a *App) consumerConfig() jetstream.ConsumerConfig {
 	return jetstream.ConsumerConfig{
-		Durable:        a.cfg.Consumer,
+		Durable:        a.cfg.FetchConsumer,
 		Description:    "fetcher: downloads each product event",
 		FilterSubjects: ConsumerSubjects(a.cfg),
 		AckPolicy:      jetstream.AckExplicitPolicy,
@@ -371,7 +371,7 @@ func (a *App) consumerConfig() jetstream.ConsumerConfig {
 // already covers it: NATS refuses overlapping filters).
 func ConsumerSubjects(cfg fetchconfig.Config) []string {
 	subjects := cfg.SubjectList()
-	retry := event.FetchRetrySubjects(cfg.ProductStream) + "." + cfg.Consumer + ".>"
+	retry := event.FetchRetrySubjects(cfg.ProductStream.Stream) + "." + cfg.FetchConsumer + ".>"
 	for _, s := range subjects {
 		if event.SubjectCovers(s, retry) {
 			return subjects
@@ -563,7 +563,7 @@ func (a *App) oldestUnfetched(ctx context.Context, c jetstream.Consumer) (time.D
 	if info.NumPending == 0 && info.NumAckPending == 0 {
 		return 0, nil
 	}
-	s, err := a.js.Stream(ctx, a.cfg.ProductStream)
+	s, err := a.js.Stream(ctx, a.cfg.ProductStream.Stream)
 	if err != nil {
 		return 0, err
 	}
@@ -631,7 +631,7 @@ func (a *App) handle(ctx context.Context, m jetstream.Msg) {
 			}
 		}
 		a.outcomes.WithLabelValues("deleted").Inc()
-		pub = deletedMsg(a.cfg.FetchedPrefix, a.cfg.Consumer, n, m.Headers(), a.parts.Target.URL(key))
+		pub = deletedMsg(a.cfg.FetchedPrefix, a.cfg.FetchConsumer, n, m.Headers(), a.parts.Target.URL(key))
 	default:
 		res, err := a.fetch(ctx, log, m, n, key)
 		var deferred *fetch.DeferError
@@ -676,7 +676,7 @@ func (a *App) handle(ctx context.Context, m jetstream.Msg) {
 			a.retryLater(ctx, log, m, md, n, err)
 			return
 		}
-		pub = fetchedMsg(a.cfg.FetchedPrefix, a.cfg.Consumer, n, m.Headers(), res, item)
+		pub = fetchedMsg(a.cfg.FetchedPrefix, a.cfg.FetchConsumer, n, m.Headers(), res, item)
 	}
 	// The ack only after the PubAck: a crash between them redelivers the
 	// product event, whose event the stream then drops as a duplicate.
@@ -780,7 +780,7 @@ func (a *App) giveUp(ctx context.Context, log logrus.FieldLogger, m jetstream.Ms
 	if n != nil {
 		collection, productType = n.Collection, n.ProductType
 	}
-	if err := a.publish(ctx, failedMsg(a.cfg.FailedPrefix, a.cfg.Consumer, collection, productType, m.Data(), m.Headers(), md.Sequence.Stream, reason)); err != nil {
+	if err := a.publish(ctx, failedMsg(a.cfg.FailedPrefix, a.cfg.FetchConsumer, collection, productType, m.Data(), m.Headers(), md.Sequence.Stream, reason)); err != nil {
 		log.WithError(err).Warn("cannot publish the failed event; retrying later")
 		_ = m.NakWithDelay(10 * time.Second)
 		return

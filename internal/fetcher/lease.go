@@ -60,7 +60,7 @@ type lease struct {
 // stream's replicas (a lease on a lost node would stop every download).
 func (a *App) declareLeases(ctx context.Context) error {
 	replicas := 1
-	if s, err := a.js.Stream(ctx, a.cfg.ProductStream); err == nil {
+	if s, err := a.js.Stream(ctx, a.cfg.ProductStream.Stream); err == nil {
 		replicas = max(s.CachedInfo().Config.Replicas, 1)
 	}
 	kv, err := a.js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{

@@ -216,7 +216,7 @@ func TestConsumerSubjects(t *testing.T) {
 		{"cdse.fetchretry.STAGING.fetcher.>", "fetcher", "keep", "[cdse.fetchretry.STAGING.fetcher.> cdse.fetchretry.CDSE_PRODUCTS.fetcher.>]"},
 	} {
 		cfg := fetchconfig.Default()
-		cfg.Subjects, cfg.Consumer, cfg.OnDelete = tt.subjects, tt.consumer, tt.onDelete
+		cfg.Subjects, cfg.FetchConsumer, cfg.OnDelete = tt.subjects, tt.consumer, tt.onDelete
 		if got := fmt.Sprint(ConsumerSubjects(cfg)); got != tt.want {
 			t.Errorf("%q for %s: %s, want %s", tt.subjects, tt.consumer, got, tt.want)
 		}

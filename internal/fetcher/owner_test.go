@@ -27,7 +27,7 @@ func TestFetchStreamOwner(t *testing.T) {
 	const none = "-" // CDSE_FETCHED exists without an owner
 	production := fetchconfig.Default()
 	staging := fetchconfig.Default()
-	staging.ProductStream, staging.SubjectPrefix = "STAGING", "staging.product"
+	staging.ProductStream.Stream, staging.SubjectPrefix = "STAGING", "staging.product"
 	ownStaging := staging
 	ownStaging.Stream, ownStaging.FetchedPrefix, ownStaging.FailedPrefix = "STAGING_FETCHED", "staging.fetched", "staging.fetchfailed"
 	for _, c := range []struct {
@@ -48,7 +48,7 @@ func TestFetchStreamOwner(t *testing.T) {
 			defer closeNC()
 			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 			defer cancel()
-			if _, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: c.cfg.ProductStream, Subjects: []string{c.cfg.SubjectPrefix + ".>"}}); err != nil {
+			if _, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: c.cfg.ProductStream.Stream, Subjects: []string{c.cfg.SubjectPrefix + ".>"}}); err != nil {
 				t.Fatal(err)
 			}
 			if c.existing != "" {
@@ -90,8 +90,8 @@ func TestFetchStreamOwner(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if got := s.CachedInfo().Config.Metadata[topology.OwnerKey]; got != c.cfg.ProductStream {
-				t.Errorf("%s's owner %q, want %s", c.cfg.Stream, got, c.cfg.ProductStream)
+			if got := s.CachedInfo().Config.Metadata[topology.OwnerKey]; got != c.cfg.ProductStream.Stream {
+				t.Errorf("%s's owner %q, want %s", c.cfg.Stream, got, c.cfg.ProductStream.Stream)
 			}
 		})
 	}

@@ -97,10 +97,10 @@ func (a *App) Status(ctx context.Context) fetchstatus.Fetcher {
 		st.ConsumerError = "not connected to NATS yet"
 		return st
 	}
-	c, err := a.js.Consumer(ctx, a.cfg.ProductStream, a.cfg.Consumer)
+	c, err := a.js.Consumer(ctx, a.cfg.ProductStream.Stream, a.cfg.FetchConsumer)
 	if err == nil {
 		info := c.CachedInfo()
-		st.Consumer = &fetchstatus.FetchConsumer{Stream: a.cfg.ProductStream, Name: a.cfg.Consumer, Waiting: info.NumPending, InFlight: info.NumAckPending}
+		st.Consumer = &fetchstatus.FetchConsumer{Stream: a.cfg.ProductStream.Stream, Name: a.cfg.FetchConsumer, Waiting: info.NumPending, InFlight: info.NumAckPending}
 	} else {
 		st.ConsumerError = err.Error()
 	}

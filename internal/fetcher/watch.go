@@ -40,7 +40,7 @@ func (a *App) watchConsumer(ctx context.Context, c jetstream.Consumer, resume fu
 		}
 		t.Reset(a.consumerEvery)
 		lctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-		found, err := a.js.Consumer(lctx, a.cfg.ProductStream, a.cfg.Consumer)
+		found, err := a.js.Consumer(lctx, a.cfg.ProductStream.Stream, a.cfg.FetchConsumer)
 		cancel()
 		var what, why string
 		var changes []string
@@ -48,7 +48,7 @@ func (a *App) watchConsumer(ctx context.Context, c jetstream.Consumer, resume fu
 		switch {
 		case errors.Is(err, jetstream.ErrConsumerNotFound):
 			what = "gone"
-			why = fmt.Sprintf("consumer %s is gone from %s", a.cfg.Consumer, a.cfg.ProductStream)
+			why = fmt.Sprintf("consumer %s is gone from %s", a.cfg.FetchConsumer, a.cfg.ProductStream.Stream)
 		case err != nil:
 			// NATS unreachable: /readyz says so already; look again later.
 			a.log.WithError(err).Debug("cannot look up the fetcher's consumer")
@@ -62,14 +62,14 @@ func (a *App) watchConsumer(ctx context.Context, c jetstream.Consumer, resume fu
 			replaced = !fi.Created.Equal(created)
 			if len(changes) > 0 {
 				what = "changed"
-				why = fmt.Sprintf("consumer %s changed: %s", a.cfg.Consumer, strings.Join(changes, "; "))
+				why = fmt.Sprintf("consumer %s changed: %s", a.cfg.FetchConsumer, strings.Join(changes, "; "))
 			}
 		}
 		if what == "" && !replaced {
 			a.setNotReady("")
 			continue
 		}
-		log := a.log.WithField("consumer", a.cfg.Consumer)
+		log := a.log.WithField("consumer", a.cfg.FetchConsumer)
 		if what != "" {
 			a.setNotReady(why)
 			if what == "gone" {
@@ -90,7 +90,7 @@ func (a *App) watchConsumer(ctx context.Context, c jetstream.Consumer, resume fu
 		}
 		if what == "gone" || replaced {
 			if err := resume(found); err != nil {
-				a.setNotReady(fmt.Sprintf("consumer %s: %v", a.cfg.Consumer, err))
+				a.setNotReady(fmt.Sprintf("consumer %s: %v", a.cfg.FetchConsumer, err))
 				log.WithError(err).Warn("cannot consume the fetcher's consumer again; trying at the next look")
 				created = time.Time{} // not consuming: resume at the next look
 				continue

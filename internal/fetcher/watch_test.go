@@ -32,15 +32,15 @@ func TestConsumerRestored(t *testing.T) {
 		warn     string // in the warning
 	}{
 		{"changed", 1, func(ctx context.Context, js jetstream.JetStream, cfg fetchconfig.Config) error {
-			_, err := js.UpdateConsumer(ctx, cfg.ProductStream, jetstream.ConsumerConfig{Durable: cfg.Consumer, AckPolicy: jetstream.AckExplicitPolicy,
+			_, err := js.UpdateConsumer(ctx, cfg.ProductStream.Stream, jetstream.ConsumerConfig{Durable: cfg.FetchConsumer, AckPolicy: jetstream.AckExplicitPolicy,
 				FilterSubject: cfg.SubjectPrefix + ".deleted.>", MaxAckPending: 1, AckWait: time.Minute, DeliverPolicy: jetstream.DeliverNewPolicy})
 			return err
 		}, "changed", "max_ack_pending 1 (want 4)"},
 		{"gone", 1, func(ctx context.Context, js jetstream.JetStream, cfg fetchconfig.Config) error {
-			return js.DeleteConsumer(ctx, cfg.ProductStream, cfg.Consumer)
+			return js.DeleteConsumer(ctx, cfg.ProductStream.Stream, cfg.FetchConsumer)
 		}, "gone", "is gone"},
 		{"gone, two replicas", 2, func(ctx context.Context, js jetstream.JetStream, cfg fetchconfig.Config) error {
-			return js.DeleteConsumer(ctx, cfg.ProductStream, cfg.Consumer)
+			return js.DeleteConsumer(ctx, cfg.ProductStream.Stream, cfg.FetchConsumer)
 		}, "gone", "is gone"},
 	}
 	for _, tt := range tests {
@@ -51,7 +51,7 @@ func TestConsumerRestored(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 			defer cancel()
 			cfg := fetchconfig.Default()
-			if _, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: cfg.ProductStream, Subjects: []string{cfg.SubjectPrefix + ".>", "cdse.fetchretry.>"}}); err != nil {
+			if _, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: cfg.ProductStream.Stream, Subjects: []string{cfg.SubjectPrefix + ".>", "cdse.fetchretry.>"}}); err != nil {
 				t.Fatal(err)
 			}
 			// Events the consumer does not take: a new consumer starts
@@ -86,11 +86,11 @@ func TestConsumerRestored(t *testing.T) {
 						return false
 					}
 				}
-				c, err := js.Consumer(ctx, cfg.ProductStream, cfg.Consumer)
+				c, err := js.Consumer(ctx, cfg.ProductStream.Stream, cfg.FetchConsumer)
 				return err == nil && c.CachedInfo().NumWaiting >= tt.replicas
 			}
 			waitFor(t, "ready and consuming", ready)
-			before, err := js.Consumer(ctx, cfg.ProductStream, cfg.Consumer)
+			before, err := js.Consumer(ctx, cfg.ProductStream.Stream, cfg.FetchConsumer)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -113,10 +113,10 @@ func TestConsumerRestored(t *testing.T) {
 				return n >= 1
 			})
 			waitFor(t, "restored, ready and consumed by every replica", func() bool {
-				c, err := js.Consumer(ctx, cfg.ProductStream, cfg.Consumer)
+				c, err := js.Consumer(ctx, cfg.ProductStream.Stream, cfg.FetchConsumer)
 				return err == nil && consumerChanges(apps[0].consumerConfig(), c.CachedInfo().Config) == nil && ready()
 			})
-			c, err := js.Consumer(ctx, cfg.ProductStream, cfg.Consumer)
+			c, err := js.Consumer(ctx, cfg.ProductStream.Stream, cfg.FetchConsumer)
 			if err != nil {
 				t.Fatal(err)
 			}

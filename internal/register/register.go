@@ -21,7 +21,6 @@ import (
 	"github.com/cdse-jetstream/receiver/internal/cdse/cdselogin"
 	"github.com/cdse-jetstream/receiver/internal/platform/cli"
 	"github.com/cdse-jetstream/receiver/internal/receiver/config"
-	"github.com/cdse-jetstream/receiver/internal/receiver/wiring"
 )
 
 // The catalogue's limits. The live documentation (the Subscriptions page):
@@ -61,17 +60,10 @@ func NewSession(getenv func(string) string) (*Session, error) {
 	if err != nil {
 		return nil, cli.Usagef("%v", err)
 	}
-	var missing []string
-	if cfg.CDSEUsername == "" {
-		missing = append(missing, "CDSE_USERNAME")
+	if err := cfg.Login.Required(); err != nil {
+		return nil, cli.Usagef("%v%s", err, config.TypoHints(os.Environ()))
 	}
-	if cfg.CDSEPassword == "" {
-		missing = append(missing, "CDSE_PASSWORD or CDSE_PASSWORD_FILE")
-	}
-	if len(missing) > 0 {
-		return nil, cli.Usagef("set %s%s", strings.Join(missing, " and "), config.TypoHints(os.Environ()))
-	}
-	tokens := cdselogin.NewPasswordSource(wiring.Login(cfg))
+	tokens := cdselogin.NewPasswordSource(cfg.Login.PasswordConfig())
 	return &Session{API: catalogclient.New(cfg.CDSECatalogueURL, tokens, nil), tokens: tokens, cfg: cfg}, nil
 }
 

@@ -29,13 +29,14 @@ var layers = [][]string{
 	{"event", "internal/platform/buildinfo", "internal/platform/jsonscan", "internal/ingest/source", "internal/platform/retry", "internal/ingest/webhook/wire", "internal/platform/tlsreload", "internal/platform/logging",
 		"internal/cdse", "internal/cdse/versions", "internal/receiver/acmerules", "internal/platform/redact", "internal/platform/settings", "internal/platform/proclimit",
 		"internal/platform/adminpage", "internal/cdse/manifest", "internal/fetcher/target"},
-	{"internal/cdse/notification", "internal/platform/cli", "internal/receiver/status", "internal/register/preflight", "internal/cdse/stac", "internal/fetcher/fetchconfig", "internal/fetcher/fetch",
-		"internal/fetcher/fetchstatus", "internal/fetcher/target/file", "internal/fetcher/target/s3"},
+	{"internal/cdse/notification", "internal/platform/cli", "internal/receiver/status", "internal/register/preflight", "internal/cdse/stac", "internal/fetcher/fetch",
+		"internal/fetcher/fetchstatus", "internal/stream/natssettings", "internal/fetcher/target/file", "internal/fetcher/target/s3"},
 	{"internal/stream/publish", "internal/stream/natsconn", "internal/stream/topology", "internal/receiver/auth", "internal/cdse/cdselogin", "internal/cdse/catalogclient", "internal/cdse/productfilter", "internal/receiver/acme",
 		"internal/fetcher/fetchview", "internal/fetcher/stacitem"},
-	{"internal/stream/embedded", "internal/ingest", "internal/cdse/cdsesim", "internal/ingest/interestfile", "internal/stream/complete"},
-	{"internal/ingest/quarantine", "internal/ingest/interest", "internal/receiver/config"},
-	{"internal/ingest/webhook", "internal/ingest/pull", "internal/ingest/reconcile", "internal/receiver/trace", "internal/receiver/watch"},
+	{"internal/stream/embedded", "internal/ingest", "internal/cdse/cdsesim", "internal/ingest/interestfile", "internal/stream/complete",
+		"internal/cdse/cdselogin/loginsettings"},
+	{"internal/ingest/quarantine", "internal/ingest/interest", "internal/fetcher/fetchconfig"},
+	{"internal/receiver/config", "internal/ingest/webhook", "internal/ingest/pull", "internal/ingest/reconcile", "internal/receiver/trace", "internal/receiver/watch"},
 	{"internal/ingest/backfill"},
 	{"internal/receiver/wiring"},
 	{"internal/register"},
@@ -74,10 +75,11 @@ var wings = map[string][]string{
 // allow, each with why it is still there; the issue that removes it is
 // named.
 var crossings = map[[2]string]string{
-	// The receiver refuses a fetcher's setting in its environment with a
-	// did-you-mean, and defaults FETCH_CONSUMER to the fetcher's; the
-	// settings of both binaries declared once (issue 41) removes it.
-	{"internal/receiver/config", "internal/fetcher/fetchconfig"}: "the fetcher's setting names and its consumer's default",
+	// The receiver knows the fetcher's variables (one environment file
+	// may serve both) and suggests them for a misspelt one. The settings
+	// they share are declared once, in groups of the wings below
+	// (issue 41); the fetcher's own names are still read from its list.
+	{"internal/receiver/config", "internal/fetcher/fetchconfig"}: "the fetcher's setting names",
 }
 
 // wingOf is the wing of an import path of the module, or "".

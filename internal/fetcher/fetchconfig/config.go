@@ -16,16 +16,23 @@ import (
 	"strings"
 	"time"
 
-	"github.com/cdse-jetstream/receiver/event"
 	"github.com/cdse-jetstream/receiver/internal/cdse"
+	"github.com/cdse-jetstream/receiver/internal/cdse/cdselogin/loginsettings"
+	"github.com/cdse-jetstream/receiver/internal/platform/logging"
+	"github.com/cdse-jetstream/receiver/internal/stream/natssettings"
 )
 
 // Config is every setting of the fetcher. Tags as internal/receiver/config's: koanf
 // is the name (environment variable and YAML key), flag the command-line
 // flag (none for secrets), help the one line of --help and the docs, secret
-// marks a value masked everywhere and also read from <NAME>_FILE.
+// marks a value masked everywhere and also read from <NAME>_FILE. The
+// settings the receiver reads too are groups declared once and embedded
+// here and in its settings.
 type Config struct {
-	Consumer        string        `koanf:"FETCH_CONSUMER" flag:"consumer" help:"durable consumer on the product stream; replicas with the same name share the work"`
+	// NATS_STREAM, NATS_SUBJECT_PREFIX, FETCH_CONSUMER: the product stream
+	// consumed, as the receiver names it, and the fetcher's durable on it.
+	natssettings.ProductStream
+
 	Subjects        string        `koanf:"FETCH_SUBJECTS" flag:"subjects" help:"product subjects to fetch, comma-separated (empty: created and modified under NATS_SUBJECT_PREFIX, and deleted with FETCH_ON_DELETE=delete)"`
 	Start           string        `koanf:"FETCH_START" flag:"start" help:"where a new consumer starts: new (only what arrives from now), all (the whole stream) or an RFC 3339 time"`
 	Target          string        `koanf:"FETCH_TARGET" flag:"target" help:"where products are stored: file:///dir or s3://bucket/prefix (required; S3 from the AWS_* environment)"`
@@ -55,24 +62,16 @@ type Config struct {
 	MinRateWindow   time.Duration `koanf:"FETCH_MIN_RATE_WINDOW" flag:"min-rate-window" help:"the window FETCH_MIN_RATE is averaged over"`
 	DownloadURL     string        `koanf:"CDSE_DOWNLOAD_URL" flag:"cdse-download-url" help:"download service base: <url>/Products(<id>)/$value"`
 
-	NATSURL       string `koanf:"NATS_URL" flag:"nats-url" help:"NATS server or cluster URL(s), comma-separated"`
-	NATSCreds     string `koanf:"NATS_CREDS" flag:"nats-creds" help:"NATS credentials file (JWT and nkey)"`
-	NATSUser      string `koanf:"NATS_USER" flag:"nats-user" help:"NATS user"`
-	NATSPassword  string `koanf:"NATS_PASSWORD" secret:"true" help:"NATS password"`
-	NATSToken     string `koanf:"NATS_TOKEN" secret:"true" help:"NATS token"`
-	NATSCA        string `koanf:"NATS_CA" flag:"nats-ca" help:"CA file to verify the NATS servers' TLS"`
-	ProductStream string `koanf:"NATS_STREAM" flag:"stream" help:"the receiver's product stream, consumed"`
-	SubjectPrefix string `koanf:"NATS_SUBJECT_PREFIX" flag:"subject-prefix" help:"subject prefix of the product stream"`
+	// NATS_URL, NATS_CREDS, NATS_USER, NATS_PASSWORD, NATS_TOKEN, NATS_CA:
+	// how the fetcher reaches NATS, as the receiver does.
+	natssettings.NATS
 
-	CDSEUsername     string `koanf:"CDSE_USERNAME" flag:"cdse-username" help:"catalogue account of the downloads (required)"`
-	CDSEPassword     string `koanf:"CDSE_PASSWORD" secret:"true" help:"catalogue password"`
-	CDSETOTP         string `koanf:"CDSE_TOTP" secret:"true" help:"two-factor code, if the account has two-factor authentication"`
-	CDSEClientID     string `koanf:"CDSE_CLIENT_ID" flag:"cdse-client-id" help:"OAuth2 client of the catalogue login"`
-	CDSETokenURL     string `koanf:"CDSE_TOKEN_URL" flag:"cdse-token-url" help:"identity provider's token URL"`
-	CDSECatalogueURL string `koanf:"CDSE_CATALOGUE_URL" flag:"cdse-catalogue-url" help:"catalogue's OData base URL (fetcher get reads the product there)"`
+	// CDSE_USERNAME, CDSE_PASSWORD, CDSE_TOTP, CDSE_CLIENT_ID,
+	// CDSE_TOKEN_URL, CDSE_CATALOGUE_URL: the catalogue login, as the
+	// receiver and register log in.
+	loginsettings.Login
 
-	LogLevel  string `koanf:"LOG_LEVEL" flag:"log-level" help:"debug, info, warn or error"`
-	LogFormat string `koanf:"LOG_FORMAT" flag:"log-format" help:"json or text"`
+	logging.Settings // LOG_LEVEL, LOG_FORMAT
 }
 
 // ConfigEnv names the YAML file of settings when --config is not given.
@@ -86,39 +85,34 @@ const DefaultKeyTemplate = "{collection}/{productType}/{yyyy}/{mm}/{dd}/{name}.z
 // publishing to them); written here as text so that this package stays data.
 func Default() Config {
 	return Config{
-		Consumer:         "fetcher",
-		Start:            "new",
-		Concurrency:      4,
-		MaxAttempts:      10,
-		IdleTimeout:      60 * time.Second,
-		OnDelete:         "keep",
-		STAC:             true,
-		TrustedHosts:     "dataspace.copernicus.eu",
-		KeyTemplate:      DefaultKeyTemplate,
-		AdminAddr:        ":9091",
-		FetchedPrefix:    "cdse.fetched",
-		FailedPrefix:     "cdse.fetchfailed",
-		Stream:           "CDSE_FETCHED",
-		DedupeWindow:     24 * time.Hour,
-		ShutdownTimeout:  30 * time.Second,
-		PartialMaxAge:    24 * time.Hour,
-		AckWait:          2 * time.Minute,
-		S3PartSize:       5 << 20,
-		DiskReserve:      1 << 30,
-		MaxUnknownSize:   64 << 30,
-		MaxRetryAfter:    5 * time.Minute,
-		MinRate:          64 << 10,
-		MinRateWindow:    5 * time.Minute,
-		S3Concurrency:    2,
-		DownloadURL:      cdse.DownloadURL,
-		NATSURL:          "nats://127.0.0.1:4222",
-		ProductStream:    event.DefaultStream,
-		SubjectPrefix:    event.DefaultPrefix,
-		CDSEClientID:     cdse.ClientID,
-		CDSETokenURL:     cdse.TokenURL,
-		CDSECatalogueURL: cdse.CatalogueURL,
-		LogLevel:         "info",
-		LogFormat:        "json",
+		ProductStream:   natssettings.DefaultProductStream(),
+		Start:           "new",
+		Concurrency:     4,
+		MaxAttempts:     10,
+		IdleTimeout:     60 * time.Second,
+		OnDelete:        "keep",
+		STAC:            true,
+		TrustedHosts:    "dataspace.copernicus.eu",
+		KeyTemplate:     DefaultKeyTemplate,
+		AdminAddr:       ":9091",
+		FetchedPrefix:   "cdse.fetched",
+		FailedPrefix:    "cdse.fetchfailed",
+		Stream:          "CDSE_FETCHED",
+		DedupeWindow:    24 * time.Hour,
+		ShutdownTimeout: 30 * time.Second,
+		PartialMaxAge:   24 * time.Hour,
+		AckWait:         2 * time.Minute,
+		S3PartSize:      5 << 20,
+		DiskReserve:     1 << 30,
+		MaxUnknownSize:  64 << 30,
+		MaxRetryAfter:   5 * time.Minute,
+		MinRate:         64 << 10,
+		MinRateWindow:   5 * time.Minute,
+		S3Concurrency:   2,
+		DownloadURL:     cdse.DownloadURL,
+		NATS:            natssettings.NATS{NATSURL: "nats://127.0.0.1:4222"}, // the receiver's embedded server on this machine
+		Login:           loginsettings.Default(),
+		Settings:        logging.DefaultSettings(),
 	}
 }
 
@@ -206,15 +200,21 @@ func (c Config) ValidateStreams() error { return c.validate(false) }
 func (c Config) validate(downloads bool) error {
 	var errs []string
 	bad := func(format string, a ...any) { errs = append(errs, fmt.Sprintf(format, a...)) }
+	// group adds the problems of a group of settings the fetcher shares
+	// with the receiver, checked where the group is declared.
+	group := func(err error) {
+		if err != nil {
+			errs = append(errs, err.Error())
+		}
+	}
 	if downloads {
 		// `fetcher failed` stores nothing: no target, no login.
 		if p := targetProblem(c.Target); p != "" {
 			bad("%s", p)
 		}
 	}
-	if c.Consumer == "" || strings.ContainsAny(c.Consumer, ". *>\t") {
-		bad("FETCH_CONSUMER %q: want a name without dots, spaces or wildcards", c.Consumer)
-	}
+	group(c.ProductStream.Validate())
+	group(c.ProductStream.ValidateFetchConsumer())
 	for _, s := range c.SubjectList() {
 		if strings.ContainsAny(s, " \t") || strings.HasPrefix(s, ".") || strings.HasSuffix(s, ".") {
 			bad("FETCH_SUBJECTS: %q is not a subject", s)
@@ -248,7 +248,7 @@ func (c Config) validate(downloads bool) error {
 	if err := CheckKeyTemplate(c.KeyTemplate); err != nil {
 		bad("FETCH_KEY_TEMPLATE %q: %v", c.KeyTemplate, err)
 	}
-	for _, p := range []struct{ name, v string }{{"FETCH_FETCHED_PREFIX", c.FetchedPrefix}, {"FETCH_FAILED_PREFIX", c.FailedPrefix}, {"NATS_SUBJECT_PREFIX", c.SubjectPrefix}} {
+	for _, p := range []struct{ name, v string }{{"FETCH_FETCHED_PREFIX", c.FetchedPrefix}, {"FETCH_FAILED_PREFIX", c.FailedPrefix}} {
 		if p.v == "" || strings.ContainsAny(p.v, " \t*>") || strings.HasPrefix(p.v, ".") || strings.HasSuffix(p.v, ".") {
 			bad("%s %q: want dot-separated tokens without wildcards", p.name, p.v)
 		}
@@ -261,11 +261,8 @@ func (c Config) validate(downloads bool) error {
 			bad("%q overlaps NATS_SUBJECT_PREFIX %q: the fetcher's events would land on the product stream", p, c.SubjectPrefix)
 		}
 	}
-	if c.Stream == "" || c.Stream == c.ProductStream {
+	if c.Stream == "" || c.Stream == c.ProductStream.Stream {
 		bad("FETCH_STREAM %q: want a stream of its own, not NATS_STREAM", c.Stream)
-	}
-	if c.ProductStream == "" {
-		bad("NATS_STREAM is empty")
 	}
 	if c.DedupeWindow < time.Second {
 		bad("FETCH_DEDUPE_WINDOW %s: want at least 1s", c.DedupeWindow)
@@ -303,23 +300,19 @@ func (c Config) validate(downloads bool) error {
 	if c.ShutdownTimeout <= 0 {
 		bad("FETCH_SHUTDOWN_TIMEOUT %s: want more than 0", c.ShutdownTimeout)
 	}
-	for _, u := range []struct{ name, v string }{{"CDSE_DOWNLOAD_URL", c.DownloadURL}, {"CDSE_TOKEN_URL", c.CDSETokenURL}, {"CDSE_CATALOGUE_URL", c.CDSECatalogueURL}} {
-		if p, err := url.Parse(u.v); err != nil || (p.Scheme != "https" && p.Scheme != "http") || p.Host == "" {
-			bad("%s: want an http(s) URL", u.name) // the value may hold a password: not shown
-		}
+	if !loginsettings.HTTPURL(c.DownloadURL) {
+		bad("CDSE_DOWNLOAD_URL: want an http(s) URL") // the value may hold a password: not shown
 	}
+	// `fetcher failed` logs in nowhere, and checks the addresses all the same.
+	group(c.Login.ValidateURLs())
 	if c.NATSURL == "" {
-		bad("NATS_URL is required")
+		bad("NATS_URL is required") // the fetcher has no embedded server
 	}
-	if downloads && (c.CDSEUsername == "" || c.CDSEPassword == "") {
-		bad("CDSE_USERNAME and CDSE_PASSWORD are required: downloads need a login")
+	group(c.NATS.Validate())
+	if downloads {
+		group(c.Login.Required())
 	}
-	if !slices.Contains([]string{"debug", "info", "warn", "warning", "error"}, c.LogLevel) {
-		bad("LOG_LEVEL %q: want debug, info, warn or error", c.LogLevel)
-	}
-	if c.LogFormat != "json" && c.LogFormat != "text" {
-		bad("LOG_FORMAT %q: want json or text", c.LogFormat)
-	}
+	group(c.Settings.Validate())
 	if len(errs) == 0 {
 		return nil
 	}

@@ -46,7 +46,7 @@ func TestLoadLayers(t *testing.T) {
 	if err := c.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	if c.Concurrency != 7 || c.Consumer != "fromenv" || c.Start != "2025-01-02T03:04:05Z" || c.CDSEPassword != "s3cret" || c.MaxAttempts != 10 {
+	if c.Concurrency != 7 || c.FetchConsumer != "fromenv" || c.Start != "2025-01-02T03:04:05Z" || c.CDSEPassword != "s3cret" || c.MaxAttempts != 10 {
 		t.Errorf("layers: %+v", c)
 	}
 	if at, _ := c.StartTime(); !at.Equal(time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC)) {
@@ -169,7 +169,7 @@ func TestValidateStreams(t *testing.T) {
 	if err := c.ValidateStreams(); err != nil {
 		t.Errorf("ValidateStreams of the defaults: %v", err)
 	}
-	c.Stream = c.ProductStream
+	c.Stream = c.ProductStream.Stream
 	if err := c.ValidateStreams(); err == nil || !strings.Contains(err.Error(), "FETCH_STREAM") {
 		t.Errorf("ValidateStreams with FETCH_STREAM = NATS_STREAM: %v", err)
 	}

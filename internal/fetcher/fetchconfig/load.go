@@ -15,7 +15,9 @@ type Sources = settings.Sources
 
 // schema is Config's settings; internal/platform/settings applies the rules every
 // binary of ours shares (the receiver's internal/receiver/config alike).
-var schema = settings.New(Default)
+// Its flags drop the prefix FETCH_: FETCH_CONSUMER, declared with the
+// receiver's, is --consumer here.
+var schema = settings.New(Default, settings.Flag("FETCH_CONSUMER", "consumer"))
 
 // settingsList are the settings, in the order of Config.
 var settingsList = schema.Settings()

@@ -32,8 +32,8 @@ type Setting struct {
 	Name   string // the environment variable and YAML key: RECEIVER_ADDR
 	Flag   string // "addr"; "" for secrets
 	Help   string
-	Secret bool // masked; also read from <Name>_FILE
-	field  int
+	Secret bool  // masked; also read from <Name>_FILE
+	index  []int // the field's index in T, through the groups embedded
 	typ    reflect.Type
 }
 
@@ -48,21 +48,69 @@ type Schema[T any] struct {
 
 // New reads T's fields: each is a setting with the tags koanf (its name),
 // flag ("" for none; never for a secret), help and secret ("true"). T's
-// fields are strings, ints, int64 sizes, durations and booleans.
-func New[T any](defaults func() T) *Schema[T] {
-	t := reflect.TypeFor[T]()
+// fields are strings, ints, int64 sizes, durations and booleans, or
+// embedded structs of such fields without a koanf tag: a group of settings
+// several binaries share, declared once (the NATS connection, the catalogue
+// login, the log), whose settings are T's as if written in T at the place
+// of the embedding. A name or a flag declared twice is a mistake of the
+// program: New panics.
+func New[T any](defaults func() T, opts ...Option) *Schema[T] {
+	var o options
+	for _, opt := range opts {
+		opt(&o)
+	}
 	s := &Schema[T]{defaults: defaults, byName: map[string]Setting{}, byFlag: map[string]Setting{}}
-	for i := range t.NumField() {
-		f := t.Field(i)
-		set := Setting{Name: f.Tag.Get("koanf"), Flag: f.Tag.Get("flag"), Help: f.Tag.Get("help"),
-			Secret: f.Tag.Get("secret") == "true", field: i, typ: f.Type}
-		s.list = append(s.list, set)
-		s.byName[set.Name] = set
-		if set.Flag != "" {
-			s.byFlag[set.Flag] = set
+	var walk func(t reflect.Type, at []int)
+	walk = func(t reflect.Type, at []int) {
+		for i := range t.NumField() {
+			f := t.Field(i)
+			index := append(slices.Clone(at), i)
+			if f.Anonymous && f.Type.Kind() == reflect.Struct && f.Tag.Get("koanf") == "" {
+				walk(f.Type, index)
+				continue
+			}
+			set := Setting{Name: f.Tag.Get("koanf"), Flag: f.Tag.Get("flag"), Help: f.Tag.Get("help"),
+				Secret: f.Tag.Get("secret") == "true", index: index, typ: f.Type}
+			if flag, ok := o.flags[set.Name]; ok {
+				set.Flag = flag
+				delete(o.flags, set.Name)
+			}
+			if _, dup := s.byName[set.Name]; dup {
+				panic(fmt.Sprintf("settings: %s is declared twice in %s", set.Name, reflect.TypeFor[T]()))
+			}
+			if other, dup := s.byFlag[set.Flag]; dup && set.Flag != "" {
+				panic(fmt.Sprintf("settings: --%s is the flag of both %s and %s in %s", set.Flag, other.Name, set.Name, reflect.TypeFor[T]()))
+			}
+			s.list = append(s.list, set)
+			s.byName[set.Name] = set
+			if set.Flag != "" {
+				s.byFlag[set.Flag] = set
+			}
 		}
 	}
+	walk(reflect.TypeFor[T](), nil)
+	for name := range o.flags {
+		panic(fmt.Sprintf("settings: a flag for %s, which %s does not have", name, reflect.TypeFor[T]()))
+	}
 	return s
+}
+
+// Option is a choice of the binary's about its settings.
+type Option func(*options)
+
+type options struct{ flags map[string]string }
+
+// Flag names the flag of the setting name in this binary, over its tag:
+// a group of settings declares one flag for every binary, and a binary
+// whose flags drop its own prefix renames it (the fetcher's --consumer,
+// FETCH_CONSUMER, is --fetch-consumer in the receiver).
+func Flag(name, flag string) Option {
+	return func(o *options) {
+		if o.flags == nil {
+			o.flags = map[string]string{}
+		}
+		o.flags[name] = flag
+	}
 }
 
 // Settings lists every setting, in the order of T's fields.
@@ -87,7 +135,7 @@ func (s *Schema[T]) Known(name string) bool {
 // Value is the setting's value in c (a T), as text (secrets unmasked:
 // callers that print it mask them).
 func (s Setting) Value(c any) string {
-	v := reflect.ValueOf(c).Field(s.field)
+	v := reflect.ValueOf(c).FieldByIndex(s.index)
 	switch x := v.Interface().(type) {
 	case time.Duration:
 		return x.String()
@@ -188,6 +236,7 @@ func (s *Schema[T]) Load(src Sources) (T, error) {
 			return data, nil
 		},
 		TagName: "koanf",
+		Squash:  true, // the groups embedded: their settings are T's
 	}})
 	return c, err
 }

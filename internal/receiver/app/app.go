@@ -231,7 +231,7 @@ func (a *App) Start(ctx context.Context) error {
 			return err
 		}
 	}
-	conn := wiring.NATS(cfg)
+	conn := natsconn.FromSettings(cfg.NATS)
 	if a.embedded != nil {
 		conn = a.embedded.ConnectOptions()
 	}

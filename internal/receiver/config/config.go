@@ -15,16 +15,19 @@ import (
 	"time"
 
 	"github.com/cdse-jetstream/receiver/event"
-	"github.com/cdse-jetstream/receiver/internal/cdse"
+	"github.com/cdse-jetstream/receiver/internal/cdse/cdselogin/loginsettings"
 	"github.com/cdse-jetstream/receiver/internal/cdse/stac"
-	"github.com/cdse-jetstream/receiver/internal/fetcher/fetchconfig"
+	"github.com/cdse-jetstream/receiver/internal/platform/logging"
 	"github.com/cdse-jetstream/receiver/internal/receiver/acmerules"
+	"github.com/cdse-jetstream/receiver/internal/stream/natssettings"
 )
 
 // Config is every setting of the receiver. Tags: koanf is the name
 // (environment variable and YAML key), flag the command-line flag (none for
 // secrets: a flag shows in ps), help the one line of --help and the docs,
 // secret marks a value masked everywhere and also read from <NAME>_FILE.
+// The settings the fetcher reads too are groups declared once and embedded
+// here and in its settings (internal/fetcher/fetchconfig).
 type Config struct {
 	Addr              string        `koanf:"RECEIVER_ADDR" flag:"addr" help:"webhook listen address"`
 	Path              string        `koanf:"RECEIVER_PATH" flag:"path" help:"webhook path the catalogue POSTs to"`
@@ -52,28 +55,28 @@ type Config struct {
 	AuthFailureLimit  int           `koanf:"RECEIVER_AUTH_FAILURE_LIMIT" flag:"auth-failure-limit" help:"failed logins a minute per client address before wrong credentials get 429 (0: off)"`
 	PProf             bool          `koanf:"RECEIVER_PPROF" flag:"pprof" help:"serve /debug/pprof on the admin address (profiling)"`
 
-	NATSURL                     string        `koanf:"NATS_URL" flag:"nats-url" help:"external NATS server or cluster URL(s), comma-separated; empty: an embedded server"`
-	NATSEmbeddedAddr            string        `koanf:"NATS_EMBEDDED_ADDR" flag:"nats-embedded-addr" help:"client address of the embedded NATS server, for consumers"`
-	NATSEmbeddedSync            string        `koanf:"NATS_EMBEDDED_SYNC" flag:"nats-embedded-sync" help:"flush the embedded server's store to disk this often, or always (before every PubAck: power-loss safe on one machine, at a throughput cost)"`
-	NATSEmbeddedUser            string        `koanf:"NATS_EMBEDDED_USER" flag:"nats-embedded-user" help:"consumers' user of the embedded server (read the stream, never publish to it); required beyond loopback"`
-	NATSEmbeddedPassword        string        `koanf:"NATS_EMBEDDED_PASSWORD" secret:"true" help:"consumers' password of the embedded server"`
-	NATSEmbeddedFetcherUser     string        `koanf:"NATS_EMBEDDED_FETCHER_USER" flag:"nats-embedded-fetcher-user" help:"the fetcher's user of the embedded server: a consumer's rights and the fetcher's stream CDSE_FETCHED (cmd/fetcher)"`
-	NATSEmbeddedFetcherPassword string        `koanf:"NATS_EMBEDDED_FETCHER_PASSWORD" secret:"true" help:"the fetcher's password of the embedded server"`
-	FetchConsumer               string        `koanf:"FETCH_CONSUMER" flag:"fetch-consumer" help:"the fetcher's durable consumer on the product stream (the fetcher's own setting, read here too): the embedded server's consumers may not create, change, delete, pull from or acknowledge on it"`
-	SubjectPrefix               string        `koanf:"NATS_SUBJECT_PREFIX" flag:"subject-prefix" help:"subject prefix of the product stream"`
-	SubjectTemplate             string        `koanf:"NATS_SUBJECT_TEMPLATE" flag:"subject-template" help:"subject tokens after the prefix, dot-separated, of: event, collection, productType, platform, processingLevel, tileId, relativeOrbit"`
-	CloudEvents                 bool          `koanf:"NATS_CLOUDEVENTS" flag:"cloudevents" help:"add the CloudEvents ce-* headers (binary content mode of the NATS binding)"`
-	StacURL                     string        `koanf:"STAC_URL" flag:"stac-url" help:"STAC API base of the Cdse-Stac-Url header (none: no header)"`
-	StacCollections             string        `koanf:"STAC_COLLECTIONS" flag:"stac-collections" help:"productType=collection pairs, comma-separated: the product types that get Cdse-Stac-Url"`
-	Stream                      string        `koanf:"NATS_STREAM" flag:"stream" help:"name of the product stream"`
-	StreamReplicas              int           `koanf:"NATS_STREAM_REPLICAS" flag:"stream-replicas" help:"stream replicas (3 on a 3-node cluster; 1 with the embedded server)"`
-	StreamMaxAge                time.Duration `koanf:"NATS_STREAM_MAX_AGE" flag:"stream-max-age" help:"drop messages older than this (0: keep; at least the dedupe window)"`
-	StreamMaxBytes              int64         `koanf:"NATS_STREAM_MAX_BYTES" flag:"stream-max-bytes" help:"drop the oldest messages beyond this size (0: no limit)"`
-	NATSCreds                   string        `koanf:"NATS_CREDS" flag:"nats-creds" help:"NATS credentials file (JWT and nkey)"`
-	NATSUser                    string        `koanf:"NATS_USER" flag:"nats-user" help:"NATS user"`
-	NATSPassword                string        `koanf:"NATS_PASSWORD" secret:"true" help:"NATS password"`
-	NATSToken                   string        `koanf:"NATS_TOKEN" secret:"true" help:"NATS token"`
-	NATSCA                      string        `koanf:"NATS_CA" flag:"nats-ca" help:"CA file to verify the NATS servers' TLS"`
+	// NATS_URL, NATS_CREDS, NATS_USER, NATS_PASSWORD, NATS_TOKEN, NATS_CA:
+	// how the receiver reaches an external NATS, as the fetcher does.
+	natssettings.NATS
+
+	NATSEmbeddedAddr            string `koanf:"NATS_EMBEDDED_ADDR" flag:"nats-embedded-addr" help:"client address of the embedded NATS server, for consumers"`
+	NATSEmbeddedSync            string `koanf:"NATS_EMBEDDED_SYNC" flag:"nats-embedded-sync" help:"flush the embedded server's store to disk this often, or always (before every PubAck: power-loss safe on one machine, at a throughput cost)"`
+	NATSEmbeddedUser            string `koanf:"NATS_EMBEDDED_USER" flag:"nats-embedded-user" help:"consumers' user of the embedded server (read the stream, never publish to it); required beyond loopback"`
+	NATSEmbeddedPassword        string `koanf:"NATS_EMBEDDED_PASSWORD" secret:"true" help:"consumers' password of the embedded server"`
+	NATSEmbeddedFetcherUser     string `koanf:"NATS_EMBEDDED_FETCHER_USER" flag:"nats-embedded-fetcher-user" help:"the fetcher's user of the embedded server: a consumer's rights and the fetcher's stream CDSE_FETCHED (cmd/fetcher)"`
+	NATSEmbeddedFetcherPassword string `koanf:"NATS_EMBEDDED_FETCHER_PASSWORD" secret:"true" help:"the fetcher's password of the embedded server"`
+
+	// NATS_STREAM, NATS_SUBJECT_PREFIX, FETCH_CONSUMER: the product stream
+	// and the fetcher's consumer on it, as the fetcher names them.
+	natssettings.ProductStream
+
+	SubjectTemplate string        `koanf:"NATS_SUBJECT_TEMPLATE" flag:"subject-template" help:"subject tokens after the prefix, dot-separated, of: event, collection, productType, platform, processingLevel, tileId, relativeOrbit"`
+	CloudEvents     bool          `koanf:"NATS_CLOUDEVENTS" flag:"cloudevents" help:"add the CloudEvents ce-* headers (binary content mode of the NATS binding)"`
+	StacURL         string        `koanf:"STAC_URL" flag:"stac-url" help:"STAC API base of the Cdse-Stac-Url header (none: no header)"`
+	StacCollections string        `koanf:"STAC_COLLECTIONS" flag:"stac-collections" help:"productType=collection pairs, comma-separated: the product types that get Cdse-Stac-Url"`
+	StreamReplicas  int           `koanf:"NATS_STREAM_REPLICAS" flag:"stream-replicas" help:"stream replicas (3 on a 3-node cluster; 1 with the embedded server)"`
+	StreamMaxAge    time.Duration `koanf:"NATS_STREAM_MAX_AGE" flag:"stream-max-age" help:"drop messages older than this (0: keep; at least the dedupe window)"`
+	StreamMaxBytes  int64         `koanf:"NATS_STREAM_MAX_BYTES" flag:"stream-max-bytes" help:"drop the oldest messages beyond this size (0: no limit)"`
 
 	InterestsFile  string `koanf:"INTERESTS_FILE" flag:"interests-file" help:"YAML file of named interests: each product event that matches one is also stored on <INTEREST_SUBJECT_PREFIX>.<name>.<tokens> (reloaded on change and on SIGHUP)"`
 	InterestPrefix string `koanf:"INTEREST_SUBJECT_PREFIX" flag:"interest-subject-prefix" help:"subject prefix of the interests' copies, in the product stream; must not overlap NATS_SUBJECT_PREFIX or QUARANTINE_SUBJECT_PREFIX"`
@@ -97,20 +100,17 @@ type Config struct {
 	ReconcileEvents   string        `koanf:"RECONCILE_EVENTS" flag:"reconcile-events" help:"events the reconciler recovers, comma-separated: created, modified, deleted"`
 	ReconcilePageSize int           `koanf:"RECONCILE_PAGE_SIZE" flag:"reconcile-page-size" help:"products per catalogue request of the reconciler and the backfill (at most 1000)"`
 
-	CDSEUsername     string `koanf:"CDSE_USERNAME" flag:"cdse-username" help:"catalogue account of PULL, the reconciler, the backfill and the subscription's watch (WATCH_INTERVAL)"`
-	CDSEPassword     string `koanf:"CDSE_PASSWORD" secret:"true" help:"catalogue password"`
-	CDSETOTP         string `koanf:"CDSE_TOTP" secret:"true" help:"two-factor code, if the account has two-factor authentication"`
-	CDSEClientID     string `koanf:"CDSE_CLIENT_ID" flag:"cdse-client-id" help:"OAuth2 client of the catalogue login"`
-	CDSETokenURL     string `koanf:"CDSE_TOKEN_URL" flag:"cdse-token-url" help:"identity provider's token URL"`
-	CDSECatalogueURL string `koanf:"CDSE_CATALOGUE_URL" flag:"cdse-catalogue-url" help:"catalogue's OData base URL; also the base of Cdse-Download-Url and ce-source (none: neither header)"`
+	// CDSE_USERNAME, CDSE_PASSWORD, CDSE_TOTP, CDSE_CLIENT_ID,
+	// CDSE_TOKEN_URL, CDSE_CATALOGUE_URL: the catalogue login, as the
+	// fetcher and register log in.
+	loginsettings.Login
 
 	WatchInterval     time.Duration `koanf:"WATCH_INTERVAL" flag:"watch-interval" help:"with the CDSE_* login, read the receiver's own subscription (status, LastNotificationDate, filter) this often (0: off; at least 1m); problems degrade /status, never /readyz"`
 	WatchSubscription string        `koanf:"WATCH_SUBSCRIPTION_ID" flag:"watch-subscription" help:"the subscription the watch reads (default: PULL_SUBSCRIPTION_ID, else the PUSH subscription whose endpoint's path is RECEIVER_PATH, as register status finds it)"`
 	WatchQuiet        time.Duration `koanf:"WATCH_QUIET" flag:"watch-quiet" help:"a subscription without a notification for this long is a problem (the catalogue pauses one after 60 days without)"`
 	WatchResume       bool          `koanf:"WATCH_RESUME" flag:"watch-resume" help:"resume the watched subscription when it is found paused (logged and counted)"`
 
-	LogLevel  string `koanf:"LOG_LEVEL" flag:"log-level" help:"debug, info, warn or error"`
-	LogFormat string `koanf:"LOG_FORMAT" flag:"log-format" help:"json or text"`
+	logging.Settings // LOG_LEVEL, LOG_FORMAT
 }
 
 // None is the value that turns off a setting whose default is on, where
@@ -134,14 +134,12 @@ func Default() Config {
 		ReadHeaderTimeout:  5 * time.Second,
 		AuthFailureLimit:   20,
 		NATSEmbeddedAddr:   "127.0.0.1:4222",
-		NATSEmbeddedSync:   "2m",                           // nats-server's own default
-		FetchConsumer:      fetchconfig.Default().Consumer, // the fetcher's: one environment file, or none, names one durable to both
-		SubjectPrefix:      event.DefaultPrefix,
+		NATSEmbeddedSync:   "2m",                                // nats-server's own default
+		ProductStream:      natssettings.DefaultProductStream(), // the fetcher's: one environment file, or none, names one durable to both
 		SubjectTemplate:    event.DefaultTemplateText,
 		CloudEvents:        true,
 		StacURL:            "https://stac.dataspace.copernicus.eu/v1",
 		StacCollections:    stac.DefaultCollections,
-		Stream:             event.DefaultStream,
 		StreamReplicas:     1,
 		InterestPrefix:     event.DefaultInterestPrefix,
 		QuarantineStream:   "CDSE_QUARANTINE",
@@ -156,13 +154,10 @@ func Default() Config {
 		ReconcileOverlap:   10 * time.Minute,
 		ReconcileEvents:    "created,modified,deleted",
 		ReconcilePageSize:  100,
-		CDSEClientID:       cdse.ClientID,
-		CDSETokenURL:       cdse.TokenURL,
-		CDSECatalogueURL:   cdse.CatalogueURL,
+		Login:              loginsettings.Default(),
 		WatchInterval:      10 * time.Minute,
 		WatchQuiet:         30 * 24 * time.Hour,
-		LogLevel:           "info",
-		LogFormat:          "json",
+		Settings:           logging.DefaultSettings(),
 	}
 }
 
@@ -170,7 +165,7 @@ func Default() Config {
 // WATCH_INTERVAL with the catalogue login, and something to watch (an id,
 // the PULL subscription, or the webhook's PUSH subscription).
 func (c Config) WatchOn() bool {
-	return c.WatchInterval > 0 && c.CDSEUsername != "" && c.CDSEPassword != "" &&
+	return c.WatchInterval > 0 && c.Login.Given() &&
 		(c.WatchSubscription != "" || c.PullSubscription != "" || c.Webhook)
 }
 

@@ -4,18 +4,15 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"net/url"
-	"regexp"
 	"strings"
 	"time"
 
-	"github.com/sirupsen/logrus"
-
 	"github.com/cdse-jetstream/receiver/event"
+	"github.com/cdse-jetstream/receiver/internal/cdse/cdselogin/loginsettings"
 	"github.com/cdse-jetstream/receiver/internal/cdse/stac"
 	"github.com/cdse-jetstream/receiver/internal/ingest/interestfile"
-	"github.com/cdse-jetstream/receiver/internal/platform/redact"
 	"github.com/cdse-jetstream/receiver/internal/receiver/acmerules"
+	"github.com/cdse-jetstream/receiver/internal/stream/natssettings"
 )
 
 // Validate checks everything the server uses and reports every problem at
@@ -59,6 +56,14 @@ const MinPasswordLength = 12
 
 func (p *problems) add(format string, a ...any) { *p = append(*p, fmt.Errorf(format, a...)) }
 func (p problems) err() error                   { return errors.Join(p...) }
+
+// join adds the problems of a group of settings the receiver shares with
+// the fetcher, checked where the group is declared.
+func (p *problems) join(err error) {
+	if err != nil {
+		*p = append(*p, err)
+	}
+}
 
 // ValidateWebhook checks the PUSH endpoint: its address, path, credentials,
 // TLS, limits and timeouts.
@@ -175,35 +180,17 @@ func (c Config) ValidateNATS() error {
 		if (c.NATSEmbeddedFetcherUser == "") != (c.NATSEmbeddedFetcherPassword == "") {
 			p.add("NATS_EMBEDDED_FETCHER_USER and NATS_EMBEDDED_FETCHER_PASSWORD go together")
 		}
-		if !subjectToken.MatchString(c.FetchConsumer) {
-			p.add("FETCH_CONSUMER %q must be a name of [A-Za-z0-9_-] (the fetcher's durable, which consumers are denied)", c.FetchConsumer)
-		}
+		p.join(c.ProductStream.ValidateFetchConsumer())
 		if c.DataDir == "" {
 			p.add("RECEIVER_DATA_DIR is required with the embedded NATS server")
 		}
 		if _, _, err := c.EmbeddedSync(); err != nil {
 			p.add("NATS_EMBEDDED_SYNC: %v", err)
 		}
-	} else {
-		for _, u := range strings.Split(c.NATSURL, ",") {
-			if pu, err := url.Parse(strings.TrimSpace(u)); err != nil || pu.Host == "" {
-				p.add("NATS_URL: %q is not a URL like nats://host:4222", redact.URLs(u))
-			}
-		}
 	}
-	if c.NATSToken != "" && (c.NATSUser != "" || c.NATSCreds != "") {
-		p.add("NATS_TOKEN cannot be combined with NATS_USER or NATS_CREDS")
-	}
-	if c.NATSPassword != "" && c.NATSUser == "" {
-		p.add("NATS_PASSWORD needs NATS_USER")
-	}
+	p.join(c.NATS.Validate())
 	return p.err()
 }
-
-var (
-	subjectToken = regexp.MustCompile(`^[A-Za-z0-9_-]+$`)
-	streamName   = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
-)
 
 // ValidateStreams checks the product stream and the quarantine: names,
 // subjects, limits, the duplicate window.
@@ -212,22 +199,13 @@ func (c Config) ValidateStreams() error {
 	if c.DedupeWindow < time.Second {
 		p.add("RECEIVER_DEDUPE_WINDOW %s must be at least 1s", c.DedupeWindow)
 	}
-	if !validPrefix(c.SubjectPrefix) {
-		p.add("NATS_SUBJECT_PREFIX %q must be dot-separated tokens of [A-Za-z0-9_-]", c.SubjectPrefix)
-	}
-	if !streamName.MatchString(c.Stream) {
-		p.add("NATS_STREAM %q must be 1-64 characters of [A-Za-z0-9_-]", c.Stream)
-	}
-	if !streamName.MatchString(c.QuarantineStream) || c.QuarantineStream == c.Stream {
+	p.join(c.ProductStream.Validate())
+	if !natssettings.ValidStreamName(c.QuarantineStream) || c.QuarantineStream == c.Stream {
 		p.add("QUARANTINE_STREAM %q must be 1-64 characters of [A-Za-z0-9_-] and differ from NATS_STREAM", c.QuarantineStream)
 	}
-	if !validPrefix(c.QuarantinePrefix) {
-		p.add("QUARANTINE_SUBJECT_PREFIX %q must be dot-separated tokens of [A-Za-z0-9_-]", c.QuarantinePrefix)
-	}
+	p.join(natssettings.CheckPrefix("QUARANTINE_SUBJECT_PREFIX", c.QuarantinePrefix))
 	if c.InterestsFile != "" {
-		if !validPrefix(c.InterestPrefix) {
-			p.add("INTEREST_SUBJECT_PREFIX %q must be dot-separated tokens of [A-Za-z0-9_-]", c.InterestPrefix)
-		}
+		p.join(natssettings.CheckPrefix("INTEREST_SUBJECT_PREFIX", c.InterestPrefix))
 		if overlaps(c.InterestPrefix, c.SubjectPrefix) || overlaps(c.InterestPrefix, c.QuarantinePrefix) {
 			p.add("INTEREST_SUBJECT_PREFIX %q overlaps NATS_SUBJECT_PREFIX %q or QUARANTINE_SUBJECT_PREFIX %q: a consumer of the product subjects would get the interests' copies too", c.InterestPrefix, c.SubjectPrefix, c.QuarantinePrefix)
 		}
@@ -261,12 +239,11 @@ func (c Config) ValidateStreams() error {
 // stream is ensured (topology.EnsureOwned): only NATS can tell.
 func (c Config) completeProblems() problems {
 	var p problems
-	if !streamName.MatchString(c.CompleteStream) || c.CompleteStream == c.Stream || c.CompleteStream == c.QuarantineStream {
+	if !natssettings.ValidStreamName(c.CompleteStream) || c.CompleteStream == c.Stream || c.CompleteStream == c.QuarantineStream {
 		p.add("COMPLETE_STREAM %q must be 1-64 characters of [A-Za-z0-9_-] and differ from NATS_STREAM and QUARANTINE_STREAM", c.CompleteStream)
 	}
-	if !validPrefix(c.CompletePrefix) {
-		p.add("COMPLETE_SUBJECT_PREFIX %q must be dot-separated tokens of [A-Za-z0-9_-]", c.CompletePrefix)
-		return p
+	if err := natssettings.CheckPrefix("COMPLETE_SUBJECT_PREFIX", c.CompletePrefix); err != nil {
+		return append(p, err)
 	}
 	others := []struct{ name, prefix string }{{"NATS_SUBJECT_PREFIX", c.SubjectPrefix}, {"QUARANTINE_SUBJECT_PREFIX", c.QuarantinePrefix},
 		// The product stream takes the fetcher's retries.
@@ -303,20 +280,20 @@ func (c Config) ValidateShape() error { return c.routeProblems().err() }
 // routeProblems are ValidateRoute's without the interests file.
 func (c Config) routeProblems() problems {
 	var p problems
-	if !validPrefix(c.SubjectPrefix) {
-		p.add("NATS_SUBJECT_PREFIX %q must be dot-separated tokens of [A-Za-z0-9_-]", c.SubjectPrefix)
+	if err := natssettings.CheckPrefix("NATS_SUBJECT_PREFIX", c.SubjectPrefix); err != nil {
+		p = append(p, err)
 	} else if _, err := event.ParseTemplate(c.SubjectTemplate, c.SubjectPrefix); err != nil {
 		p.add("NATS_SUBJECT_TEMPLATE %q: %v", c.SubjectTemplate, strings.ReplaceAll(err.Error(), "\n", "; "))
 	}
 	if _, err := stac.ParseCollections(c.StacCollections); err != nil {
 		p.add("STAC_COLLECTIONS: %v", strings.ReplaceAll(err.Error(), "\n", "; "))
 	}
-	if c.StacURL != None && !httpURL(c.StacURL) {
+	if c.StacURL != None && !loginsettings.HTTPURL(c.StacURL) {
 		p.add("STAC_URL %q is not an http(s) URL (or none)", c.StacURL)
 	}
 	// Checked whatever the sources: the messages' Cdse-Download-Url and
 	// ce-source are built from it.
-	if c.CDSECatalogueURL != None && !httpURL(c.CDSECatalogueURL) {
+	if c.CDSECatalogueURL != None && !loginsettings.HTTPURL(c.CDSECatalogueURL) {
 		p.add("CDSE_CATALOGUE_URL %q is not an http(s) URL (or none)", c.CDSECatalogueURL)
 	}
 	return p
@@ -326,15 +303,7 @@ func (c Config) routeProblems() problems {
 // and the backfill.
 func (c Config) ValidateCatalogueLogin() error {
 	var p problems
-	if c.CDSEUsername == "" || c.CDSEPassword == "" {
-		p.add("the catalogue login is needed: CDSE_USERNAME and CDSE_PASSWORD (or CDSE_PASSWORD_FILE)")
-	}
-	if !httpURL(c.CDSETokenURL) {
-		p.add("CDSE_TOKEN_URL %q is not an http(s) URL", c.CDSETokenURL)
-	}
-	if !httpURL(c.CDSECatalogueURL) {
-		p.add("CDSE_CATALOGUE_URL %q is not an http(s) URL: the catalogue is listed and read there", c.CDSECatalogueURL)
-	}
+	p.join(c.Login.Validate())
 	if c.ReconcilePageSize < 1 || c.ReconcilePageSize > 1000 {
 		p.add("RECONCILE_PAGE_SIZE %d must be between 1 and 1000 (the catalogue's largest $top)", c.ReconcilePageSize)
 	}
@@ -381,7 +350,7 @@ const maxWatchQuiet = 60 * 24 * time.Hour
 // ValidateWatch checks the subscription watch's settings.
 func (c Config) ValidateWatch() error {
 	var p problems
-	login := c.CDSEUsername != "" && c.CDSEPassword != ""
+	login := c.Login.Given()
 	switch {
 	case c.WatchInterval < 0:
 		p.add("WATCH_INTERVAL %s must not be negative (0: off)", c.WatchInterval)
@@ -405,32 +374,8 @@ func (c Config) ValidateWatch() error {
 	return p.err()
 }
 
-// ValidateLogging checks the log settings.
-func (c Config) ValidateLogging() error {
-	var p problems
-	if _, err := logrus.ParseLevel(c.LogLevel); err != nil {
-		p.add("LOG_LEVEL %q must be debug, info, warn or error", c.LogLevel)
-	}
-	if c.LogFormat != "json" && c.LogFormat != "text" {
-		p.add("LOG_FORMAT %q must be json or text", c.LogFormat)
-	}
-	return p.err()
-}
-
-func validPrefix(prefix string) bool {
-	for _, tok := range strings.Split(prefix, ".") {
-		if !subjectToken.MatchString(tok) {
-			return false
-		}
-	}
-	return true
-}
-
-// httpURL says whether s is an absolute http(s) URL with a host.
-func httpURL(s string) bool {
-	u, err := url.Parse(s)
-	return err == nil && u.Host != "" && (u.Scheme == "https" || u.Scheme == "http")
-}
+// ValidateLogging checks the log settings (internal/platform/logging's).
+func (c Config) ValidateLogging() error { return c.Settings.Validate() }
 
 // overlaps says whether the subjects <a>.> and <b>.> can share a subject.
 func overlaps(a, b string) bool {

@@ -67,7 +67,7 @@ func Interests(c config.Config, route *ingest.Route, reg prometheus.Registerer, 
 // Catalogue is the catalogue's client, logged in as CDSE_USERNAME: PULL's,
 // the reconciler's and the backfill's.
 func Catalogue(c config.Config) *catalogclient.Client {
-	return catalogclient.New(c.CDSECatalogueURL, cdselogin.NewPasswordSource(Login(c)), nil)
+	return catalogclient.New(c.CDSECatalogueURL, cdselogin.NewPasswordSource(c.Login.PasswordConfig()), nil)
 }
 
 // RouteWithInterests is Route with the interests' Router in it, as
@@ -85,18 +85,6 @@ func RouteWithInterests(c config.Config, reg prometheus.Registerer, log logrus.F
 	route.Unversioned = func(reason string) { unversioned.WithLabelValues(reason).Inc() }
 	r, err := Interests(c, &route, reg, log)
 	return route, r, err
-}
-
-// NATS is how to reach an external NATS (NATS_URL and its credentials).
-func NATS(c config.Config) natsconn.Options {
-	return natsconn.Options{URL: c.NATSURL, CredsFile: c.NATSCreds, User: c.NATSUser, Password: c.NATSPassword,
-		Token: c.NATSToken, CAFile: c.NATSCA}
-}
-
-// Login is the catalogue login of PULL, the reconciler and the backfill.
-func Login(c config.Config) cdselogin.PasswordConfig {
-	return cdselogin.PasswordConfig{TokenURL: c.CDSETokenURL, ClientID: c.CDSEClientID,
-		Username: c.CDSEUsername, Password: c.CDSEPassword, TOTP: c.CDSETOTP}
 }
 
 // Credentials are the static webhook credentials (none when only an
@@ -131,7 +119,7 @@ func interestPrefix(c config.Config) string {
 // receiver's server through the login it left in the data directory. The
 // streams and buckets are reached through their owner.
 func Connect(c config.Config, name string) (*nats.Conn, *topology.Topology, error) {
-	o := NATS(c)
+	o := natsconn.FromSettings(c.NATS)
 	if c.NATSURL == "" {
 		var err error
 		if o, err = embedded.ReadLogin(c.DataDir); err != nil {

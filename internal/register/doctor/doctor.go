@@ -23,7 +23,6 @@ import (
 	"github.com/cdse-jetstream/receiver/internal/cdse/catalogclient"
 	"github.com/cdse-jetstream/receiver/internal/cdse/cdselogin"
 	"github.com/cdse-jetstream/receiver/internal/fetcher/fetch"
-	"github.com/cdse-jetstream/receiver/internal/receiver/wiring"
 	"github.com/cdse-jetstream/receiver/internal/register"
 )
 
@@ -128,7 +127,7 @@ func Doctor(ctx context.Context, getenv func(string) string, o DoctorOptions, no
 	cfg := s.Config()
 	rec := &recorder{next: http.DefaultTransport}
 	hc := &http.Client{Transport: rec, Timeout: 60 * time.Second}
-	login := wiring.Login(cfg)
+	login := cfg.Login.PasswordConfig()
 	login.HTTPClient = hc
 	tokens := cdselogin.NewPasswordSource(login)
 	api := catalogclient.New(cfg.CDSECatalogueURL, tokens, hc)

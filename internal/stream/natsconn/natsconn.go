@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/cdse-jetstream/receiver/internal/platform/redact"
+	"github.com/cdse-jetstream/receiver/internal/stream/natssettings"
 	"github.com/nats-io/nats.go"
 	"github.com/sirupsen/logrus"
 )
@@ -40,6 +41,13 @@ type Options struct {
 	// what this binary's user needs and which setting grants it (the
 	// server says only which subject it refused).
 	PermissionHint string
+}
+
+// FromSettings is how to reach the NATS of the settings every binary
+// shares (NATS_URL, its login, its CA): the one mapping of them.
+func FromSettings(s natssettings.NATS) Options {
+	return Options{URL: s.NATSURL, CredsFile: s.NATSCreds, User: s.NATSUser, Password: s.NATSPassword,
+		Token: s.NATSToken, CAFile: s.NATSCA}
 }
 
 // LoginHint is logged with the server's refusal of the login: the

@@ -1,6 +1,10 @@
 package natsconn
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/cdse-jetstream/receiver/internal/stream/natssettings"
+)
 
 func TestVersionAtLeast(t *testing.T) {
 	for _, c := range []struct {
@@ -19,5 +23,15 @@ func TestVersionAtLeast(t *testing.T) {
 		if got := VersionAtLeast(c.v, c.min); got != c.want {
 			t.Errorf("VersionAtLeast(%q, %q) = %v, want %v", c.v, c.min, got, c.want)
 		}
+	}
+}
+
+// TestFromSettings: every NATS setting reaches the options, and nothing
+// else is set (the embedded server's and the fetcher's own are theirs).
+func TestFromSettings(t *testing.T) {
+	got := FromSettings(natssettings.NATS{NATSURL: "nats://a:4222", NATSCreds: "/c", NATSUser: "u", NATSPassword: "p", NATSToken: "t", NATSCA: "/ca"})
+	want := Options{URL: "nats://a:4222", CredsFile: "/c", User: "u", Password: "p", Token: "t", CAFile: "/ca"}
+	if got != want {
+		t.Errorf("got %+v, want %+v", got, want)
 	}
 }
