@@ -3,6 +3,7 @@ package fetch
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"io"
 	"os"
 	"path/filepath"
@@ -141,6 +142,23 @@ func TestFetchFiles(t *testing.T) {
 	}
 	if len(list.Contents) != 6 {
 		t.Errorf("%d objects in the bucket, want the 5 files and the manifest", len(list.Contents))
+	}
+
+	// fetcher fetched list says what each holds.
+	bin := bins.Build(t, "github.com/cdse-jetstream/receiver/cmd/fetcher")
+	code, out, errOut := bins.Run(t, bin, map[string]string{"NATS_URL": w.receiver.NATSURL}, "fetched", "list", "-o", "json")
+	var listed []struct {
+		Interest, Mode string
+		Files          int
+		Verified       bool
+	}
+	if err := json.Unmarshal([]byte(out), &listed); code != 0 || err != nil || len(listed) != 2 {
+		t.Fatalf("fetched list: exit %d, %v: %s%s", code, err, out, errOut)
+	}
+	for _, l := range listed {
+		if want := map[string]int{"": 3, "l2a-bands": 5}[l.Interest]; l.Mode != "files" || l.Files != want || !l.Verified {
+			t.Errorf("fetched list: %+v, want %d files, verified", l, want)
+		}
 	}
 
 	d := w.sim.ProductDownloads(p.ID)
