@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"io/fs"
 	"net/http"
@@ -328,43 +329,55 @@ func TestFilesCorruptFetchedAgain(t *testing.T) {
 
 // TestFilesUnsafeManifestRefused: a manifest that names a path out of
 // the folder ("..") is refused whole before any file is asked for, as an
-// unsafe name; nothing is written.
+// unsafe name; one that is no manifest, or larger than manifest.MaxBytes,
+// as ErrManifest. Each is permanent, and nothing is written.
 func TestFilesUnsafeManifestRefused(t *testing.T) {
-	f := setup(t, cdsesim.Options{})
-	p, _ := f.l2a(t, 2<<20)
-	p.Files = []string{"**"}
-	hostile := `<?xml version="1.0" encoding="UTF-8"?>
-<xfdu:XFDU xmlns:xfdu="urn:ccsds:schema:xfdu:1"><dataObjectSection>
-<dataObject ID="a"><byteStream size="3"><fileLocation href="./ok.xml"/><checksum checksumName="MD5">00000000000000000000000000000000</checksum></byteStream></dataObject>
-<dataObject ID="b"><byteStream size="3"><fileLocation href="./GRANULE/../../../escape"/><checksum checksumName="MD5">00000000000000000000000000000000</checksum></byteStream></dataObject>
-</dataObjectSection></xfdu:XFDU>`
-	// The download service, with the manifest replaced.
-	dl, _ := url.Parse(f.dl)
-	proxy := httputil.NewSingleHostReverseProxy(dl)
-	var asked []string
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		asked = append(asked, r.URL.Path)
-		if strings.HasSuffix(r.URL.Path, "/Nodes(manifest.safe)/$value") {
-			_, _ = io.WriteString(w, hostile)
-			return
-		}
-		proxy.ServeHTTP(w, r)
-	}))
-	t.Cleanup(srv.Close)
-	o := f.options()
-	o.DownloadURL = srv.URL + "/odata/v1"
-	_, err := f.fetcher(t, o, fileTarget(t, f.dir)).Fetch(ctx20(t), p, "k/"+p.Name+".zip", nil)
-	if !errors.Is(err, ErrBadName) || !Permanent(err) || !strings.Contains(err.Error(), "..") {
-		t.Fatalf("hostile manifest: %v", err)
-	}
-	if len(asked) != 1 {
-		t.Errorf("requests %v: only the manifest's was to be made", asked)
-	}
-	if got := storedFiles(t, f.dir); len(got) != 0 {
-		t.Errorf("stored %v", got)
-	}
-	if _, err := os.Stat(filepath.Join(filepath.Dir(f.dir), "escape")); err == nil {
-		t.Error("a file was written outside the target")
+	const object = `<dataObject ID="%s"><byteStream size="3"><fileLocation href="./%s"/><checksum checksumName="MD5">00000000000000000000000000000000</checksum></byteStream></dataObject>`
+	for _, c := range []struct {
+		name, manifest string
+		err            error
+		says           string
+	}{
+		{"dot-dot", `<?xml version="1.0" encoding="UTF-8"?>
+<xfdu:XFDU xmlns:xfdu="urn:ccsds:schema:xfdu:1"><dataObjectSection>` + fmt.Sprintf(object, "a", "ok.xml") + fmt.Sprintf(object, "b", "GRANULE/../../../escape") + `
+</dataObjectSection></xfdu:XFDU>`, ErrBadName, `".." starts with a dot`},
+		{"not a manifest", "<html>Service unavailable</html>", ErrManifest, "not an XFDU manifest"},
+		{"too large", strings.Repeat(" ", manifest.MaxBytes+1), ErrManifest, "more than 16777216 bytes"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			f := setup(t, cdsesim.Options{})
+			p, _ := f.l2a(t, 2<<20)
+			p.Files = []string{"**"}
+			// The download service, with the manifest replaced.
+			dl, _ := url.Parse(f.dl)
+			proxy := httputil.NewSingleHostReverseProxy(dl)
+			var asked []string
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				asked = append(asked, r.URL.Path)
+				if strings.HasSuffix(r.URL.Path, "/Nodes(manifest.safe)/$value") {
+					_, _ = io.WriteString(w, c.manifest)
+					return
+				}
+				proxy.ServeHTTP(w, r)
+			}))
+			t.Cleanup(srv.Close)
+			o := f.options()
+			o.DownloadURL = srv.URL + "/odata/v1"
+			_, err := f.fetcher(t, o, fileTarget(t, f.dir)).Fetch(ctx20(t), p, "k/"+p.Name+".zip", nil)
+			if !errors.Is(err, c.err) || !Permanent(err) || !strings.Contains(err.Error(), c.says) {
+				t.Fatalf("%s: %v", c.name, err)
+			}
+			if len(asked) != 1 {
+				t.Errorf("requests %v: only the manifest's was to be made", asked)
+			}
+			if got := storedFiles(t, f.dir); len(got) != 0 {
+				t.Errorf("stored %v", got)
+			}
+			f.noPartial(t)
+			if _, err := os.Stat(filepath.Join(filepath.Dir(f.dir), "escape")); err == nil {
+				t.Error("a file was written outside the target")
+			}
+		})
 	}
 }
 
