@@ -68,7 +68,54 @@ const (
 	// modified event whose bytes did not change, a second delivery): a
 	// pipeline that already processed the object may skip it.
 	HeaderObjectUnchanged = "Cdse-Object-Unchanged"
+
+	// A product stored as a folder of some of its files (FETCH_FILES, an
+	// interest's files:) rather than its archive: HeaderObjectURL is the
+	// folder's, ending in "/" (<key without .zip>/), HeaderObjectSize the
+	// bytes of its files and manifest, and no HeaderChecksumPrefix header
+	// is set (each file was verified against the product's manifest).
+	//
+	// HeaderFetchMode is "files" then; "archive" when files were asked
+	// for but the product has none to select from (no manifest:
+	// HeaderFilesFallback says so) and the archive was stored; absent
+	// when no files were asked for.
+	HeaderFetchMode = "Cdse-Fetch-Mode"
+	// HeaderVerifiedAgainst is "manifest": each file's size and checksum
+	// (MD5, or SHA3-256 for Sentinel-2) were those its manifest lists.
+	HeaderVerifiedAgainst = "Cdse-Verified-Against"
+	// HeaderFileCount is the number of files selected and stored, the
+	// manifest not counted (decimal).
+	HeaderFileCount = "Cdse-File-Count"
+	// HeaderFetchedBytes are the bytes this fetch downloaded: the
+	// manifest and the files not already stored (decimal).
+	HeaderFetchedBytes = "Cdse-Fetched-Bytes"
+	// HeaderArchiveSize is the size of the product's archive, which was
+	// not downloaded (decimal; absent when unknown).
+	HeaderArchiveSize = "Cdse-Archive-Size"
+	// HeaderFilesFallback says why the archive was stored although files
+	// were asked for.
+	HeaderFilesFallback = "Cdse-Files-Fallback"
 )
+
+// FetchModeFiles is HeaderFetchMode of a product stored as a folder of
+// some of its files; FetchModeArchive of one whose archive was stored
+// although files were asked for.
+const (
+	FetchModeFiles   = "files"
+	FetchModeArchive = "archive"
+)
+
+// FetchedFiles is what a fetched event of a product stored as a folder of
+// some of its files says of them.
+type FetchedFiles struct {
+	// Count is the number of files stored, the manifest not counted.
+	Count int
+	// FetchedBytes are the bytes downloaded; ArchiveSize the archive's
+	// (0 unknown), not downloaded.
+	FetchedBytes, ArchiveSize int64
+	// VerifiedAgainst is "manifest".
+	VerifiedAgainst string
+}
 
 // ErrNotFetched marks a message that is not a fetched event.
 var ErrNotFetched = errors.New("event: not a fetched event")
@@ -109,10 +156,20 @@ type Fetched struct {
 	// verified where it is, its checksum known since
 	// (HeaderVerifiedInPlace).
 	VerifiedInPlace bool
+	// Files is set when the product was stored as a folder of some of
+	// its files (HeaderFetchMode "files"): ObjectURL is the folder's.
+	Files *FetchedFiles
+	// FilesFallback is why the archive was stored although files were
+	// asked for (HeaderFilesFallback); "" otherwise.
+	FilesFallback string
 }
 
-// Verified reports whether at least one checksum verified the stored bytes.
-func (f *Fetched) Verified() bool { return len(f.Checksums) > 0 }
+// Verified reports whether at least one checksum verified the stored bytes:
+// the catalogue's of the archive, or the manifest's of every file of a
+// folder.
+func (f *Fetched) Verified() bool {
+	return len(f.Checksums) > 0 || (f.Files != nil && f.Files.VerifiedAgainst != "" && f.Unverified == "")
+}
 
 // DecodeFetched reads a message of the fetcher's stream on a fetched
 // subject: jetstream.Msg is a Msg. For a core *nats.Msg, call
@@ -161,6 +218,26 @@ func DecodeFetchedData(data []byte, h nats.Header) (*Fetched, error) {
 		if f.Took, err = time.ParseDuration(took); err != nil {
 			return nil, fmt.Errorf("%w: %s %q is not a duration: %w", ErrNotFetched, HeaderFetchTook, took, err)
 		}
+	}
+	f.FilesFallback = h.Get(HeaderFilesFallback)
+	if h.Get(HeaderFetchMode) == FetchModeFiles {
+		ff := &FetchedFiles{VerifiedAgainst: h.Get(HeaderVerifiedAgainst)}
+		for _, c := range []struct {
+			name string
+			dst  *int64
+		}{{HeaderFetchedBytes, &ff.FetchedBytes}, {HeaderArchiveSize, &ff.ArchiveSize}} {
+			if v := h.Get(c.name); v != "" {
+				if *c.dst, err = strconv.ParseInt(v, 10, 64); err != nil || *c.dst < 0 {
+					return nil, fmt.Errorf("%w: %s %q is not a byte count", ErrNotFetched, c.name, v)
+				}
+			}
+		}
+		if v := h.Get(HeaderFileCount); v != "" {
+			if ff.Count, err = strconv.Atoi(v); err != nil || ff.Count < 0 {
+				return nil, fmt.Errorf("%w: %s %q is not a count", ErrNotFetched, HeaderFileCount, v)
+			}
+		}
+		f.Files = ff
 	}
 	return f, nil
 }

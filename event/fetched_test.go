@@ -175,3 +175,34 @@ func fmtErr(err error) string {
 	}
 	return err.Error()
 }
+
+// TestDecodeFetchedFiles: a product stored as a folder of some of its
+// files is verified by its manifest, not by checksum headers; one whose
+// archive was stored instead says why.
+func TestDecodeFetchedFiles(t *testing.T) {
+	created := fixture(t, "created-s2.json")
+	h := header(event.HeaderObjectURL, "s3://b/k.SAFE/", event.HeaderObjectSize, "3754885", event.HeaderFetchMode, event.FetchModeFiles,
+		event.HeaderVerifiedAgainst, "manifest", event.HeaderFileCount, "5", event.HeaderFetchedBytes, "3754885", event.HeaderArchiveSize, "8388608")
+	f, err := event.DecodeFetchedData(created, h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f.Files == nil || *f.Files != (event.FetchedFiles{Count: 5, FetchedBytes: 3754885, ArchiveSize: 8388608, VerifiedAgainst: "manifest"}) || !f.Verified() || f.FilesFallback != "" {
+		t.Errorf("files %+v, verified %t", f.Files, f.Verified())
+	}
+	h.Set(event.HeaderUnverified, "2 of the 5 files selected have no checksum in the manifest")
+	if f, err := event.DecodeFetchedData(created, h); err != nil || f.Verified() {
+		t.Errorf("some files unverified: %v, verified %t", err, f.Verified())
+	}
+	for _, k := range []string{event.HeaderFileCount, event.HeaderFetchedBytes, event.HeaderArchiveSize} {
+		bad := header(event.HeaderObjectURL, "s3://b/k.SAFE/", event.HeaderObjectSize, "1", event.HeaderFetchMode, event.FetchModeFiles, k, "-2")
+		if _, err := event.DecodeFetchedData(created, bad); !errors.Is(err, event.ErrNotFetched) || !strings.Contains(err.Error(), k) {
+			t.Errorf("%s -2: %v", k, err)
+		}
+	}
+	fb := header(event.HeaderObjectURL, "s3://b/k.zip", event.HeaderObjectSize, "1", event.HeaderFetchMode, event.FetchModeArchive,
+		event.HeaderFilesFallback, "no manifest", event.HeaderChecksumPrefix+"MD5", "ab")
+	if f, err := event.DecodeFetchedData(created, fb); err != nil || f.Files != nil || f.FilesFallback != "no manifest" || !f.Verified() {
+		t.Errorf("fallback: %v %+v", err, f)
+	}
+}

@@ -35,6 +35,11 @@ type fetchedEvent struct {
 	// Unchanged: the target held it already, nothing was downloaded.
 	Unchanged bool   `json:"unchanged,omitempty"`
 	Took      string `json:"took,omitempty"`
+	// Mode is "files" for a folder of some of the product's files (Files
+	// of them, each verified against the manifest), "archive" for an
+	// archive stored although files were asked for; "" an archive.
+	Mode  string `json:"mode,omitempty"`
+	Files int    `json:"files,omitempty"`
 }
 
 // newFetchedList is `fetcher fetched list`.
@@ -81,6 +86,9 @@ func newFetchedList(fc *failedCmd) *cobra.Command {
 				fmt.Fprintln(tw, "SEQ\tTIME\tEVENT\tTYPE\tPRODUCT\tSIZE\tVERIFIED\tURL")
 				for _, f := range l {
 					verified := fmt.Sprint(f.Verified)
+					if f.Mode == event.FetchModeFiles {
+						verified += fmt.Sprintf(" (manifest, %d files)", f.Files)
+					}
 					if f.Unchanged {
 						verified += " (unchanged)"
 					}
@@ -131,6 +139,8 @@ func fetchedOf(prefix string, seq uint64, at time.Time, subject string, h nats.H
 			ev.Checksums[strings.ToUpper(alg)] = v[0]
 		}
 	}
-	ev.Verified = len(ev.Checksums) > 0
+	ev.Mode = h.Get(event.HeaderFetchMode)
+	ev.Files, _ = strconv.Atoi(h.Get(event.HeaderFileCount))
+	ev.Verified = len(ev.Checksums) > 0 || (ev.Mode == event.FetchModeFiles && h.Get(event.HeaderVerifiedAgainst) != "" && ev.Unverified == "")
 	return ev
 }

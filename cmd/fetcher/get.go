@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/spf13/cobra"
@@ -26,6 +27,9 @@ func newGet(getenv func(string) string, configFile *string) *cobra.Command {
 		Short: "Fetch one product into FETCH_TARGET by hand",
 		Long: `Reads the product's entity from the catalogue and stores the product in
 FETCH_TARGET under the key the server would give it, verified the same way.
+With --files (FETCH_FILES), only the files of its manifest those path globs
+select, into the folder <key without .zip>/, each verified against the
+manifest: fetcher get ID --files 'GRANULE/*/IMG_DATA/R10m/*_B0[2348]_10m.jp2,MTD_MSIL2A.xml'
 No event is published and no NATS is needed. On a terminal, stderr shows a
 progress bar; elsewhere a line every 2 s (bytes, rate, time left).
 
@@ -51,7 +55,9 @@ Exit codes: 0 ok, 1 error, 2 usage.`,
 			return err
 		}
 		key := fetcher.Key(cfg.KeyTemplate, n)
-		res, err := parts.Engine.Fetch(ctx, fetcher.ProductOf(n), key, show)
+		p := fetcher.ProductOf(n)
+		p.Files = parts.Files.For("")
+		res, err := parts.Engine.Fetch(ctx, p, key, show)
 		done()
 		if err != nil && ctx.Err() != nil {
 			return interrupted(parts.Target, key, args[0], err)
@@ -64,6 +70,9 @@ Exit codes: 0 ok, 1 error, 2 usage.`,
 		}
 		return out.Print(cmd.OutOrStdout(), res, func(w io.Writer) error {
 			_, err := fmt.Fprintf(w, "%s\t%d bytes\talready there: %t\n", res.URL, res.Size, res.AlreadyThere)
+			if err == nil && res.Files != nil {
+				err = printFiles(w, res.Files)
+			}
 			return err
 		})
 	}
@@ -113,4 +122,27 @@ func buildParts(cmd *cobra.Command, getenv func(string) string, configFile strin
 	log := cfg.Logger(cmd.ErrOrStderr())
 	parts, err := fetcher.Build(cmd.Context(), cfg, getenv, prometheus.NewRegistry(), log, tune...)
 	return cfg, parts, err
+}
+
+// printFiles says what a fetch by files stored, and what it saved.
+func printFiles(w io.Writer, r *fetch.FilesResult) error {
+	if r.Fallback != "" {
+		_, err := fmt.Fprintf(w, "files %s: %s\n", strings.Join(r.Patterns, ","), r.Fallback)
+		return err
+	}
+	for _, f := range r.Files {
+		state := "fetched"
+		if f.AlreadyThere {
+			state = "already there"
+		}
+		if _, err := fmt.Fprintf(w, "  %s\t%d bytes\t%s\n", f.Path, f.Size, state); err != nil {
+			return err
+		}
+	}
+	saved := ""
+	if r.ArchiveSize > 0 {
+		saved = fmt.Sprintf(" of the archive's %d (%.1f %%)", r.ArchiveSize, 100*float64(r.Fetched)/float64(r.ArchiveSize))
+	}
+	_, err := fmt.Fprintf(w, "%d files and %s verified against the manifest; %d bytes downloaded%s\n", len(r.Files), r.Manifest, r.Fetched, saved)
+	return err
 }

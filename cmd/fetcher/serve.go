@@ -13,6 +13,8 @@ import (
 
 	"github.com/cdse-jetstream/receiver/internal/fetcher"
 	"github.com/cdse-jetstream/receiver/internal/fetcher/fetchconfig"
+	"github.com/cdse-jetstream/receiver/internal/ingest/interestfile"
+	"github.com/cdse-jetstream/receiver/internal/platform/cli"
 	"github.com/cdse-jetstream/receiver/internal/platform/redact"
 	"github.com/cdse-jetstream/receiver/internal/receiver/config"
 )
@@ -36,12 +38,16 @@ product in FETCH_TARGET, verified, and publishes a fetched event for it
 		if err != nil {
 			return err
 		}
-		return serve(cmd.Context(), cfg, getenv, cmd, now)
+		byInterest, err := interestFiles(cfg)
+		if err != nil {
+			return err
+		}
+		return serve(cmd.Context(), cfg, byInterest, getenv, cmd, now)
 	}
 	return cmd
 }
 
-func serve(ctx context.Context, cfg fetchconfig.Config, getenv func(string) string, cmd *cobra.Command, now <-chan struct{}) error {
+func serve(ctx context.Context, cfg fetchconfig.Config, byInterest map[string][]string, getenv func(string) string, cmd *cobra.Command, now <-chan struct{}) error {
 	log, flush := cfg.BatchedLogger(cmd.OutOrStdout())
 	defer flush()
 	// The receiver's list knows the fetcher's variables (and the
@@ -63,6 +69,10 @@ func serve(ctx context.Context, cfg fetchconfig.Config, getenv func(string) stri
 		log.WithError(err).Error("fetcher failed to start")
 		return err
 	}
+	parts.Files.ByInterest = byInterest
+	if len(parts.Files.Default) > 0 || len(byInterest) > 0 {
+		log.WithFields(map[string]any{"files": parts.Files.Default, "interests_with_files": len(byInterest)}).Info("only the files selected of each product are fetched (FETCH_FILES, the interests' files:)")
+	}
 	a, err := fetcher.New(cfg, parts, reg, log)
 	if err != nil {
 		return err
@@ -76,4 +86,25 @@ func serve(ctx context.Context, cfg fetchconfig.Config, getenv func(string) stri
 	}
 	log.Info("stopped")
 	return nil
+}
+
+// interestFiles reads the files: lists of INTERESTS_FILE, by interest
+// (nil without the setting): the receiver's file, checked as the
+// receiver checks it, so that one file serves both. A broken file is a
+// configuration error. It is read at start: a change needs a restart.
+func interestFiles(cfg fetchconfig.Config) (map[string][]string, error) {
+	if cfg.InterestsFile == "" {
+		return nil, nil
+	}
+	set, err := interestfile.Load(cfg.InterestsFile)
+	if err != nil {
+		return nil, cli.Usagef("invalid configuration:\nINTERESTS_FILE: %v", err)
+	}
+	out := map[string][]string{}
+	for _, in := range set.Interests {
+		if len(in.Files) > 0 {
+			out[in.Name] = in.Files
+		}
+	}
+	return out, nil
 }

@@ -53,6 +53,9 @@ type Parts struct {
 	Target target.Target
 	// Catalogue reads a product's entity (fetcher get).
 	Catalogue *catalogclient.Client
+	// Files is which files of each product are stored (FETCH_FILES,
+	// and the interests file's files: lists the command loads).
+	Files Selection
 }
 
 // Build makes the engine, the target and the catalogue client of cfg;
@@ -78,7 +81,7 @@ func Build(ctx context.Context, cfg fetchconfig.Config, getenv func(string) stri
 	if err != nil {
 		return Parts{}, err
 	}
-	return Parts{Engine: eng, Target: target, Catalogue: cat}, nil
+	return Parts{Engine: eng, Target: target, Catalogue: cat, Files: Selection{Default: cfg.FileList()}}, nil
 }
 
 // NATSOptions is how the fetcher (and its commands) reach NATS: one place
@@ -729,7 +732,9 @@ func (a *App) fetch(ctx context.Context, log logrus.FieldLogger, m jetstream.Msg
 				continue
 			}
 		}
-		res, err := a.parts.Engine.Fetch(ctx, ProductOf(n), key, nil)
+		p := ProductOf(n)
+		p.Files = a.parts.Files.For(n.Interest)
+		res, err := a.parts.Engine.Fetch(ctx, p, key, nil)
 		if errors.Is(err, target.ErrNoSpace) && !fetch.Permanent(err) && ctx.Err() == nil {
 			a.pauseNoSpace(ctx, n.ContentLength, err)
 			continue

@@ -99,12 +99,31 @@ func fetchedMsg(prefix, consumer string, n *event.Notification, h nats.Header, r
 			ident = strings.ToLower(c.Value)
 		}
 	}
-	if len(r.Verified) == 0 {
+	switch {
+	case r.Files != nil && r.Files.Fallback == "":
+		// A folder of some of the product's files, each verified
+		// against the manifest (fetch/files.go).
+		out.Set(event.HeaderFetchMode, event.FetchModeFiles)
+		out.Set(event.HeaderVerifiedAgainst, "manifest")
+		out.Set(event.HeaderFileCount, fmt.Sprint(len(r.Files.Files)))
+		out.Set(event.HeaderFetchedBytes, fmt.Sprint(r.Files.Fetched))
+		if r.Files.ArchiveSize > 0 {
+			out.Set(event.HeaderArchiveSize, fmt.Sprint(r.Files.ArchiveSize))
+		}
+		if r.Unverified != "" {
+			out.Set(event.HeaderUnverified, r.Unverified)
+		}
+		ident = "files-" + r.Files.Digest
+	case len(r.Verified) == 0:
 		why := r.Unverified
 		if why == "" {
 			why = "no checksum"
 		}
 		out.Set(event.HeaderUnverified, why)
+	}
+	if r.Files != nil && r.Files.Fallback != "" {
+		out.Set(event.HeaderFetchMode, event.FetchModeArchive)
+		out.Set(event.HeaderFilesFallback, r.Files.Fallback)
 	}
 	if r.AlreadyThere {
 		out.Set(event.HeaderObjectUnchanged, "true")

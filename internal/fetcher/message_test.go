@@ -222,3 +222,59 @@ func TestConsumerSubjects(t *testing.T) {
 		}
 	}
 }
+
+// TestFilesEvents: the fetched event of a product stored as a folder of
+// some of its files says so (mode, verified against the manifest, the
+// count, the bytes fetched against the archive's), without checksum
+// headers, and is read back by event.DecodeFetchedData; its id names the
+// manifest and the selection. One whose archive was stored instead says
+// why.
+func TestFilesEvents(t *testing.T) {
+	h := nats.Header{"Cdse-Product-Id": {"id1"}, "Nats-Msg-Id": {"created:id1"}}
+	n := fixture(t, "created-s2.json", h)
+	res := fetch.Result{URL: "file:///d/k.SAFE/", Size: 3754885, Files: &fetch.FilesResult{Patterns: []string{"MTD_MSIL2A.xml"},
+		Files: make([]fetch.FileResult, 5), Bytes: 3754885, Fetched: 3700000, ArchiveSize: 8388608, Digest: "d1"}}
+	m := fetchedMsg("cdse.fetched", "f", n, h, res, "")
+	for k, v := range map[string]string{event.HeaderFetchMode: "files", event.HeaderVerifiedAgainst: "manifest", event.HeaderFileCount: "5",
+		event.HeaderFetchedBytes: "3700000", event.HeaderArchiveSize: "8388608", event.HeaderObjectSize: "3754885", event.HeaderUnverified: "",
+		event.HeaderChecksumPrefix + "MD5": "", event.HeaderMsgID: "fetched/f/" + n.ProductID + "/created/files-d1"} {
+		if got := m.Header.Get(k); got != v {
+			t.Errorf("%s %q, want %q", k, got, v)
+		}
+	}
+	f, err := event.DecodeFetchedData(m.Data, m.Header)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f.Files == nil || f.Files.Count != 5 || f.Files.FetchedBytes != 3700000 || f.Files.ArchiveSize != 8388608 || !f.Verified() {
+		t.Errorf("decoded %+v, verified %t", f.Files, f.Verified())
+	}
+	res.Files.Digest = "d2"
+	if other := fetchedMsg("cdse.fetched", "f", n, h, res, ""); other.Header.Get(event.HeaderMsgID) == m.Header.Get(event.HeaderMsgID) {
+		t.Error("another selection, the same event id")
+	}
+	fb := fetchedMsg("cdse.fetched", "f", n, h, fetch.Result{URL: "file:///d/k.zip", Size: 7, Verified: []fetch.Checksum{{Algorithm: "MD5", Value: "ab"}},
+		Files: &fetch.FilesResult{Fallback: "no manifest"}}, "")
+	if fb.Header.Get(event.HeaderFetchMode) != "archive" || fb.Header.Get(event.HeaderFilesFallback) != "no manifest" || fb.Header.Get(event.HeaderFileCount) != "" ||
+		fb.Header.Get(event.HeaderChecksumPrefix+"MD5") != "ab" {
+		t.Errorf("fallback headers %v", fb.Header)
+	}
+}
+
+// TestSelection: an interest's files: list wins over FETCH_FILES for its
+// copies; a product message (no interest), or an interest without a
+// list, takes FETCH_FILES.
+func TestSelection(t *testing.T) {
+	s := Selection{Default: []string{"**/*.xml"}, ByInterest: map[string][]string{"bands": {"GRANULE/*/IMG_DATA/R10m/*.jp2"}, "empty": nil}}
+	for _, c := range []struct {
+		interest string
+		want     []string
+	}{{"", s.Default}, {"bands", s.ByInterest["bands"]}, {"empty", s.Default}, {"other", s.Default}} {
+		if got := s.For(c.interest); !slices.Equal(got, c.want) {
+			t.Errorf("%q: %q, want %q", c.interest, got, c.want)
+		}
+	}
+	if (Selection{}).For("bands") != nil {
+		t.Error("no selection: not the archive")
+	}
+}

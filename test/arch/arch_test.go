@@ -53,6 +53,7 @@ var large = map[string]string{
 	"cmd/fetcher":                 "the fetcher binary's command line: its verbs (serve, get, status, failed list/show/retry/drop, fetched list), one a file, over the failed and fetched events' store they share",
 	"internal/cdse/cdsesim":       "the stand-in for the live catalogue and its identity provider, one remote service as users see it",
 	"internal/cdse/notification":  "one catalogue notification body read as the receiver must: its JSON validated in one walk (UTF-8, duplicates, depth), the few members it routes by, and where the members a filter reads lie, noted on the way",
+	"internal/fetcher/fetch": "one download, from the socket to a verified object, of an archive or of the files its manifest lists that a selection picks (files.go): the same request, token, retry, resume and verification path for both",
 	"internal/cdse/productfilter": "the catalogue's $filter language over one product: its grammar, its evaluation (real geometry included) and the view of a product it reads; the simulator and the receiver share it so they cannot disagree",
 }
 
@@ -79,6 +80,10 @@ var crossings = map[[2]string]string{
 	// may serve both) and suggests them for a misspelt one. The settings
 	// they share are declared once, in groups of the wings below
 	// (issue 41); the fetcher's own names are still read from its list.
+	// The fetcher reads the interests file (an interest's files:) and
+	// its setting, declared once with the parser: the ingest wing's
+	// leaf, not its runtime.
+	{"internal/fetcher/fetchconfig", "internal/ingest/interestfile"}: "the interests file's setting group",
 	{"internal/receiver/config", "internal/fetcher/fetchconfig"}: "the fetcher's setting names",
 }
 

@@ -62,8 +62,9 @@ func newWorld(t *testing.T) *world { return startWorld(t, false) }
 const fetcherUser, fetcherPassword = "fetcher", "fetcher-password"
 
 // startWorld is newWorld; embedded runs the receiver's embedded NATS
-// server with a fetcher login (NATS_EMBEDDED_FETCHER_USER) instead.
-func startWorld(t *testing.T, embedded bool) *world {
+// server with a fetcher login (NATS_EMBEDDED_FETCHER_USER) instead;
+// receiver changes the receiver's settings beyond those.
+func startWorld(t *testing.T, embedded bool, receiver ...func(*config.Config)) *world {
 	t.Helper()
 	h := simhosts.Start(t, cdsesim.Options{Users: map[string]cdsesim.User{user: {Password: password}},
 		DownloadRate: cdsesim.Unthrottled, MaxDownloads: -1, Seed: 7}, "127.0.0.1")
@@ -71,11 +72,19 @@ func startWorld(t *testing.T, embedded bool) *world {
 	if embedded {
 		w.receiver = receivertest.Start(t, func(c *config.Config) {
 			c.NATSEmbeddedFetcherUser, c.NATSEmbeddedFetcherPassword = fetcherUser, fetcherPassword
+			for _, r := range receiver {
+				r(c)
+			}
 		})
 	} else {
 		// An external NATS, as in production.
 		ns := natstest.RunJetStream(t)
-		w.receiver = receivertest.Start(t, func(c *config.Config) { c.NATSURL = ns.ClientURL() })
+		w.receiver = receivertest.Start(t, func(c *config.Config) {
+			c.NATSURL = ns.ClientURL()
+			for _, r := range receiver {
+				r(c)
+			}
+		})
 	}
 	js, closeNC := natstest.JetStream(t, w.receiver.NATSURL)
 	t.Cleanup(closeNC)
@@ -477,11 +486,7 @@ func TestGetOneProduct(t *testing.T) {
 	p := w.sim.Generate(cdsesim.Sentinel2, 1)[0]
 	dir := t.TempDir()
 	bin := bins.Build(t, "github.com/cdse-jetstream/receiver/cmd/fetcher")
-	code, out, errOut := bins.Run(t, bin, map[string]string{
-		"FETCH_TARGET": "file://" + dir, "CDSE_USERNAME": user, "CDSE_PASSWORD": password,
-		"CDSE_TOKEN_URL": w.simURL + cdsesim.TokenPath, "CDSE_CATALOGUE_URL": w.simURL + "/odata/v1",
-		"CDSE_DOWNLOAD_URL": w.dlURL, "FETCH_TRUSTED_HOSTS": "127.0.0.1",
-	}, "get", p.ID, "-o", "json")
+	code, out, errOut := bins.Run(t, bin, w.getEnv(dir), "get", p.ID, "-o", "json")
 	if code != 0 {
 		t.Fatalf("exit %d: %s%s", code, out, errOut)
 	}
@@ -497,6 +502,15 @@ func TestGetOneProduct(t *testing.T) {
 	}
 	if st, err := os.Stat(strings.TrimPrefix(res.URL, "file://")); err != nil || st.Size() != p.ContentLength {
 		t.Errorf("stored: %v %v", st, err)
+	}
+}
+
+// getEnv is the environment of fetcher get into dir, against the world.
+func (w *world) getEnv(dir string) map[string]string {
+	return map[string]string{
+		"FETCH_TARGET": "file://" + dir, "CDSE_USERNAME": user, "CDSE_PASSWORD": password,
+		"CDSE_TOKEN_URL": w.simURL + cdsesim.TokenPath, "CDSE_CATALOGUE_URL": w.simURL + "/odata/v1",
+		"CDSE_DOWNLOAD_URL": w.dlURL, "FETCH_TRUSTED_HOSTS": "127.0.0.1",
 	}
 }
 

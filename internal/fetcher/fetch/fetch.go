@@ -42,6 +42,15 @@ type Product struct {
 	ContentLength int64 // 0 unknown
 	Checksums     []Checksum
 	Online        *bool // nil unknown
+	// Files, when not empty, are path globs relative to the product's
+	// root folder (manifest.Compile): only the files of its manifest
+	// they select are fetched, one by one, into a folder (files.go);
+	// empty, the whole archive.
+	Files []string
+
+	// file is set on the Product of one file of a product's tree
+	// (files.go); nil for the archive.
+	file *fileOf
 }
 
 // TokenSource gives the catalogue's bearer token;
@@ -126,6 +135,10 @@ type Result struct {
 	VerifiedInPlace bool
 	// Resumed are the bytes not downloaded again (a partial resumed).
 	Resumed int64
+	// Files is what became of Product.Files (files.go): the files
+	// stored, or why the whole archive was fetched instead; nil when no
+	// files were asked for.
+	Files *FilesResult
 }
 
 // Fetcher downloads products into one target; safe for concurrent use.
@@ -380,6 +393,14 @@ func (f *Fetcher) Fetch(ctx context.Context, p Product, key string, progress fun
 	if p.Online != nil && !*p.Online {
 		return res, fmt.Errorf("%w: %s (%s) is not online", ErrOffline, p.ID, p.Name)
 	}
+	if len(p.Files) > 0 {
+		r, whole, err := f.fetchFiles(ctx, p, key, progress, start)
+		if !whole {
+			return r, err
+		}
+		// No manifest to select from: the archive, and why.
+		defer func(files *FilesResult) { res.Files = files }(r.Files)
+	}
 	sums := usable(p.Checksums)
 	if len(sums) == 0 {
 		if sums, err = f.entitySums(ctx, p.ID); err != nil {
@@ -466,16 +487,18 @@ func verified(sums map[string]string) []Checksum {
 	return out
 }
 
-// mismatch is bytes that disagree with a checksum.
-type mismatch struct{ alg, want, got string }
+// mismatch is bytes that disagree with a checksum; by says whose
+// ("" the catalogue's).
+type mismatch struct{ alg, want, got, by string }
 
 func (m *mismatch) Error() string {
-	return fmt.Sprintf("%s mismatch: the catalogue says %s, the bytes are %s", m.alg, m.want, m.got)
+	return fmt.Sprintf("%s mismatch: the %s says %s, the bytes are %s", m.alg, cmp.Or(m.by, "catalogue"), m.want, m.got)
 }
 
 // hashes are the running checksums of the bytes held.
 type hashes struct {
 	md5, b3 hash.Hash
+	sha3    hash.Hash // only when a SHA3-256 is to be checked (files.go)
 }
 
 func newHashes() *hashes { return &hashes{md5: md5.New(), b3: blake3.New()} }
@@ -483,11 +506,18 @@ func newHashes() *hashes { return &hashes{md5: md5.New(), b3: blake3.New()} }
 func (h *hashes) Write(p []byte) (int, error) {
 	h.md5.Write(p)
 	h.b3.Write(p)
+	if h.sha3 != nil {
+		h.sha3.Write(p)
+	}
 	return len(p), nil
 }
 
 func (h *hashes) sums() map[string]string {
-	return map[string]string{"MD5": hex.EncodeToString(h.md5.Sum(nil)), "BLAKE3": hex.EncodeToString(h.b3.Sum(nil))}
+	out := map[string]string{"MD5": hex.EncodeToString(h.md5.Sum(nil)), "BLAKE3": hex.EncodeToString(h.b3.Sum(nil))}
+	if h.sha3 != nil {
+		out[sha3Name] = hex.EncodeToString(h.sha3.Sum(nil))
+	}
+	return out
 }
 
 // attemptErr is a failed try worth another: its cause (a metric label)
@@ -520,6 +550,7 @@ func (f *Fetcher) download(ctx context.Context, p Product, key string, sums map[
 		}
 	}()
 	h := newHashes()
+	h.want(sums)
 	if r, err := up.Existing(); err != nil {
 		return res, err
 	} else if r != nil {
@@ -597,11 +628,11 @@ func (f *Fetcher) download(ctx context.Context, p Product, key string, sums map[
 		return res, fmt.Errorf("fetch %s: %d bytes where the catalogue says %d", p.ID, size, p.ContentLength)
 	}
 	got := h.sums()
-	for _, alg := range []string{"MD5", "BLAKE3"} {
+	for _, alg := range []string{"MD5", "BLAKE3", sha3Name} {
 		if want, ok := sums[alg]; ok && want != got[alg] {
 			keep = false
 			f.m.verifyFailures.WithLabelValues(alg).Inc()
-			return res, &mismatch{alg: alg, want: want, got: got[alg]}
+			return res, &mismatch{alg: alg, want: want, got: got[alg], by: p.checksumsBy()}
 		}
 	}
 	res.Size, res.Verified = size, verified(sums)
@@ -610,9 +641,9 @@ func (f *Fetcher) download(ctx context.Context, p Product, key string, sums map[
 	}
 	// What is stored beside the object: the checksums checked, else the
 	// ones computed (a second Fetch still finds it by size alone then).
-	st := stored(p.ID, size, sums)
+	st := stored(p.storedID(), size, sums)
 	if len(sums) == 0 {
-		st = stored(p.ID, size, nil)
+		st = stored(p.storedID(), size, nil)
 	}
 	if err := up.Commit(ctx, st); err != nil {
 		return res, err
@@ -627,13 +658,16 @@ func (f *Fetcher) download(ctx context.Context, p Product, key string, sums map[
 // stored the product (ErrStoredMeanwhile, for Fetch to find it there),
 // or has gone silent past the ack wait and its lock is taken over.
 func (f *Fetcher) open(ctx context.Context, p Product, key string, sums map[string]string, tr *tracker) (target.Upload, error) {
+	if up := p.memory(); up != nil {
+		return up, nil // a manifest, read into memory (files.go)
+	}
 	deadline := time.Now().Add(f.o.LockWait)
 	storedNow := func() bool {
 		s, ok, err := f.target.Stat(ctx, key)
 		return err == nil && ok && len(sums) > 0 && same(s, p, sums)
 	}
 	for waited := false; ; waited = true {
-		up, err := f.target.Open(ctx, key, p.ContentLength, stored(p.ID, p.ContentLength, sums))
+		up, err := f.target.Open(ctx, key, p.ContentLength, stored(p.storedID(), p.ContentLength, sums))
 		if err == nil && waited && storedNow() {
 			// The other fetch committed as the lock came free.
 			up.Abort(false)
@@ -647,7 +681,7 @@ func (f *Fetcher) open(ctx context.Context, p Product, key string, sums map[stri
 		}
 		if time.Now().After(deadline) {
 			f.log.WithFields(logrus.Fields{"product": p.ID, "key": key}).Warnf("fetch: the partial download has been locked for %v (FETCH_ACK_WAIT) by a fetch that no longer holds the product's message; taking it over", f.o.LockWait)
-			return f.target.Open(ctx, key, p.ContentLength, stored(p.ID, p.ContentLength, sums), target.TakeOver)
+			return f.target.Open(ctx, key, p.ContentLength, stored(p.storedID(), p.ContentLength, sums), target.TakeOver)
 		}
 		tr.wait("another fetch of the same key holds its lock")
 		if err := f.sleep(ctx, min(time.Second, time.Until(deadline)+time.Millisecond), tr.tick); err != nil {
@@ -665,7 +699,7 @@ var errStoredMeanwhile = errors.New("stored by another fetch meanwhile")
 func (f *Fetcher) try(ctx context.Context, p Product, up target.Upload, h *hashes, tok *oauth2.Token, tr *tracker) (int64, error) {
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	u := f.base.String() + "/Products(" + url.PathEscape(p.ID) + ")/$value"
+	u := f.valueURL(p)
 	auth := tok.Type() + " " + tok.AccessToken
 	req, err := http.NewRequestWithContext(context.WithValue(ctx, authKey{}, auth), http.MethodGet, u, nil)
 	if err != nil {
@@ -763,6 +797,7 @@ func (f *Fetcher) try(ctx context.Context, p Product, up target.Upload, h *hashe
 			}
 			h.Write(buf[:n])
 			f.m.bytes.Add(float64(n))
+			p.counted(n)
 			tr.held(up.Held())
 		}
 		if rerr == io.EOF {
@@ -822,6 +857,9 @@ func (f *Fetcher) restart(ctx context.Context, up target.Upload, h *hashes) erro
 	}
 	h.md5.Reset()
 	h.b3.Reset()
+	if h.sha3 != nil {
+		h.sha3.Reset()
+	}
 	return nil
 }
 

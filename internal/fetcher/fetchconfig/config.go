@@ -18,6 +18,8 @@ import (
 
 	"github.com/cdse-jetstream/receiver/internal/cdse"
 	"github.com/cdse-jetstream/receiver/internal/cdse/cdselogin/loginsettings"
+	"github.com/cdse-jetstream/receiver/internal/cdse/manifest"
+	"github.com/cdse-jetstream/receiver/internal/ingest/interestfile"
 	"github.com/cdse-jetstream/receiver/internal/platform/logging"
 	"github.com/cdse-jetstream/receiver/internal/stream/natssettings"
 )
@@ -44,6 +46,8 @@ type Config struct {
 	STAC            bool          `koanf:"FETCH_STAC" flag:"stac" help:"write a STAC 1.1.0 item beside each stored product (<key>.json), named by the fetched event's Cdse-Stac-Item (docs/stac-items.md)"`
 	TrustedHosts    string        `koanf:"FETCH_TRUSTED_HOSTS" flag:"trusted-hosts" help:"hosts the login token may be sent to on redirects, comma-separated domain[:port]: each domain with its subdomains, over HTTPS, on the port given or 443 (CDSE_DOWNLOAD_URL's own origin always)"`
 	KeyTemplate     string        `koanf:"FETCH_KEY_TEMPLATE" flag:"key-template" help:"object key of a product, of {collection} {productType} {yyyy} {mm} {dd} {name} {id}; must end in {name}.zip"`
+	Files           string        `koanf:"FETCH_FILES" flag:"files" help:"only these files of each product, comma-separated path globs relative to its root folder (** any folders: GRANULE/*/IMG_DATA/R10m/*_B0[2348]_10m.jp2,MTD_MSIL2A.xml), fetched one by one, verified against its manifest, stored as the folder <key without .zip>/; empty: the whole archive"`
+	interestfile.FileSetting
 	AdminAddr       string        `koanf:"FETCH_ADMIN_ADDR" flag:"admin-addr" help:"listen address of /healthz, /readyz, /status, /metrics; keep it private"`
 	FetchedPrefix   string        `koanf:"FETCH_FETCHED_PREFIX" flag:"fetched-prefix" help:"subject prefix of the fetched events: <prefix>.<event>.<collection>.<productType>"`
 	FailedPrefix    string        `koanf:"FETCH_FAILED_PREFIX" flag:"failed-prefix" help:"subject prefix of the given-up events: <prefix>.<collection>.<productType>"`
@@ -153,6 +157,10 @@ func (c Config) S3PathStyleOption() *bool {
 	return &b
 }
 
+// FileList is FETCH_FILES as a list of patterns (none: the whole
+// archive).
+func (c Config) FileList() []string { return split(c.Files) }
+
 // TrustedHostList is FETCH_TRUSTED_HOSTS as a list.
 func (c Config) TrustedHostList() []string { return split(c.TrustedHosts) }
 
@@ -247,6 +255,11 @@ func (c Config) validate(downloads bool) error {
 	}
 	if err := CheckKeyTemplate(c.KeyTemplate); err != nil {
 		bad("FETCH_KEY_TEMPLATE %q: %v", c.KeyTemplate, err)
+	}
+	if _, err := manifest.Compile(c.FileList()); err != nil {
+		for _, line := range strings.Split(err.Error(), "\n") {
+			bad("FETCH_FILES: %s", line)
+		}
 	}
 	for _, p := range []struct{ name, v string }{{"FETCH_FETCHED_PREFIX", c.FetchedPrefix}, {"FETCH_FAILED_PREFIX", c.FailedPrefix}} {
 		if p.v == "" || strings.ContainsAny(p.v, " \t*>") || strings.HasPrefix(p.v, ".") || strings.HasSuffix(p.v, ".") {

@@ -174,3 +174,39 @@ func TestValidateStreams(t *testing.T) {
 		t.Errorf("ValidateStreams with FETCH_STREAM = NATS_STREAM: %v", err)
 	}
 }
+
+// TestFiles: FETCH_FILES is a list of path globs checked as the manifest
+// package compiles them, every bad one named at once; empty keeps the
+// whole archive.
+func TestFiles(t *testing.T) {
+	good := valid()
+	good["FETCH_FILES"] = " GRANULE/*/IMG_DATA/R10m/*_B0[2348]_10m.jp2, MTD_MSIL2A.xml,**/*.xml "
+	c, err := Load(Sources{Getenv: env(good)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	if got := c.FileList(); !slices.Equal(got, []string{"GRANULE/*/IMG_DATA/R10m/*_B0[2348]_10m.jp2", "MTD_MSIL2A.xml", "**/*.xml"}) {
+		t.Errorf("FileList %q", got)
+	}
+	if (Config{}).FileList() != nil {
+		t.Error("empty FETCH_FILES is a list")
+	}
+	bad := valid()
+	bad["FETCH_FILES"] = "/abs,ok.xml,GRANULE/../x,a/b**/c,[B02"
+	c, err = Load(Sources{Getenv: env(bad)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = c.Validate()
+	for _, want := range []string{`FETCH_FILES: pattern 1 "/abs"`, `FETCH_FILES: pattern 3 "GRANULE/../x"`, `FETCH_FILES: pattern 4 "a/b**/c"`, `FETCH_FILES: pattern 5 "[B02"`} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("no %s in:\n%v", want, err)
+		}
+	}
+	if err != nil && strings.Contains(err.Error(), "ok.xml") {
+		t.Errorf("a good pattern named: %v", err)
+	}
+}

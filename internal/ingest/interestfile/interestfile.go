@@ -23,8 +23,16 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/cdse-jetstream/receiver/event"
+	"github.com/cdse-jetstream/receiver/internal/cdse/manifest"
 	"github.com/cdse-jetstream/receiver/internal/cdse/productfilter"
 )
+
+// FileSetting is the interests file's setting, read by the receiver (which
+// routes copies by it) and the fetcher (an interest's files:), declared
+// once here and embedded by both.
+type FileSetting struct {
+	InterestsFile string `koanf:"INTERESTS_FILE" flag:"interests-file" help:"YAML file of named interests: the receiver stores each product event that matches one also on <INTEREST_SUBJECT_PREFIX>.<name>.<tokens> (reloaded on change and on SIGHUP); the fetcher, where set, applies an interest's files: to its copies (FETCH_SUBJECTS on cdse.interest.<name>.>) instead of FETCH_FILES (read at its start)"`
+}
 
 // Interest is one named interest.
 type Interest struct {
@@ -39,6 +47,11 @@ type Interest struct {
 	// acquisitions come as new created products. It is evaluated at
 	// receipt and is not part of the subscription's filter.
 	MaxSensingAge time.Duration
+	// Files, when set, are the files of each product the fetcher stores
+	// for this interest's copies: path globs relative to the product's
+	// root folder (internal/cdse/manifest.Compile). The receiver routes
+	// by the filter alone and reads them only to check them.
+	Files []string
 }
 
 // Set is the interests of one file, in its order.
@@ -66,6 +79,7 @@ type file struct {
 		Events        []string  `yaml:"events"`
 		Filter        yaml.Node `yaml:"filter"`
 		MaxSensingAge string    `yaml:"maxSensingAge"`
+		Files         yaml.Node `yaml:"files"`
 	} `yaml:"interests"`
 }
 
@@ -186,6 +200,13 @@ func Parse(b []byte) (*Set, error) {
 			}
 			it.MaxSensingAge = d
 		}
+		if in.Files.Kind != 0 {
+			files, problems := parseFiles(&in.Files)
+			for _, p := range problems {
+				bad("%s", p)
+			}
+			it.Files = files
+		}
 		set.Interests = append(set.Interests, it)
 	}
 	if err := errors.Join(errs...); err != nil {
@@ -198,6 +219,27 @@ func Parse(b []byte) (*Set, error) {
 		}
 	}
 	return set, nil
+}
+
+// parseFiles reads an interest's files: a list of path globs, each
+// checked as manifest.Compile checks FETCH_FILES; every problem is
+// returned, with its line.
+func parseFiles(n *yaml.Node) (files []string, problems []string) {
+	if n.Kind != yaml.SequenceNode || len(n.Content) == 0 {
+		return nil, []string{fmt.Sprintf("files (line %d): want a list of path globs relative to the product's root folder, such as [MTD_MSIL2A.xml, \"GRANULE/*/IMG_DATA/R10m/*_B0[2348]_10m.jp2\"]", n.Line)}
+	}
+	for _, el := range n.Content {
+		if el.Kind != yaml.ScalarNode || el.Tag == "!!null" {
+			problems = append(problems, fmt.Sprintf("files (line %d): each element is a path glob", el.Line))
+			continue
+		}
+		if _, err := manifest.Compile([]string{el.Value}); err != nil {
+			problems = append(problems, fmt.Sprintf("files (line %d): %s", el.Line, strings.TrimPrefix(err.Error(), "pattern 1 ")))
+			continue
+		}
+		files = append(files, el.Value)
+	}
+	return files, problems
 }
 
 // interestLines are the lines where each element of interests starts.

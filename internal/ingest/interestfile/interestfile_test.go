@@ -118,3 +118,44 @@ func TestLoadRefusesAHugeFile(t *testing.T) {
 		t.Errorf("/dev/zero: %v", err)
 	}
 }
+
+// TestFiles: an interest's files: is an optional list of path globs, each
+// checked as FETCH_FILES is, every bad one named with its line at once;
+// the receiver's routing does not read it.
+func TestFiles(t *testing.T) {
+	s, err := Parse([]byte(`interests:
+  - name: l2a-bands
+    filter: Collection/Name eq 'SENTINEL-2'
+    files:
+      - MTD_MSIL2A.xml
+      - "GRANULE/*/IMG_DATA/R10m/*_B0[2348]_10m.jp2"
+  - name: whole
+    filter: Collection/Name eq 'SENTINEL-1'
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := s.Interests[0].Files; len(got) != 2 || got[1] != "GRANULE/*/IMG_DATA/R10m/*_B0[2348]_10m.jp2" || s.Interests[1].Files != nil {
+		t.Errorf("files %q, %q", got, s.Interests[1].Files)
+	}
+	_, err = Parse([]byte(`interests:
+  - name: a
+    filter: Name eq 'x'
+    files: [ok.xml, /abs, "GRANULE/../x", ~]
+  - name: b
+    filter: Name eq 'y'
+    files: MTD_MSIL2A.xml
+  - name: c
+    filter: Name eq 'z'
+    files: []
+`))
+	for _, want := range []string{`interest "a" (line 2): files (line 4): "/abs": absolute`, `files (line 4): "GRANULE/../x": element 2 is ".."`, "files (line 4): each element is a path glob",
+		`interest "b" (line 5): files (line 7): want a list`, `interest "c" (line 8): files (line 10): want a list`} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("no %q in:\n%v", want, err)
+		}
+	}
+	if err != nil && strings.Contains(err.Error(), "ok.xml") {
+		t.Errorf("a good pattern named: %v", err)
+	}
+}

@@ -17,6 +17,7 @@ import (
 	"github.com/cdse-jetstream/receiver/event"
 	"github.com/cdse-jetstream/receiver/internal/cdse/cdselogin/loginsettings"
 	"github.com/cdse-jetstream/receiver/internal/cdse/stac"
+	"github.com/cdse-jetstream/receiver/internal/ingest/interestfile"
 	"github.com/cdse-jetstream/receiver/internal/platform/logging"
 	"github.com/cdse-jetstream/receiver/internal/receiver/acmerules"
 	"github.com/cdse-jetstream/receiver/internal/stream/natssettings"
@@ -78,7 +79,7 @@ type Config struct {
 	StreamMaxAge    time.Duration `koanf:"NATS_STREAM_MAX_AGE" flag:"stream-max-age" help:"drop messages older than this (0: keep; at least the dedupe window)"`
 	StreamMaxBytes  int64         `koanf:"NATS_STREAM_MAX_BYTES" flag:"stream-max-bytes" help:"drop the oldest messages beyond this size (0: no limit)"`
 
-	InterestsFile  string `koanf:"INTERESTS_FILE" flag:"interests-file" help:"YAML file of named interests: each product event that matches one is also stored on <INTEREST_SUBJECT_PREFIX>.<name>.<tokens> (reloaded on change and on SIGHUP)"`
+	interestfile.FileSetting
 	InterestPrefix string `koanf:"INTEREST_SUBJECT_PREFIX" flag:"interest-subject-prefix" help:"subject prefix of the interests' copies, in the product stream; must not overlap NATS_SUBJECT_PREFIX or QUARANTINE_SUBJECT_PREFIX"`
 
 	QuarantineStream   string        `koanf:"QUARANTINE_STREAM" flag:"quarantine-stream" help:"stream that keeps refused bodies verbatim (receiver quarantine ...)"`

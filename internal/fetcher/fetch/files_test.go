@@ -1,0 +1,547 @@
+package fetch
+
+import (
+	"archive/zip"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/cdse-jetstream/receiver/internal/cdse/cdsesim"
+	"github.com/cdse-jetstream/receiver/internal/cdse/manifest"
+	"github.com/cdse-jetstream/receiver/internal/fetcher/target"
+	"github.com/cdse-jetstream/receiver/internal/testkit/s3test"
+)
+
+// l2aBands are the patterns of the issue's example: the four 10 m bands
+// of a Sentinel-2 L2A product and its metadata.
+var l2aBands = []string{"GRANULE/*/IMG_DATA/R10m/*_B0[2348]_10m.jp2", "MTD_MSIL2A.xml"}
+
+// l2a generates a Sentinel-2 L2A product of size bytes (a tree: its
+// $value is the zip of its folder).
+func (f *fixture) l2a(t *testing.T, size int64) (Product, *cdsesim.Product) {
+	t.Helper()
+	return f.product(t, func(p *cdsesim.Product) {
+		p.ContentLength = size
+		p.Name = strings.Replace(p.Name, "MSIL1C", "MSIL2A", 1)
+	})
+}
+
+// fileTarget is the directory target of dir.
+func fileTarget(t *testing.T, dir string) target.Target { return mustFile(t, dir) }
+
+// stored lists the files under dir (its hidden .partial and .sums
+// left out) by their paths relative to dir.
+func storedFiles(t *testing.T, dir string) map[string][]byte {
+	t.Helper()
+	out := map[string][]byte{}
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && strings.HasPrefix(d.Name(), ".") && p != dir {
+			return filepath.SkipDir
+		}
+		if !d.IsDir() {
+			rel, _ := filepath.Rel(dir, p)
+			b, err := os.ReadFile(p)
+			if err != nil {
+				return err
+			}
+			out[filepath.ToSlash(rel)] = b
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// selected are the files of sp's tree the patterns select, by path, and
+// the manifest's path and size.
+func selected(t *testing.T, sp *cdsesim.Product, patterns []string) (files map[string]int64, mname string, msize int64) {
+	t.Helper()
+	sel, err := manifest.Compile(patterns)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mname = manifest.Name(sp.Name)
+	files = map[string]int64{}
+	for _, fl := range sp.Files() {
+		switch {
+		case fl.Path == mname:
+			msize = fl.Size
+		case sel.Match(fl.Path):
+			files[fl.Path] = fl.Size
+		}
+	}
+	return files, mname, msize
+}
+
+func fileBytes(t *testing.T, sp *cdsesim.Product, path string) []byte {
+	t.Helper()
+	r := sp.FileContent(path)
+	if r == nil {
+		t.Fatalf("%s has no file %s", sp.ID, path)
+	}
+	b, err := io.ReadAll(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func ctx20(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// TestFilesOfAnL2AProduct: the 10 m bands and the metadata of a
+// Sentinel-2 L2A product are stored as a folder under the key without
+// .zip, exactly those files and the manifest, each with the bytes the
+// Nodes API serves; the bytes downloaded are those files' and the
+// manifest's, the archive never asked for. A second Fetch finds them all
+// there (only the manifest is read again); one file removed is the only
+// one fetched again.
+func TestFilesOfAnL2AProduct(t *testing.T) {
+	f := setup(t, cdsesim.Options{})
+	p, sp := f.l2a(t, 8<<20)
+	p.Files = l2aBands
+	want, mname, msize := selected(t, sp, l2aBands)
+	if len(want) != 5 {
+		t.Fatalf("the product's tree has %v selected, want the 4 bands and MTD_MSIL2A.xml", want)
+	}
+	var sum int64
+	for _, n := range want {
+		sum += n
+	}
+	o := f.options()
+	o.ProgressEvery = time.Millisecond
+	fe := f.fetcher(t, o, fileTarget(t, f.dir))
+	key := "SENTINEL-2/S2MSI2A/" + p.Name + ".zip"
+	var last Progress
+	r, err := fe.Fetch(ctx20(t), p, key, func(pr Progress) { last = pr })
+	if err != nil {
+		t.Fatal(err)
+	}
+	folder := "SENTINEL-2/S2MSI2A/" + p.Name
+	if r.Key != folder || r.URL != "file://"+filepath.Join(f.dir, folder)+"/" || r.Files == nil || r.Files.Fallback != "" || r.AlreadyThere || r.Unverified != "" {
+		t.Errorf("result %+v", r)
+	}
+	if r.Size != sum+msize || r.Files.Bytes != sum+msize || r.Files.ArchiveSize != p.ContentLength || r.Files.Manifest != mname || len(r.Files.Files) != 5 || r.Files.Digest == "" {
+		t.Errorf("files result %+v (selected %d bytes, manifest %d)", r.Files, sum, msize)
+	}
+	for _, fr := range r.Files.Files {
+		if len(fr.Checksums) != 1 || fr.Checksums[0].Algorithm != "SHA3-256" || fr.Size != want[fr.Path] {
+			t.Errorf("file %+v", fr)
+		}
+	}
+	got := storedFiles(t, f.dir)
+	if len(got) != len(want)+1 {
+		t.Errorf("stored %d files, want the %d selected and the manifest: %v", len(got), len(want), slices.Sorted(func(yield func(string) bool) {
+			for k := range got {
+				if !yield(k) {
+					return
+				}
+			}
+		}))
+	}
+	for path := range want {
+		if b, ok := got[folder+"/"+path]; !ok || !bytes.Equal(b, fileBytes(t, sp, path)) {
+			t.Errorf("%s: stored %t, %d bytes; not the Node's bytes", path, ok, len(b))
+		}
+	}
+	if !bytes.Equal(got[folder+"/"+mname], fileBytes(t, sp, mname)) {
+		t.Errorf("the manifest stored is not the product's")
+	}
+	d := f.sim.ProductDownloads(p.ID)
+	if d.Archives != 0 || d.ArchiveBytes != 0 || d.Files != 6 || d.FileBytes != sum+msize || r.Files.Fetched != d.FileBytes {
+		t.Errorf("downloads %+v, result fetched %d; want the 5 files' %d bytes and the manifest's %d", d, r.Files.Fetched, sum, msize)
+	}
+	t.Logf("%d of the archive's %d bytes fetched (%.1f %%)", d.FileBytes, p.ContentLength, 100*float64(d.FileBytes)/float64(p.ContentLength))
+	if last.Total != sum+msize || last.Held <= msize || last.Held > last.Total || last.Key != key || last.ProductID != p.ID {
+		t.Errorf("last progress %+v", last)
+	}
+	if v := testutil.ToFloat64(fe.m.fileBytes); v != float64(d.FileBytes) {
+		t.Errorf("cdse_fetcher_file_bytes_total %v, want %d", v, d.FileBytes)
+	}
+	f.noPartial(t)
+
+	// Again: every file there; the manifest alone is read.
+	r, err = fe.Fetch(ctx20(t), p, key, nil)
+	if err != nil || !r.AlreadyThere || r.Files.Fetched != msize {
+		t.Fatalf("second fetch: %v, %+v", err, r.Files)
+	}
+	// One file gone: fetched alone.
+	band := ""
+	for path := range want {
+		if strings.Contains(path, "_B08_") {
+			band = path
+		}
+	}
+	if err := os.Remove(filepath.Join(f.dir, folder, band)); err != nil {
+		t.Fatal(err)
+	}
+	r, err = fe.Fetch(ctx20(t), p, key, nil)
+	if err != nil || r.AlreadyThere || r.Files.Fetched != msize+want[band] {
+		t.Fatalf("third fetch: %v, %+v", err, r.Files)
+	}
+	for _, fr := range r.Files.Files {
+		if fr.AlreadyThere != (fr.Path != band) {
+			t.Errorf("third fetch: %+v", fr)
+		}
+	}
+	if b := storedFiles(t, f.dir)[folder+"/"+band]; !bytes.Equal(b, fileBytes(t, sp, band)) {
+		t.Errorf("%s fetched again: not its bytes", band)
+	}
+}
+
+// TestFilesOfAnS1Product: Sentinel-1's manifest gives MD5s; the VV
+// measurement selected by a pattern is verified against it.
+func TestFilesOfAnS1Product(t *testing.T) {
+	f := setup(t, cdsesim.Options{})
+	sp := f.sim.GenerateWith(cdsesim.Sentinel1, 1, sized(4<<20))[0]
+	p := Product{ID: sp.ID, Name: sp.Name, ContentLength: sp.ContentLength, Files: []string{"measurement/*-vv-*.tiff", "annotation/*.xml"}}
+	want, _, _ := selected(t, sp, p.Files)
+	fe := f.fetcher(t, f.options(), fileTarget(t, f.dir))
+	r, err := fe.Fetch(ctx20(t), p, "s1/"+p.Name+".zip", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(r.Files.Files) != len(want) || len(want) != 3 {
+		t.Fatalf("files %+v, want %v", r.Files.Files, want)
+	}
+	for _, fr := range r.Files.Files {
+		if len(fr.Checksums) != 1 || fr.Checksums[0].Algorithm != "MD5" {
+			t.Errorf("file %+v", fr)
+		}
+		if b := storedFiles(t, f.dir)["s1/"+p.Name+"/"+fr.Path]; !bytes.Equal(b, fileBytes(t, sp, fr.Path)) {
+			t.Errorf("%s: not its bytes", fr.Path)
+		}
+	}
+}
+
+// TestFilesCorruptFetchedAgain: a file whose bytes disagree with the
+// manifest's SHA3-256 is not stored, and downloaded again; always
+// corrupt, the Fetch fails for good, naming both checksums.
+func TestFilesCorruptFetchedAgain(t *testing.T) {
+	f := setup(t, cdsesim.Options{})
+	p, sp := f.l2a(t, 8<<20)
+	p.Files = l2aBands
+	want, _, msize := selected(t, sp, l2aBands)
+	// The first file requested that is longer than offset: past the
+	// manifest and MTD_MSIL2A.xml, within the first band (B02).
+	const offset = 100_000
+	var b02 string
+	for path, n := range want {
+		if strings.Contains(path, "_B02_") {
+			b02 = path
+		}
+		if !strings.Contains(path, "IMG_DATA") && n > offset || msize > offset {
+			t.Fatalf("%s is %d bytes: the fault would hit it", path, n)
+		}
+	}
+	if err := f.sim.AddFault(cdsesim.Fault{Kind: cdsesim.FaultCorrupt, Product: p.ID, Offset: offset, Count: 1}); err != nil {
+		t.Fatal(err)
+	}
+	fe := f.fetcher(t, f.options(), fileTarget(t, f.dir))
+	key := "k/" + p.Name + ".zip"
+	r, err := fe.Fetch(ctx20(t), p, key, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := storedFiles(t, f.dir)["k/"+p.Name+"/"+b02]; !bytes.Equal(got, fileBytes(t, sp, b02)) {
+		t.Error("B02 stored is not its bytes")
+	}
+	if v := testutil.ToFloat64(fe.m.verifyFailures.WithLabelValues("SHA3-256")); v != 1 {
+		t.Errorf("verification failures %v", v)
+	}
+	if got := testutil.ToFloat64(f.metric(t, "checksum")); got != 1 {
+		t.Errorf("checksum retries %v", got)
+	}
+	var b02Requests int
+	for _, rec := range f.sim.DownloadLog() {
+		if rec.File == b02 && rec.Status == http.StatusOK {
+			b02Requests++
+		}
+	}
+	if d := f.sim.ProductDownloads(p.ID); b02Requests != 2 || d.FileBytes != r.Files.Bytes+want[b02] || r.Files.Fetched != d.FileBytes {
+		t.Errorf("B02 requested %d times; %d bytes sent, %d fetched; want the folder's %d and B02's %d again", b02Requests, d.FileBytes, r.Files.Fetched, r.Files.Bytes, want[b02])
+	}
+	f.noPartial(t)
+
+	// Always corrupt: refused, and never under its name.
+	f2 := setup(t, cdsesim.Options{})
+	p2, sp2 := f2.l2a(t, 8<<20)
+	p2.Files = l2aBands
+	if err := f2.sim.AddFault(cdsesim.Fault{Kind: cdsesim.FaultCorrupt, Product: p2.ID, Offset: offset}); err != nil {
+		t.Fatal(err)
+	}
+	_, err = f2.fetcher(t, f2.options(), fileTarget(t, f2.dir)).Fetch(ctx20(t), p2, "k/"+p2.Name+".zip", nil)
+	if !errors.Is(err, ErrChecksum) || !Permanent(err) {
+		t.Fatalf("always corrupt: %v", err)
+	}
+	var sha string
+	for _, fl := range sp2.Files() {
+		if strings.Contains(fl.Path, "_B02_10m") {
+			sha = fl.Path
+		}
+	}
+	m, perr := manifest.Parse(bytes.NewReader(fileBytes(t, sp2, manifest.SAFE)))
+	if perr != nil {
+		t.Fatal(perr)
+	}
+	e, _ := m.Lookup(sha)
+	if !strings.Contains(err.Error(), e.SHA3) || !strings.Contains(err.Error(), "the bytes are ") || !strings.Contains(err.Error(), "manifest") {
+		t.Errorf("the error does not name the manifest's %s and the bytes': %v", e.SHA3, err)
+	}
+	for path := range storedFiles(t, f2.dir) {
+		if strings.Contains(path, "_B02_") || strings.HasSuffix(path, manifest.SAFE) {
+			t.Errorf("%s stored", path)
+		}
+	}
+}
+
+// TestFilesUnsafeManifestRefused: a manifest that names a path out of
+// the folder ("..") is refused whole before any file is asked for, as an
+// unsafe name; one that is no manifest, or larger than manifest.MaxBytes,
+// as ErrManifest. Each is permanent, and nothing is written.
+func TestFilesUnsafeManifestRefused(t *testing.T) {
+	const object = `<dataObject ID="%s"><byteStream size="3"><fileLocation href="./%s"/><checksum checksumName="MD5">00000000000000000000000000000000</checksum></byteStream></dataObject>`
+	for _, c := range []struct {
+		name, manifest string
+		err            error
+		says           string
+	}{
+		{"dot-dot", `<?xml version="1.0" encoding="UTF-8"?>
+<xfdu:XFDU xmlns:xfdu="urn:ccsds:schema:xfdu:1"><dataObjectSection>` + fmt.Sprintf(object, "a", "ok.xml") + fmt.Sprintf(object, "b", "GRANULE/../../../escape") + `
+</dataObjectSection></xfdu:XFDU>`, target.ErrBadName, `".." starts with a dot`},
+		{"not a manifest", "<html>Service unavailable</html>", ErrManifest, "not an XFDU manifest"},
+		{"too large", strings.Repeat(" ", manifest.MaxBytes+1), ErrManifest, "more than 16777216 bytes"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			f := setup(t, cdsesim.Options{})
+			p, _ := f.l2a(t, 2<<20)
+			p.Files = []string{"**"}
+			// The download service, with the manifest replaced.
+			dl, _ := url.Parse(f.dl)
+			proxy := httputil.NewSingleHostReverseProxy(dl)
+			var asked []string
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				asked = append(asked, r.URL.Path)
+				if strings.HasSuffix(r.URL.Path, "/Nodes(manifest.safe)/$value") {
+					_, _ = io.WriteString(w, c.manifest)
+					return
+				}
+				proxy.ServeHTTP(w, r)
+			}))
+			t.Cleanup(srv.Close)
+			o := f.options()
+			o.DownloadURL = srv.URL + "/odata/v1"
+			_, err := f.fetcher(t, o, fileTarget(t, f.dir)).Fetch(ctx20(t), p, "k/"+p.Name+".zip", nil)
+			if !errors.Is(err, c.err) || !Permanent(err) || !strings.Contains(err.Error(), c.says) {
+				t.Fatalf("%s: %v", c.name, err)
+			}
+			if len(asked) != 1 {
+				t.Errorf("requests %v: only the manifest's was to be made", asked)
+			}
+			if got := storedFiles(t, f.dir); len(got) != 0 {
+				t.Errorf("stored %v", got)
+			}
+			f.noPartial(t)
+			if _, err := os.Stat(filepath.Join(filepath.Dir(f.dir), "escape")); err == nil {
+				t.Error("a file was written outside the target")
+			}
+		})
+	}
+}
+
+// TestFilesSameBytesAsTheArchive: the files fetched one by one are
+// byte for byte the archive's, unzipped.
+func TestFilesSameBytesAsTheArchive(t *testing.T) {
+	f := setup(t, cdsesim.Options{})
+	p, _ := f.l2a(t, 4<<20)
+	whole, byFiles := t.TempDir(), t.TempDir()
+	if _, err := f.fetcher(t, f.options(), fileTarget(t, whole)).Fetch(ctx20(t), p, p.Name+".zip", nil); err != nil {
+		t.Fatal(err)
+	}
+	f.reg = prometheus.NewRegistry()
+	p.Files = append([]string{"**/*.xml"}, l2aBands...)
+	r, err := f.fetcher(t, f.options(), fileTarget(t, byFiles)).Fetch(ctx20(t), p, p.Name+".zip", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	zr, err := zip.OpenReader(filepath.Join(whole, p.Name+".zip"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer zr.Close()
+	inZip := map[string]*zip.File{}
+	for _, zf := range zr.File {
+		inZip[zf.Name] = zf
+	}
+	got := storedFiles(t, byFiles)
+	if len(got) != len(r.Files.Files)+1 || len(got) < 9 {
+		t.Errorf("%d files stored, %d selected", len(got), len(r.Files.Files))
+	}
+	for path, b := range got {
+		zf, ok := inZip[path]
+		if !ok {
+			t.Errorf("%s is not in the archive", path)
+			continue
+		}
+		rc, err := zf.Open()
+		if err != nil {
+			t.Fatal(err)
+		}
+		zb, err := io.ReadAll(rc)
+		rc.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(b, zb) {
+			t.Errorf("%s: %d bytes by files, %d in the archive, not the same", path, len(b), len(zb))
+		}
+	}
+}
+
+// TestFilesResumeKeepsVerifiedFiles: a Fetch cut in a band keeps the
+// files it verified and the band's partial; the next one fetches the
+// manifest again, finds the files there and resumes the band with Range.
+func TestFilesResumeKeepsVerifiedFiles(t *testing.T) {
+	f := setup(t, cdsesim.Options{})
+	p, sp := f.l2a(t, 8<<20)
+	p.Files = l2aBands
+	want, _, _ := selected(t, sp, l2aBands)
+	const after = 200_000 // within the first band, past the manifest and MTD_MSIL2A.xml
+	if err := f.sim.AddFault(cdsesim.Fault{Kind: cdsesim.FaultCut, Product: p.ID, After: after, Count: 1}); err != nil {
+		t.Fatal(err)
+	}
+	o := f.options()
+	o.MaxAttempts = 1
+	key := "k/" + p.Name + ".zip"
+	if _, err := f.fetcher(t, o, fileTarget(t, f.dir)).Fetch(ctx20(t), p, key, nil); !errors.Is(err, ErrAttempts) || Permanent(err) {
+		t.Fatalf("first fetch: %v", err)
+	}
+	if got := storedFiles(t, f.dir); len(got) != 1 || got["k/"+p.Name+"/MTD_MSIL2A.xml"] == nil {
+		t.Errorf("after the cut: %d files stored, want MTD_MSIL2A.xml alone (no manifest before every file is there)", len(got))
+	}
+	f.reg = prometheus.NewRegistry()
+	r, err := f.fetcher(t, f.options(), fileTarget(t, f.dir)).Fetch(ctx20(t), p, key, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Resumed != after || r.AlreadyThere {
+		t.Errorf("resumed %d, want %d", r.Resumed, after)
+	}
+	asked := map[string]int{}
+	var resumed bool
+	for _, rec := range f.sim.DownloadLog() {
+		if rec.Status != http.StatusOK && rec.Status != http.StatusPartialContent {
+			continue // the catalogue host's redirects
+		}
+		asked[rec.File]++
+		if strings.Contains(rec.File, "_B02_") && rec.Status == http.StatusPartialContent && rec.IfRange != "" {
+			resumed = true
+		}
+	}
+	if asked["MTD_MSIL2A.xml"] != 1 || asked[manifest.SAFE] != 2 || !resumed || asked[""] != 0 {
+		t.Errorf("requests by file %v, B02 resumed %t", asked, resumed)
+	}
+	if r.Files.Fetched != r.Files.Bytes-want["MTD_MSIL2A.xml"]-after {
+		t.Errorf("second fetch downloaded %d of the folder's %d", r.Files.Fetched, r.Files.Bytes)
+	}
+	got := storedFiles(t, f.dir)
+	for path := range want {
+		if !bytes.Equal(got["k/"+p.Name+"/"+path], fileBytes(t, sp, path)) {
+			t.Errorf("%s: not its bytes", path)
+		}
+	}
+	f.noPartial(t)
+}
+
+// TestFilesWithoutManifestFetchTheArchive: a product with no manifest
+// (Sentinel-5P) is fetched whole, and the result says why.
+func TestFilesWithoutManifestFetchTheArchive(t *testing.T) {
+	f := setup(t, cdsesim.Options{})
+	sp := f.sim.GenerateWith(cdsesim.Sentinel5P, 1, sized(1<<20))[0]
+	m, b := sp.Checksums()
+	p := Product{ID: sp.ID, Name: sp.Name, ContentLength: sp.ContentLength, Checksums: []Checksum{{"MD5", m}, {"BLAKE3", b}}, Files: l2aBands}
+	r, err := f.fetcher(t, f.options(), fileTarget(t, f.dir)).Fetch(ctx20(t), p, p.Name+".zip", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Files == nil || r.Files.Fallback == "" || len(r.Verified) != 2 || r.Size != p.ContentLength || !strings.HasSuffix(r.URL, ".zip") {
+		t.Errorf("result %+v, files %+v", r, r.Files)
+	}
+	if got, _ := os.ReadFile(filepath.Join(f.dir, p.Name+".zip")); !bytes.Equal(got, content(t, sp)) {
+		t.Error("the archive stored is not the product's")
+	}
+}
+
+// TestFilesIntoS3: into a bucket, the folder is objects under the key
+// without .zip, the manifest's checksum recorded in their metadata: a
+// second Fetch finds every file there.
+func TestFilesIntoS3(t *testing.T) {
+	f := setup(t, cdsesim.Options{})
+	store := s3test.Start(t)
+	ctx := ctx20(t)
+	p, sp := f.l2a(t, 4<<20)
+	p.Files = l2aBands
+	want, mname, _ := selected(t, sp, l2aBands)
+	fe := f.fetcher(t, f.options(), s3Target(ctx, t, store, "in"))
+	r, err := fe.Fetch(ctx, p, "S2/"+p.Name+".zip", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	prefix := "in/S2/" + p.Name + "/"
+	if r.URL != "s3://"+store.Bucket+"/"+prefix {
+		t.Errorf("URL %s", r.URL)
+	}
+	list, err := store.Client().ListObjectsV2(ctx, &s3.ListObjectsV2Input{Bucket: aws.String(store.Bucket)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(list.Contents) != len(want)+1 {
+		t.Errorf("%d objects, want %d and the manifest", len(list.Contents), len(want))
+	}
+	for _, o := range list.Contents {
+		path, ok := strings.CutPrefix(aws.ToString(o.Key), prefix)
+		if _, sel := want[path]; !ok || (!sel && path != mname) {
+			t.Errorf("object %s", aws.ToString(o.Key))
+			continue
+		}
+		obj, err := store.Client().GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String(store.Bucket), Key: o.Key})
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(obj.Body)
+		obj.Body.Close()
+		if !bytes.Equal(b, fileBytes(t, sp, path)) {
+			t.Errorf("%s: not its bytes", path)
+		}
+	}
+	r, err = fe.Fetch(ctx, p, "S2/"+p.Name+".zip", nil)
+	if err != nil || !r.AlreadyThere {
+		t.Errorf("second fetch: %v %+v", err, r.Files)
+	}
+}
