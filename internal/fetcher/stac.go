@@ -21,20 +21,36 @@ import (
 // safe-name rule).
 func ItemKey(key string) string { return key + ".json" }
 
-// Item is the STAC item of n's product as stored at res (its URL, size
-// and verified MD5), with selfHref its own URL.
+// Item is the STAC item of n's product as stored at res: the archive (its
+// URL, size and verified MD5), or the folder of the files selected, an
+// asset each (their size and the manifest's checksum they were verified
+// against; the manifest and the XML files as metadata); selfHref is its
+// own URL.
 func Item(n *event.Notification, res fetch.Result, catalogueURL, selfHref string, stored time.Time) ([]byte, error) {
-	md5Hex := ""
-	for _, c := range res.Verified {
-		if strings.EqualFold(c.Algorithm, "MD5") {
-			md5Hex = strings.ToLower(c.Value)
+	assets := []stacitem.Asset{{Key: "product", Href: res.URL, Size: res.Size, MD5: sumOf(res.Verified, "MD5"), Role: "data"}}
+	if fr := res.Files; fr != nil && fr.Fallback == "" {
+		folder := strings.TrimSuffix(res.URL, "/") + "/"
+		assets = []stacitem.Asset{{Key: fr.Manifest, Href: folder + fr.Manifest, Size: -1, Role: "metadata"}}
+		for _, f := range fr.Files {
+			role := "data"
+			if strings.HasSuffix(strings.ToLower(f.Path), ".xml") {
+				role = "metadata"
+			}
+			assets = append(assets, stacitem.Asset{Key: f.Path, Href: folder + f.Path, Size: f.Size,
+				MD5: sumOf(f.Checksums, "MD5"), SHA3: sumOf(f.Checksums, "SHA3-256"), Role: role})
 		}
 	}
-	return stacitem.Item(stacitem.Input{
-		Product:  n,
-		Assets:   []stacitem.Asset{{Key: "product", Href: res.URL, Size: res.Size, MD5: md5Hex, Role: "data"}},
-		ODataURL: catalogueURL, Stored: stored, SelfHref: selfHref,
-	})
+	return stacitem.Item(stacitem.Input{Product: n, Assets: assets, ODataURL: catalogueURL, Stored: stored, SelfHref: selfHref})
+}
+
+// sumOf is the checksum of alg among cs, lower-case hex; "" when none.
+func sumOf(cs []fetch.Checksum, alg string) string {
+	for _, c := range cs {
+		if strings.EqualFold(c.Algorithm, alg) {
+			return strings.ToLower(c.Value)
+		}
+	}
+	return ""
 }
 
 // writeItem is StoreItem for the server's product events.

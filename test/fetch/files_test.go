@@ -3,6 +3,8 @@ package fetch
 import (
 	"bytes"
 	"context"
+	"crypto/sha3"
+	"encoding/hex"
 	"encoding/json"
 	"io"
 	"os"
@@ -21,6 +23,7 @@ import (
 	"github.com/cdse-jetstream/receiver/internal/testkit/bins"
 	"github.com/cdse-jetstream/receiver/internal/testkit/natstest"
 	"github.com/cdse-jetstream/receiver/internal/testkit/s3test"
+	"github.com/cdse-jetstream/receiver/internal/testkit/stacschema"
 )
 
 // TestFetchFiles: one Sentinel-2 L2A product, two fetchers. The first
@@ -43,6 +46,7 @@ func TestFetchFiles(t *testing.T) {
 		t.Fatal(err)
 	}
 	w := startWorld(t, false, func(c *config.Config) { c.InterestsFile = interests })
+	store := s3test.Start(t)
 	p := w.sim.GenerateWith(cdsesim.Sentinel2, 1, func(p *cdsesim.Product) {
 		p.ContentLength = 6 << 20
 		p.Name = strings.Replace(p.Name, "MSIL1C", "MSIL2A", 1)
@@ -56,7 +60,6 @@ func TestFetchFiles(t *testing.T) {
 
 	dir := t.TempDir()
 	w.fetcher(t, map[string]string{"FETCH_TARGET": "file://" + dir, "FETCH_CONSUMER": "xml", "FETCH_FILES": "MTD_MSIL2A.xml,**/MTD_*.xml"})
-	store := s3test.Start(t)
 	env := store.Env()
 	env["FETCH_TARGET"], env["FETCH_CONSUMER"] = "s3://"+store.Bucket+"/products", "bands"
 	env["FETCH_SUBJECTS"], env["INTERESTS_FILE"], env["FETCH_FILES"] = "cdse.interest.l2a-bands.>", interests, "**/*.xml"
@@ -98,6 +101,37 @@ func TestFetchFiles(t *testing.T) {
 				t.Errorf("%s: %d bytes stored, not the Node's %d", path, len(got), len(content))
 			}
 		}
+		// Its STAC item: an asset per file, each with the checksum of
+		// the manifest it was verified against (S2: SHA3-256).
+		doc := readURL(t, store, f.StacItem)
+		if err := stacschema.New(t).Item(doc); err != nil {
+			t.Errorf("the STAC item %s does not validate: %v\n%s", f.StacItem, err, doc)
+		}
+		var item struct {
+			Assets map[string]struct {
+				Href     string `json:"href"`
+				Size     *int64 `json:"file:size"`
+				Checksum string `json:"file:checksum"`
+			} `json:"assets"`
+		}
+		if err := json.Unmarshal(doc, &item); err != nil || len(item.Assets) != len(want) {
+			t.Errorf("the STAC item's assets: %v %d, want the %d files and the manifest", err, len(item.Assets), len(want)-1)
+		}
+		for path := range want {
+			a, ok := item.Assets[path]
+			if !ok || !strings.HasSuffix(a.Href, "/"+path) {
+				t.Errorf("no asset %s in the STAC item (%+v)", path, a)
+				continue
+			}
+			if path == manifest.SAFE {
+				continue // the manifest is the reference, checked by nothing
+			}
+			content := fileContent(t, p, path)
+			sum := sha3.Sum256(content)
+			if a.Size == nil || *a.Size != int64(len(content)) || a.Checksum != "1620"+hex.EncodeToString(sum[:]) {
+				t.Errorf("asset %s: size %v checksum %s, want %d and the SHA3-256 multihash of its bytes", path, a.Size, a.Checksum, len(content))
+			}
+		}
 	}
 
 	// The product subjects, FETCH_FILES, into the directory.
@@ -119,8 +153,8 @@ func TestFetchFiles(t *testing.T) {
 		}
 		return nil
 	})
-	if files != 4 { // MTD_MSIL2A.xml, MTD_DS.xml, MTD_TL.xml, the manifest
-		t.Errorf("%d files in the directory, want 4", files)
+	if files != 5 { // MTD_MSIL2A.xml, MTD_DS.xml, MTD_TL.xml, the manifest, and the product's STAC item beside the folder
+		t.Errorf("%d files in the directory, want 5", files)
 	}
 
 	// The interest's copy, its files:, into S3.
@@ -140,8 +174,8 @@ func TestFetchFiles(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(list.Contents) != 6 {
-		t.Errorf("%d objects in the bucket, want the 5 files and the manifest", len(list.Contents))
+	if len(list.Contents) != 7 {
+		t.Errorf("%d objects in the bucket, want the 5 files, the manifest and the STAC item", len(list.Contents))
 	}
 
 	// fetcher fetched list says what each holds.
@@ -216,4 +250,31 @@ func TestGetFiles(t *testing.T) {
 	if code != 2 || !strings.Contains(errOut, `FETCH_FILES: pattern 1 "/abs"`) || !strings.Contains(errOut, `pattern 2 "GRANULE/../x"`) {
 		t.Errorf("bad patterns: exit %d: %s", code, errOut)
 	}
+}
+
+// readURL reads a stored object by its URL: file:// from the disk,
+// s3:// from store.
+func readURL(t *testing.T, store *s3test.Server, u string) []byte {
+	t.Helper()
+	if path, ok := strings.CutPrefix(u, "file://"); ok {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	key, ok := strings.CutPrefix(u, "s3://"+store.Bucket+"/")
+	if !ok {
+		t.Fatalf("%s is neither a file nor in the bucket %s", u, store.Bucket)
+	}
+	out, err := store.Client().GetObject(context.Background(), &s3.GetObjectInput{Bucket: aws.String(store.Bucket), Key: aws.String(key)})
+	if err != nil {
+		t.Fatalf("get %s: %v", u, err)
+	}
+	defer out.Body.Close()
+	b, err := io.ReadAll(out.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }

@@ -58,6 +58,9 @@ type Asset struct {
 	// MD5 is its MD5 in hex, verified against the stored bytes; "" when
 	// none was: an unverified checksum is not written.
 	MD5 string
+	// SHA3 is its SHA3-256 in hex, verified (a Sentinel-2 manifest's
+	// checksum of a file): written when MD5 is not.
+	SHA3 string
 	// Role is "data" (the default) or "metadata" ("thumbnail" and
 	// "overview" too, STAC's other usual roles).
 	Role string
@@ -297,6 +300,15 @@ func assetsOf(in []Asset, stored time.Time) (map[string]any, bool, error) {
 			// A multihash: the code of MD5 (0xd5), the digest's length
 			// (0x10), the digest.
 			o["file:checksum"] = "d510" + hex.EncodeToString(sum)
+			file = true
+		} else if a.SHA3 != "" {
+			sum, err := hex.DecodeString(a.SHA3)
+			if err != nil || len(sum) != 32 {
+				return nil, false, fmt.Errorf("stacitem: asset %q: SHA3-256 %q is not 64 hexadecimal digits", a.Key, a.SHA3)
+			}
+			// A multihash: the code of SHA3-256 (0x16), the digest's
+			// length (0x20), the digest.
+			o["file:checksum"] = "1620" + hex.EncodeToString(sum)
 			file = true
 		}
 		if !stored.IsZero() {
