@@ -94,6 +94,18 @@ bench-compare: ## the load harness with this tree's receiver and the one committ
 	(cd "$$d/src" && $(GO) build -o "$$d/receiver" ./cmd/receiver) && \
 	$(GO) run ./bench/cmd/bench -compare "$$d/receiver" $(BENCHFLAGS)
 
+.PHONY: bench-handler
+bench-handler: ## the webhook handler's request path in-process (BenchmarkHandler: sec, CPU ns, bytes and allocations per request), this tree against REV (default HEAD) in alternating runs of the same binary pair, compared with benchstat (COUNT, default 10); REV=HEAD is the A/A run that shows the noise
+	d=$$(mktemp -d) && trap 'rm -rf "$$d"' EXIT && mkdir "$$d/src" && \
+	git archive $(or $(REV),HEAD) | tar -x -C "$$d/src" && \
+	old=./internal/ingest/webhook && { [ -d "$$d/src/internal/ingest/webhook" ] || old=./internal/webhook; } && \
+	(cd "$$d/src" && $(GO) test -c -o "$$d/old.test" $$old) && $(GO) test -c -o "$$d/new.test" ./internal/ingest/webhook && \
+	for i in $$(seq $(or $(COUNT),10)); do \
+		(cd "$$d/src/$$old" && "$$d/old.test" -test.run '^$$' -test.bench Handler -test.benchmem -test.count 1) >>"$$d/old.txt" && \
+		(cd ./internal/ingest/webhook && "$$d/new.test" -test.run '^$$' -test.bench Handler -test.benchmem -test.count 1) >>"$$d/new.txt"; \
+	done && \
+	$(GO) tool -modfile=tools/go.mod benchstat "$$d/old.txt" "$$d/new.txt"
+
 .PHONY: bench-interests
 bench-interests: ## what 20 named interests cost: this tree's receiver with INTERESTS_FILE (INTERESTS, default bench/interests20.yaml: one copy per product; bench/interests20-none.yaml: evaluation only) against itself without, loaded in the same rounds (BENCHFLAGS, default -rounds 8 -duration 5s)
 	$(GO) test ./internal/ingest/interest -run '^$$' -bench Router -benchmem

@@ -6,6 +6,7 @@ tool (
 	github.com/letsencrypt/pebble/v2/cmd/pebble
 	github.com/nats-io/natscli/nats
 	github.com/versity/versitygw/cmd/versitygw
+	golang.org/x/perf/cmd/benchstat
 )
 
 require github.com/google/go-containerregistry v0.22.1
@@ -27,6 +28,7 @@ require (
 	github.com/Masterminds/semver/v3 v3.5.0 // indirect
 	github.com/Masterminds/sprig/v3 v3.3.0 // indirect
 	github.com/Microsoft/go-winio v0.6.2 // indirect
+	github.com/aclements/go-moremath v0.0.0-20210112150236-f10218a38794 // indirect
 	github.com/andybalholm/brotli v1.2.3 // indirect
 	github.com/antithesishq/antithesis-sdk-go v0.8.0 // indirect
 	github.com/aws/aws-sdk-go-v2 v1.45.1 // indirect
@@ -142,6 +144,7 @@ require (
 	golang.org/x/exp v0.0.0-20261014143641-f0251eb4aa3e // indirect
 	golang.org/x/mod v0.42.0 // indirect
 	golang.org/x/net v0.61.0 // indirect
+	golang.org/x/perf v0.0.0-20260908200009-22c9c6c9d4da // indirect
 	golang.org/x/sync v0.24.0 // indirect
 	golang.org/x/sys v0.49.0 // indirect
 	golang.org/x/term v0.47.0 // indirect
