@@ -104,7 +104,7 @@ bench-handler: ## the webhook handler's request path in-process (BenchmarkHandle
 		(cd "$$d/src/$$old" && "$$d/old.test" -test.run '^$$' -test.bench Handler -test.benchmem -test.count 1) >>"$$d/old.txt" && \
 		(cd ./internal/ingest/webhook && "$$d/new.test" -test.run '^$$' -test.bench Handler -test.benchmem -test.count 1) >>"$$d/new.txt"; \
 	done && \
-	$(GO) tool -modfile=tools/go.mod benchstat "$$d/old.txt" "$$d/new.txt"
+	$(GO) tool -modfile=tools/go.mod benchstat -ignore pkg "$$d/old.txt" "$$d/new.txt"
 
 .PHONY: bench-interests
 bench-interests: ## what 20 named interests cost: this tree's receiver with INTERESTS_FILE (INTERESTS, default bench/interests20.yaml: one copy per product; bench/interests20-none.yaml: evaluation only) against itself without, loaded in the same rounds (BENCHFLAGS, default -rounds 8 -duration 5s)
