@@ -133,8 +133,8 @@ func (ls *lease) keep(ctx context.Context, ttl time.Duration, cut context.Cancel
 }
 
 // renew keeps the lease every quarter of ttl while ctx lasts; when it
-// finds the lease gone or another's, or could not renew it for half of
-// ttl, it cuts the work.
+// finds the lease gone or another's, or could not renew it for three
+// quarters of ttl, it cuts the work.
 func (ls *lease) renew(ctx context.Context, ttl time.Duration, cut context.CancelCauseFunc) {
 	every := ttl / 4
 	t := time.NewTicker(every)
@@ -146,8 +146,12 @@ func (ls *lease) renew(ctx context.Context, ttl time.Duration, cut context.Cance
 			return
 		case <-t.C:
 		}
-		if time.Since(lastOK) >= ttl/2 {
-			// Frozen past half the TTL: the next try may come too late.
+		if time.Since(lastOK) >= ttl*3/4 {
+			// Not renewed for three quarters of the TTL: the next try
+			// may come too late. Later than the heartbeat's cut at half
+			// the ack wait, which holds the work when NATS as a whole is
+			// out of reach; this one is for the bucket alone (its node
+			// lost while the product stream answers).
 			cut(errLeaseLost)
 			return
 		}

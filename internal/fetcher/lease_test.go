@@ -78,7 +78,7 @@ func TestLeases(t *testing.T) {
 	}
 	defer lc.release(ctx)
 	late, cut := context.WithCancelCause(ctx)
-	go la.renew(late, 4*ttl, cut) // a renewal within its own half-TTL bound, so only the lost revision can cut it
+	go la.renew(late, 4*ttl, cut) // a renewal within its own time bound, so only the lost revision can cut it
 	select {
 	case <-late.Done():
 		if !errors.Is(context.Cause(late), errLeaseLost) {

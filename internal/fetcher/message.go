@@ -132,7 +132,15 @@ func fetchedMsg(prefix, consumer string, n *event.Notification, h nats.Header, r
 		out.Set(event.HeaderVerifiedInPlace, "true")
 	}
 	out.Set(event.HeaderFetchTook, r.Took.Round(time.Millisecond).String())
-	out.Set(event.HeaderMsgID, "fetched/"+consumer+"/"+n.ProductID+"/"+string(n.Event)+"/"+ident)
+	// The product event's own id (the receiver's dedupe key: event,
+	// product, ModificationDate) names it: a redelivery publishes the
+	// same id, which the stream drops, but a second modified event of
+	// the same bytes is an event of its own, with its own outcome.
+	src := h.Get(event.HeaderMsgID)
+	if src == "" {
+		src = n.ProductID + "/" + string(n.Event)
+	}
+	out.Set(event.HeaderMsgID, "fetched/"+consumer+"/"+src+"/"+ident)
 	return &nats.Msg{
 		Subject: prefix + "." + token(string(n.Event)) + "." + token(n.Collection) + "." + token(n.ProductType),
 		Header:  out,

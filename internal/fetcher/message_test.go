@@ -72,11 +72,11 @@ func TestMessages(t *testing.T) {
 	}{
 		{"verified", fetchedMsg("cdse.fetched", "f", n, h, fetch.Result{URL: "s3://b/k", Size: 10, Took: 1234567 * time.Microsecond,
 			Verified: []fetch.Checksum{{Algorithm: "MD5", Value: "AB"}, {Algorithm: "BLAKE3", Value: "cd"}}}, "s3://b/k.json"),
-			"cdse.fetched.created.SENTINEL-2.S2MSI2A", "fetched/f/" + n.ProductID + "/created/ab",
+			"cdse.fetched.created.SENTINEL-2.S2MSI2A", "fetched/f/created:id1/ab",
 			map[string]string{"Cdse-Object-Url": "s3://b/k", "Cdse-Stac-Item": "s3://b/k.json", "Cdse-Object-Size": "10", "Cdse-Checksum-MD5": "ab", "Cdse-Checksum-BLAKE3": "cd",
 				"Cdse-Fetch-Took": "1.235s", "Cdse-Product-Id": "id1", "Cdse-Unverified": "", "Ce-Id": ""}},
 		{"unverified", fetchedMsg("cdse.fetched", "f", n, h, fetch.Result{URL: "file:///d/k", Size: 7, Unverified: "no checksum in the catalogue"}, ""),
-			"cdse.fetched.created.SENTINEL-2.S2MSI2A", "fetched/f/" + n.ProductID + "/created/7",
+			"cdse.fetched.created.SENTINEL-2.S2MSI2A", "fetched/f/created:id1/7",
 			map[string]string{"Cdse-Unverified": "no checksum in the catalogue", "Cdse-Checksum-MD5": ""}},
 		{"failed", failedMsg("cdse.fetchfailed", "f", "", "S2.MSI", []byte("{}"), h, 42, "checksum mismatch"),
 			"cdse.fetchfailed.UNKNOWN.S2_MSI", "failed/f/42",
@@ -237,7 +237,7 @@ func TestFilesEvents(t *testing.T) {
 	m := fetchedMsg("cdse.fetched", "f", n, h, res, "")
 	for k, v := range map[string]string{event.HeaderFetchMode: "files", event.HeaderVerifiedAgainst: "manifest", event.HeaderFileCount: "5",
 		event.HeaderFetchedBytes: "3700000", event.HeaderArchiveSize: "8388608", event.HeaderObjectSize: "3754885", event.HeaderUnverified: "",
-		event.HeaderChecksumPrefix + "MD5": "", event.HeaderMsgID: "fetched/f/" + n.ProductID + "/created/files-d1"} {
+		event.HeaderChecksumPrefix + "MD5": "", event.HeaderMsgID: "fetched/f/created:id1/files-d1"} {
 		if got := m.Header.Get(k); got != v {
 			t.Errorf("%s %q, want %q", k, got, v)
 		}
@@ -276,5 +276,23 @@ func TestSelection(t *testing.T) {
 	}
 	if (Selection{}).For("bands") != nil {
 		t.Error("no selection: not the archive")
+	}
+}
+
+// TestTwoModifiedEventsOfTheSameBytes: two modified events of one product
+// whose bytes did not change (the catalogue changed its metadata twice)
+// each get a fetched event of their own (the chaos run found the second
+// dropped as a duplicate), and a redelivery of either the same id.
+func TestTwoModifiedEventsOfTheSameBytes(t *testing.T) {
+	n := &event.Notification{ProductID: "id1", ProductName: "N.SAFE", Event: event.Modified, Collection: "SENTINEL-2", ProductType: "S2MSI2A", Data: []byte(`{}`)}
+	res := fetch.Result{URL: "s3://b/k", Size: 7, AlreadyThere: true, Verified: []fetch.Checksum{{Algorithm: "MD5", Value: "9f1a"}}}
+	first, second := nats.Header{}, nats.Header{}
+	first.Set(event.HeaderMsgID, "modified/id1/2026-11-27T10:00:00Z")
+	second.Set(event.HeaderMsgID, "modified/id1/2026-11-27T11:00:00Z")
+	a := fetchedMsg("cdse.fetched", "f", n, first, res, "").Header.Get(event.HeaderMsgID)
+	b := fetchedMsg("cdse.fetched", "f", n, second, res, "").Header.Get(event.HeaderMsgID)
+	again := fetchedMsg("cdse.fetched", "f", n, first, res, "").Header.Get(event.HeaderMsgID)
+	if a == b || a != again {
+		t.Errorf("fetched ids %q and %q (redelivery %q): want two, and a redelivery's the same", a, b, again)
 	}
 }
