@@ -455,7 +455,9 @@ func (w *world) checkFetch(start time.Time, productMsgs, fetchedMsgs []natstest.
 					problem(id, "%s %s: failed with %q, want a reason about %q", id, k[1], r, fp.unfetchable)
 				}
 			}
-		case len(fe) == 1 && len(fa) == 0:
+		case len(fe) == n && len(fa) == 0 && distinctIDs(fe):
+			// One outcome for each product event (two modified events
+			// of the same bytes are two events, each answered).
 		case len(fe) == 0 && len(fa) == n && fp.deleted:
 			// Deleted in the catalogue before its download.
 			for _, m := range fa {
@@ -464,7 +466,7 @@ func (w *world) checkFetch(start time.Time, productMsgs, fetchedMsgs []natstest.
 				}
 			}
 		default:
-			problem(id, "%s %s: %d fetched and %d failed events (%v), want exactly one fetched", id, k[1], len(fe), len(fa), reasons(fa))
+			problem(id, "%s %s: %d fetched and %d failed events (%v), want one fetched event (distinct ids) for each of its %d product events", id, k[1], len(fe), len(fa), reasons(fa), n)
 		}
 		for _, m := range fe {
 			url := m.Header.Get("Cdse-Object-Url")
@@ -490,8 +492,19 @@ func (w *world) checkFetch(start time.Time, productMsgs, fetchedMsgs []natstest.
 		byURL[url] = id
 	}
 	for url := range objects {
+		if product, ok := strings.CutSuffix(url, ".json"); ok {
+			// A STAC item, beside its product: the fetched event
+			// names both.
+			if _, ok := byURL[product]; !ok {
+				problem("", "STAC item %s stored without its product's fetched event", url)
+			}
+			continue
+		}
 		if _, ok := byURL[url]; !ok {
 			problem("", "object %s stored without a fetched event", url)
+		}
+		if !objects[url+".json"] {
+			problem(byURL[url], "object %s stored without its STAC item", url)
 		}
 	}
 	for url, id := range byURL {
@@ -543,6 +556,20 @@ func (w *world) checkFetch(start time.Time, productMsgs, fetchedMsgs []natstest.
 	}
 
 	w.checkDownloads(start, rep, problem)
+}
+
+// distinctIDs says whether the events have distinct message ids: each
+// answers a product event of its own, none a redelivery's second answer.
+func distinctIDs(ms []natstest.Msg) bool {
+	seen := map[string]bool{}
+	for _, m := range ms {
+		id := m.Header.Get("Nats-Msg-Id")
+		if seen[id] {
+			return false
+		}
+		seen[id] = true
+	}
+	return true
 }
 
 // checkDownloads reads the simulator's log of downloads: never more than
