@@ -156,52 +156,6 @@ func refused(ctx context.Context, err error) error {
 	return err
 }
 
-// failedSeqs reads the sequence numbers a verb is given.
-func failedSeqs(args []string) ([]uint64, error) {
-	out := make([]uint64, 0, len(args))
-	for _, a := range args {
-		seq, err := strconv.ParseUint(a, 10, 64)
-		if err != nil || seq == 0 {
-			return nil, cli.Usagef("SEQ %q is not a sequence number (see failed list)", a)
-		}
-		out = append(out, seq)
-	}
-	return out, nil
-}
-
-// errFailedNotFound makes a verb that did what it could exit 1 when some
-// of the sequences it was given were not failed events, as kubectl delete
-// does for a missing name.
-func errFailedNotFound(n int) error {
-	if n == 0 {
-		return nil
-	}
-	return fmt.Errorf("%d of the sequences given are not failed events (see failed list)", n)
-}
-
-// failedCtxDone reports a cancelled run as such rather than as the error
-// of whatever call it interrupted.
-func failedCtxDone(ctx context.Context, err error) error {
-	if ctx.Err() != nil {
-		return fmt.Errorf("interrupted: %w", ctx.Err())
-	}
-	return err
-}
-
-func orDash(s string) string {
-	if s == "" {
-		return "-"
-	}
-	return s
-}
-
-func cutText(s string, n int) string {
-	if len(s) > n {
-		return s[:n] + "…"
-	}
-	return s
-}
-
 // failedEvent is one failed event as an operator sees it.
 type failedEvent struct {
 	Seq         uint64    `json:"seq"`

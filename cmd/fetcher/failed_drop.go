@@ -26,7 +26,7 @@ func newFailedDrop(fc *failedCmd) *cobra.Command {
 			return nil
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
-			only, err := failedSeqs(args)
+			only, err := cli.Seqs(args, "failed list")
 			if err != nil {
 				return err
 			}
@@ -37,17 +37,17 @@ func newFailedDrop(fc *failedCmd) *cobra.Command {
 			defer done()
 			sum, err := failedDrop(cmd.Context(), store, only, dryRun)
 			if err != nil {
-				return failedCtxDone(cmd.Context(), err)
+				return cli.Interrupted(cmd.Context(), err)
 			}
 			perr := fc.out.Print(cmd.OutOrStdout(), sum, func(w io.Writer) error {
 				tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 				fmt.Fprintln(tw, "SEQ\tPRODUCT\tREASON\tRESULT")
 				for _, it := range sum.Items {
-					fmt.Fprintf(tw, "%d\t%s\t%s\t%s\n", it.Seq, orDash(it.ProductID), cutText(orDash(it.Reason), 80), it.Result)
+					fmt.Fprintf(tw, "%d\t%s\t%s\t%s\n", it.Seq, cli.OrDash(it.ProductID), cli.Cut(cli.OrDash(it.Reason), 80), it.Result)
 				}
 				return tw.Flush()
 			})
-			return errors.Join(perr, errFailedNotFound(sum.NotFound))
+			return errors.Join(perr, cli.NotFound(sum.NotFound, "not failed events (see failed list)"))
 		}}
 	drop.Flags().BoolVar(&dryRun, "dry-run", false, "say what would be removed; remove nothing")
 	return drop

@@ -16,6 +16,7 @@ import (
 
 	"github.com/cdse-jetstream/receiver/event"
 	"github.com/cdse-jetstream/receiver/internal/fetcher/fetchconfig"
+	"github.com/cdse-jetstream/receiver/internal/platform/cli"
 )
 
 // The retry queue. A failed product event is put back on the product
@@ -48,7 +49,7 @@ func newFailedRetry(fc *failedCmd) *cobra.Command {
 	var dryRun bool
 	retry := &cobra.Command{Use: "retry [SEQ...]", Short: "Put the failed events (every one, or those named) back to the fetchers, exactly once",
 		RunE: func(cmd *cobra.Command, args []string) error {
-			only, err := failedSeqs(args)
+			only, err := cli.Seqs(args, "failed list")
 			if err != nil {
 				return err
 			}
@@ -60,14 +61,14 @@ func newFailedRetry(fc *failedCmd) *cobra.Command {
 			r := &failedRetrier{store: store, cfg: cfg, routes: map[string]*retryRoute{}, mayPublish: map[string]bool{}}
 			sum, err := r.run(cmd.Context(), only, dryRun)
 			if err != nil && len(sum.Items) == 0 {
-				return failedCtxDone(cmd.Context(), err)
+				return cli.Interrupted(cmd.Context(), err)
 			}
 			// What was done before an error is printed, then the error.
 			perr := fc.out.Print(cmd.OutOrStdout(), sum, func(w io.Writer) error {
 				tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 				fmt.Fprintln(tw, "SEQ\tPRODUCT\tRESULT\tDETAIL")
 				for _, it := range sum.Items {
-					fmt.Fprintf(tw, "%d\t%s\t%s\t%s\n", it.Seq, orDash(it.ProductID), it.Result, cutText(it.Detail, 100))
+					fmt.Fprintf(tw, "%d\t%s\t%s\t%s\n", it.Seq, cli.OrDash(it.ProductID), it.Result, cli.Cut(it.Detail, 100))
 				}
 				if err := tw.Flush(); err != nil {
 					return err
@@ -80,9 +81,9 @@ func newFailedRetry(fc *failedCmd) *cobra.Command {
 				return err
 			})
 			if err != nil {
-				return failedCtxDone(cmd.Context(), err)
+				return cli.Interrupted(cmd.Context(), err)
 			}
-			return errors.Join(perr, errFailedNotFound(sum.NotFound))
+			return errors.Join(perr, cli.NotFound(sum.NotFound, "not failed events (see failed list)"))
 		}}
 	retry.Flags().BoolVar(&dryRun, "dry-run", false, "check and say what would be queued again; queue and remove nothing")
 	return retry

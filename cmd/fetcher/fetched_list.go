@@ -79,7 +79,7 @@ func newFetchedList(fc *failedCmd) *cobra.Command {
 				return nil
 			})
 			if err != nil {
-				return failedCtxDone(ctx, err)
+				return cli.Interrupted(ctx, err)
 			}
 			return fc.out.Print(cmd.OutOrStdout(), l, func(w io.Writer) error {
 				tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
@@ -93,7 +93,7 @@ func newFetchedList(fc *failedCmd) *cobra.Command {
 						verified += " (unchanged)"
 					}
 					fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", f.Seq, f.Time.UTC().Format(time.RFC3339), f.Event, f.ProductType,
-						orDash(f.ProductName), fetch.HumanBytes(float64(f.Size)), verified, f.URL)
+						cli.OrDash(f.ProductName), fetch.HumanBytes(float64(f.Size)), verified, f.URL)
 				}
 				return tw.Flush()
 			})
