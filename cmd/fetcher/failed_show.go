@@ -5,6 +5,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/cdse-jetstream/receiver/internal/fetcher/failedstore"
 	"github.com/cdse-jetstream/receiver/internal/platform/cli"
 )
 
@@ -27,7 +28,7 @@ func newFailedShow(fc *failedCmd) *cobra.Command {
 			}
 			// The table is the body itself, byte for byte.
 			return fc.out.Print(cmd.OutOrStdout(), struct {
-				failedEvent
+				failedstore.Event
 				Headers map[string][]string `json:"headers"`
 				Body    string              `json:"body"`
 			}{f, f.Header, string(f.Body)}, func(w io.Writer) error {
