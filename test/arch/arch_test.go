@@ -50,7 +50,7 @@ var large = map[string]string{
 	"internal/fetcher":            "one fetcher's lifecycle: its consumer taken, each product event handled to its ack, what became of it published, and the checks that hold its work or let it go (readiness, pauses, its consumer's guard)",
 	"internal/cdse/cdsesim":       "the stand-in for the live catalogue and its identity provider, one remote service as users see it",
 	"internal/cdse/notification":  "one catalogue notification body read as the receiver must: its JSON validated in one walk (UTF-8, duplicates, depth), the few members it routes by, and where the members a filter reads lie, noted on the way",
-	"internal/fetcher/fetch": "one download, from the socket to a verified object, of an archive or of the files its manifest lists that a selection picks (files.go): the same request, token, retry, resume and verification path for both",
+	"internal/fetcher/fetch":      "one download, from the socket to a verified object, of an archive or of the files its manifest lists that a selection picks (files.go): the same request, token, retry, resume and verification path for both",
 	"internal/cdse/productfilter": "the catalogue's $filter language over one product: its grammar, its evaluation (real geometry included) and the view of a product it reads; the simulator and the receiver share it so they cannot disagree",
 }
 
@@ -81,7 +81,7 @@ var crossings = map[[2]string]string{
 	// its setting, declared once with the parser: the ingest wing's
 	// leaf, not its runtime.
 	{"internal/fetcher/fetchconfig", "internal/ingest/interestfile"}: "the interests file's setting group",
-	{"internal/receiver/config", "internal/fetcher/fetchconfig"}: "the fetcher's setting names",
+	{"internal/receiver/config", "internal/fetcher/fetchconfig"}:     "the fetcher's setting names",
 }
 
 // wingOf is the wing of an import path of the module, or "".
