@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -26,7 +25,7 @@ func newFailedDrop(fc *failedCmd) *cobra.Command {
 			return nil
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
-			only, err := failedSeqs(args)
+			only, err := cli.Seqs(args, "failed list")
 			if err != nil {
 				return err
 			}
@@ -35,70 +34,20 @@ func newFailedDrop(fc *failedCmd) *cobra.Command {
 				return err
 			}
 			defer done()
-			sum, err := failedDrop(cmd.Context(), store, only, dryRun)
+			sum, err := store.Drop(cmd.Context(), only, dryRun)
 			if err != nil {
-				return failedCtxDone(cmd.Context(), err)
+				return cli.Interrupted(cmd.Context(), err)
 			}
 			perr := fc.out.Print(cmd.OutOrStdout(), sum, func(w io.Writer) error {
 				tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 				fmt.Fprintln(tw, "SEQ\tPRODUCT\tREASON\tRESULT")
 				for _, it := range sum.Items {
-					fmt.Fprintf(tw, "%d\t%s\t%s\t%s\n", it.Seq, orDash(it.ProductID), cutText(orDash(it.Reason), 80), it.Result)
+					fmt.Fprintf(tw, "%d\t%s\t%s\t%s\n", it.Seq, cli.OrDash(it.ProductID), cli.Cut(cli.OrDash(it.Reason), 80), it.Result)
 				}
 				return tw.Flush()
 			})
-			return errors.Join(perr, errFailedNotFound(sum.NotFound))
+			return errors.Join(perr, cli.NotFound(sum.NotFound, "not failed events (see failed list)"))
 		}}
 	drop.Flags().BoolVar(&dryRun, "dry-run", false, "say what would be removed; remove nothing")
 	return drop
-}
-
-// failedDropSummary is what a drop did.
-type failedDropSummary struct {
-	DryRun   bool             `json:"dryRun"`
-	Dropped  int              `json:"dropped"`
-	NotFound int              `json:"notFound"`
-	Items    []failedDropItem `json:"items"`
-}
-
-// failedDropItem is the fate of one failed event a drop was asked for.
-type failedDropItem struct {
-	Seq       uint64 `json:"seq"`
-	ProductID string `json:"productId,omitempty"`
-	Reason    string `json:"reason,omitempty"`
-	Result    string `json:"result"` // dropped, would-drop, not-found
-}
-
-// failedDrop removes the failed events seqs; a sequence that is not one is
-// an item "not-found", the others are dropped all the same.
-func failedDrop(ctx context.Context, store *failedStore, seqs []uint64, dryRun bool) (failedDropSummary, error) {
-	sum := failedDropSummary{DryRun: dryRun, Items: []failedDropItem{}}
-	if dryRun {
-		// A would-drop must mean the drop would succeed: the login's
-		// right too, which a read never shows.
-		if err := store.MayRemove(ctx); err != nil {
-			return sum, err
-		}
-	}
-	for _, seq := range seqs {
-		f, err := store.Get(ctx, seq)
-		if errors.Is(err, errNoFailed) {
-			sum.NotFound++
-			sum.Items = append(sum.Items, failedDropItem{Seq: seq, Result: "not-found"})
-			continue
-		}
-		if err != nil {
-			return sum, err
-		}
-		item := failedDropItem{Seq: seq, ProductID: f.ProductID, Reason: f.Reason, Result: "would-drop"}
-		if !dryRun {
-			if err := store.Remove(ctx, seq); err != nil {
-				return sum, err
-			}
-			item.Result = "dropped"
-			sum.Dropped++
-		}
-		sum.Items = append(sum.Items, item)
-	}
-	return sum, nil
 }

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+
+	"github.com/cdse-jetstream/receiver/internal/platform/cli"
 )
 
 // newFailedList is `fetcher failed list`.
@@ -20,14 +22,14 @@ func newFailedList(fc *failedCmd) *cobra.Command {
 			defer done()
 			l, err := store.List(cmd.Context())
 			if err != nil {
-				return failedCtxDone(cmd.Context(), err)
+				return cli.Interrupted(cmd.Context(), err)
 			}
 			return fc.out.Print(cmd.OutOrStdout(), l, func(w io.Writer) error {
 				tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 				fmt.Fprintln(tw, "SEQ\tTIME\tCOLLECTION\tTYPE\tEVENT\tPRODUCT\tNAME\tREASON")
 				for _, f := range l {
-					fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", f.Seq, f.Time.UTC().Format(time.RFC3339), orDash(f.Collection), orDash(f.ProductType),
-						orDash(f.Event), orDash(f.ProductID), orDash(f.ProductName), cutText(f.Reason, 80))
+					fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", f.Seq, f.Time.UTC().Format(time.RFC3339), cli.OrDash(f.Collection), cli.OrDash(f.ProductType),
+						cli.OrDash(f.Event), cli.OrDash(f.ProductID), cli.OrDash(f.ProductName), cli.Cut(f.Reason, 80))
 				}
 				return tw.Flush()
 			})

@@ -3,44 +3,16 @@ package main
 import (
 	"fmt"
 	"io"
-	"strconv"
-	"strings"
 	"text/tabwriter"
 	"time"
 
-	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
 	"github.com/spf13/cobra"
 
 	"github.com/cdse-jetstream/receiver/event"
+	"github.com/cdse-jetstream/receiver/internal/fetcher/failedstore"
 	"github.com/cdse-jetstream/receiver/internal/fetcher/fetch"
 	"github.com/cdse-jetstream/receiver/internal/platform/cli"
 )
-
-// fetchedEvent is one fetched event as an operator sees it.
-type fetchedEvent struct {
-	Seq         uint64            `json:"seq"`
-	Time        time.Time         `json:"time"`
-	Event       string            `json:"event"`
-	Collection  string            `json:"collection"`
-	ProductType string            `json:"productType"`
-	ProductID   string            `json:"productId"`
-	ProductName string            `json:"productName"`
-	Interest    string            `json:"interest,omitempty"`
-	URL         string            `json:"url"`
-	Size        int64             `json:"size"`
-	Verified    bool              `json:"verified"`
-	Checksums   map[string]string `json:"checksums,omitempty"`
-	Unverified  string            `json:"unverified,omitempty"`
-	// Unchanged: the target held it already, nothing was downloaded.
-	Unchanged bool   `json:"unchanged,omitempty"`
-	Took      string `json:"took,omitempty"`
-	// Mode is "files" for a folder of some of the product's files (Files
-	// of them, each verified against the manifest), "archive" for an
-	// archive stored although files were asked for; "" an archive.
-	Mode  string `json:"mode,omitempty"`
-	Files int    `json:"files,omitempty"`
-}
 
 // newFetchedList is `fetcher fetched list`.
 func newFetchedList(fc *failedCmd) *cobra.Command {
@@ -57,29 +29,15 @@ func newFetchedList(fc *failedCmd) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			cfg, store, done, err := fc.open(cmd)
+			_, store, done, err := fc.open(cmd)
 			if err != nil {
 				return err
 			}
 			defer done()
 			ctx := cmd.Context()
-			filter := cfg.FetchedPrefix + ".>"
-			if productType != "" {
-				filter = cfg.FetchedPrefix + ".*.*." + productType
-			}
-			l := []fetchedEvent{}
-			oc := jetstream.OrderedConsumerConfig{FilterSubjects: []string{filter}, HeadersOnly: true}
-			if !from.IsZero() {
-				oc.DeliverPolicy, oc.OptStartTime = jetstream.DeliverByStartTimePolicy, &from
-			}
-			err = store.read(ctx, oc, 500, func(m jetstream.Msg, md *jetstream.MsgMetadata) error {
-				if ev := fetchedOf(cfg.FetchedPrefix, md.Sequence.Stream, md.Timestamp, m.Subject(), m.Headers()); interest == "" || ev.Interest == interest {
-					l = append(l, ev)
-				}
-				return nil
-			})
+			l, err := store.Fetched(ctx, failedstore.FetchedFilter{Since: from, ProductType: productType, Interest: interest})
 			if err != nil {
-				return failedCtxDone(ctx, err)
+				return cli.Interrupted(ctx, err)
 			}
 			return fc.out.Print(cmd.OutOrStdout(), l, func(w io.Writer) error {
 				tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
@@ -93,7 +51,7 @@ func newFetchedList(fc *failedCmd) *cobra.Command {
 						verified += " (unchanged)"
 					}
 					fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", f.Seq, f.Time.UTC().Format(time.RFC3339), f.Event, f.ProductType,
-						orDash(f.ProductName), fetch.HumanBytes(float64(f.Size)), verified, f.URL)
+						cli.OrDash(f.ProductName), fetch.HumanBytes(float64(f.Size)), verified, f.URL)
 				}
 				return tw.Flush()
 			})
@@ -119,28 +77,4 @@ func sinceTime(s string, now time.Time) (time.Time, error) {
 		}
 	}
 	return time.Time{}, cli.Usagef("--since %q: want a time (2026-05-01, 2026-05-01T12:00:00Z) or an age (24h)", s)
-}
-
-// fetchedOf reads a fetched event from its subject and headers (the
-// object's, and the product's copied from the product message).
-func fetchedOf(prefix string, seq uint64, at time.Time, subject string, h nats.Header) fetchedEvent {
-	ev := fetchedEvent{Seq: seq, Time: at, ProductID: h.Get(event.HeaderProductID), ProductName: h.Get(event.HeaderProductName),
-		Interest: h.Get(event.HeaderInterest), URL: h.Get(event.HeaderObjectURL), Unverified: h.Get(event.HeaderUnverified),
-		Unchanged: h.Get(event.HeaderObjectUnchanged) == "true", Took: h.Get(event.HeaderFetchTook)}
-	if tokens := strings.Split(strings.TrimPrefix(subject, prefix+"."), "."); len(tokens) == 3 {
-		ev.Event, ev.Collection, ev.ProductType = tokens[0], tokens[1], tokens[2]
-	}
-	ev.Size, _ = strconv.ParseInt(h.Get(event.HeaderObjectSize), 10, 64)
-	for k, v := range h {
-		if alg, ok := strings.CutPrefix(k, event.HeaderChecksumPrefix); ok && len(v) > 0 && v[0] != "" {
-			if ev.Checksums == nil {
-				ev.Checksums = map[string]string{}
-			}
-			ev.Checksums[strings.ToUpper(alg)] = v[0]
-		}
-	}
-	ev.Mode = h.Get(event.HeaderFetchMode)
-	ev.Files, _ = strconv.Atoi(h.Get(event.HeaderFileCount))
-	ev.Verified = len(ev.Checksums) > 0 || (ev.Mode == event.FetchModeFiles && h.Get(event.HeaderVerifiedAgainst) != "" && ev.Unverified == "")
-	return ev
 }

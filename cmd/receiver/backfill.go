@@ -152,7 +152,7 @@ func backfillRun(ctx context.Context, o backfillOptions, getenv func(string) str
 	}
 	defer nc.Close()
 	if _, err := topo.EnsureProduct(ctx); err != nil {
-		return ctxDone(ctx, err)
+		return cli.Interrupted(ctx, err)
 	}
 	reg := prometheus.NewRegistry()
 	qu, err := wiring.Quarantine(topo, cfg, reg, log)
@@ -161,7 +161,7 @@ func backfillRun(ctx context.Context, o backfillOptions, getenv func(string) str
 	}
 	if !o.dryRun {
 		if err := qu.Ensure(ctx); err != nil {
-			return ctxDone(ctx, err)
+			return cli.Interrupted(ctx, err)
 		}
 	}
 	pub, err := wiring.Publisher(nc, cfg, reg, false)
@@ -189,7 +189,7 @@ func backfillRun(ctx context.Context, o backfillOptions, getenv func(string) str
 		fmt.Fprintln(stderr)
 	}
 	if err != nil {
-		return ctxDone(ctx, fmt.Errorf("%w (run the same command again to continue)", err))
+		return cli.Interrupted(ctx, fmt.Errorf("%w (run the same command again to continue)", err))
 	}
 	if one != nil && !o.dryRun {
 		if to.IsZero() {

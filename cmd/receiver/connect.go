@@ -1,8 +1,6 @@
 package main
 
 import (
-	"context"
-	"fmt"
 	"os"
 
 	"github.com/cdse-jetstream/receiver/internal/platform/cli"
@@ -22,13 +20,4 @@ func commandConfig(file string, getenv func(string) string, validate ...func(con
 		return cfg, cli.Usagef("invalid configuration:\n%v%s", err, config.TypoHints(os.Environ()))
 	}
 	return cfg, nil
-}
-
-// ctxDone reports a cancelled run as such rather than as the error of
-// whatever call it interrupted.
-func ctxDone(ctx context.Context, err error) error {
-	if ctx.Err() != nil {
-		return fmt.Errorf("interrupted: %w", ctx.Err())
-	}
-	return err
 }

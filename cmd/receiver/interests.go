@@ -227,7 +227,7 @@ func printInterests(w io.Writer, out *cli.Output, set *interestfile.Set) error {
 		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 		fmt.Fprintln(tw, "NAME\tEVENTS\tMAX SENSING AGE\tFILTER")
 		for _, r := range rows {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", r.Name, strings.Join(r.Events, ","), orDash(r.MaxSensingAge), r.Filter)
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", r.Name, strings.Join(r.Events, ","), cli.OrDash(r.MaxSensingAge), r.Filter)
 		}
 		if err := tw.Flush(); err != nil {
 			return err

@@ -1,9 +1,6 @@
 package main
 
 import (
-	"fmt"
-	"strconv"
-
 	"github.com/spf13/cobra"
 
 	"github.com/cdse-jetstream/receiver/internal/ingest/quarantine"
@@ -79,41 +76,4 @@ func (qc *quarantineCmd) open(withRoute bool) (config.Config, *topology.Topology
 
 func quarantineReader(topo *topology.Topology) *quarantine.Reader {
 	return quarantine.NewReader(topo.JetStream(), topo.QuarantineStream())
-}
-
-// seqs reads the sequence numbers a verb is given.
-func seqs(args []string) ([]uint64, error) {
-	out := make([]uint64, 0, len(args))
-	for _, a := range args {
-		seq, err := strconv.ParseUint(a, 10, 64)
-		if err != nil || seq == 0 {
-			return nil, cli.Usagef("SEQ %q is not a sequence number (see quarantine list)", a)
-		}
-		out = append(out, seq)
-	}
-	return out, nil
-}
-
-// errNotFound makes a verb that did what it could exit 1 when some of the
-// sequences it was given were not in the quarantine, as kubectl delete
-// does for a missing name.
-func errNotFound(n int) error {
-	if n == 0 {
-		return nil
-	}
-	return fmt.Errorf("%d of the sequences given are not in the quarantine (see quarantine list)", n)
-}
-
-func orDash(s string) string {
-	if s == "" {
-		return "-"
-	}
-	return s
-}
-
-func cut(s string, n int) string {
-	if len(s) > n {
-		return s[:n] + "…"
-	}
-	return s
 }

@@ -25,7 +25,7 @@ func newQuarantineDrop(qc *quarantineCmd) *cobra.Command {
 			return nil
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
-			only, err := seqs(args)
+			only, err := cli.Seqs(args, "quarantine list")
 			if err != nil {
 				return err
 			}
@@ -36,17 +36,17 @@ func newQuarantineDrop(qc *quarantineCmd) *cobra.Command {
 			defer done()
 			sum, err := quarantineReader(topo).Drop(cmd.Context(), only, dryRun)
 			if err != nil {
-				return ctxDone(cmd.Context(), err)
+				return cli.Interrupted(cmd.Context(), err)
 			}
 			perr := qc.out.Print(cmd.OutOrStdout(), sum, func(w io.Writer) error {
 				tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 				fmt.Fprintln(tw, "SEQ\tPRODUCT\tREASON\tRESULT")
 				for _, it := range sum.Items {
-					fmt.Fprintf(tw, "%d\t%s\t%s\t%s\n", it.Seq, orDash(it.ProductID), orDash(it.Reason), it.Result)
+					fmt.Fprintf(tw, "%d\t%s\t%s\t%s\n", it.Seq, cli.OrDash(it.ProductID), cli.OrDash(it.Reason), it.Result)
 				}
 				return tw.Flush()
 			})
-			return errors.Join(perr, errNotFound(sum.NotFound))
+			return errors.Join(perr, cli.NotFound(sum.NotFound, "not in the quarantine (see quarantine list)"))
 		}}
 	drop.Flags().BoolVar(&dryRun, "dry-run", false, "say what would be removed; remove nothing")
 	return drop

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+
+	"github.com/cdse-jetstream/receiver/internal/platform/cli"
 )
 
 // newQuarantineList is `receiver quarantine list`.
@@ -20,13 +22,13 @@ func newQuarantineList(qc *quarantineCmd) *cobra.Command {
 			defer done()
 			l, err := quarantineReader(topo).List(cmd.Context())
 			if err != nil {
-				return ctxDone(cmd.Context(), err)
+				return cli.Interrupted(cmd.Context(), err)
 			}
 			return qc.out.Print(cmd.OutOrStdout(), l, func(w io.Writer) error {
 				tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 				fmt.Fprintln(tw, "SEQ\tTIME\tSOURCE\tREASON\tPRODUCT\tBYTES\tERROR")
 				for _, s := range l {
-					fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%d\t%s\n", s.Seq, s.Time.UTC().Format(time.RFC3339), s.Source, s.Reason, orDash(s.ProductID), s.Bytes, cut(s.Error, 80))
+					fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%d\t%s\n", s.Seq, s.Time.UTC().Format(time.RFC3339), s.Source, s.Reason, cli.OrDash(s.ProductID), s.Bytes, cli.Cut(s.Error, 80))
 				}
 				return tw.Flush()
 			})

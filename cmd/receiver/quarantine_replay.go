@@ -22,7 +22,7 @@ func newQuarantineReplay(qc *quarantineCmd) *cobra.Command {
 	var dryRun bool
 	replay := &cobra.Command{Use: "replay [SEQ...]", Short: "Validate the bodies again (every one, or those named) and publish those that pass, exactly once",
 		RunE: func(cmd *cobra.Command, args []string) error {
-			only, err := seqs(args)
+			only, err := cli.Seqs(args, "quarantine list")
 			if err != nil {
 				return err
 			}
@@ -49,13 +49,13 @@ func replayRun(ctx context.Context, cfg config.Config, topo *topology.Topology, 
 	}
 	sum, err := r.Replay(ctx, pub, quarantine.ReplayOptions{Route: route, MaxBody: cfg.MaxBody, MaxNotifications: cfg.MaxNotifications, DryRun: dryRun, Seqs: only})
 	if err != nil {
-		return ctxDone(ctx, err)
+		return cli.Interrupted(ctx, err)
 	}
 	perr := out.Print(stdout, sum, func(w io.Writer) error {
 		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 		fmt.Fprintln(tw, "SEQ\tPRODUCT\tRESULT\tDETAIL")
 		for _, it := range sum.Items {
-			fmt.Fprintf(tw, "%d\t%s\t%s\t%s\n", it.Seq, orDash(it.ProductID), it.Result, cut(it.Detail, 100))
+			fmt.Fprintf(tw, "%d\t%s\t%s\t%s\n", it.Seq, cli.OrDash(it.ProductID), it.Result, cli.Cut(it.Detail, 100))
 		}
 		if err := tw.Flush(); err != nil {
 			return err
@@ -68,5 +68,5 @@ func replayRun(ctx context.Context, cfg config.Config, topo *topology.Topology, 
 			sum.Checked, done, sum.Replayed, sum.Stored, sum.Duplicates, sum.StillRefused)
 		return err
 	})
-	return errors.Join(perr, errNotFound(sum.NotFound))
+	return errors.Join(perr, cli.NotFound(sum.NotFound, "not in the quarantine (see quarantine list)"))
 }

@@ -92,7 +92,7 @@ func newTrace(getenv func(string) string, configFile *string) *cobra.Command {
 			FetchedStream: fetched, MaxBody: cfg.MaxBody,
 		}, q)
 		if ferr != nil && cmd.Context().Err() != nil {
-			ferr = ctxDone(cmd.Context(), ferr)
+			ferr = cli.Interrupted(cmd.Context(), ferr)
 		} else if ferr != nil && ctx.Err() != nil {
 			ferr = fmt.Errorf("timed out after %s: %w", timeout, ferr)
 		}
@@ -131,11 +131,11 @@ func traceTable(w io.Writer, res trace.Result, wide bool) error {
 		}
 		detail := h.Detail
 		if !wide {
-			detail = cut(detail, 80)
+			detail = cli.Cut(detail, 80)
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t%s", h.Stream, h.Seq, h.Time.Format(time.RFC3339), h.Subject, what, orDash(h.Source), orDash(detail))
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t%s", h.Stream, h.Seq, h.Time.Format(time.RFC3339), h.Subject, what, cli.OrDash(h.Source), cli.OrDash(detail))
 		if wide {
-			fmt.Fprintf(tw, "\t%s\t%s\t%s", orDash(h.Event), orDash(h.ProductID), orDash(h.ProductName))
+			fmt.Fprintf(tw, "\t%s\t%s\t%s", cli.OrDash(h.Event), cli.OrDash(h.ProductID), cli.OrDash(h.ProductName))
 		}
 		fmt.Fprintln(tw)
 	}
