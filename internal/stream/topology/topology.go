@@ -354,13 +354,19 @@ func (t *Topology) SupersededSubject(collection, productType string) string {
 // notices.
 func (t *Topology) ProductFilter() string { return t.o.SubjectPrefix + ".>" }
 
+// ErrNoticesNotTaken marks a product stream that does not take the
+// notices' subjects: none are configured, or another stream of this NATS
+// takes them. It is a setting to change, not an error to retry.
+var ErrNoticesNotTaken = errors.New("the product stream does not take the notices of supersession")
+
 // NoticesTaken says, with nil, that the product stream takes the notices'
-// subjects, or why not: none are configured, or another stream of this
-// NATS takes them (EnsureProduct made the product stream without them).
+// subjects, or why not: ErrNoticesNotTaken when none are configured or
+// another stream of this NATS takes them (EnsureProduct made the product
+// stream without them), another error when the stream cannot be read.
 func (t *Topology) NoticesTaken(ctx context.Context) error {
 	notices := t.o.noticeSubjects()
 	if notices == "" {
-		return errors.New("no RECEIVER_VERSIONS_SUBJECT_PREFIX")
+		return fmt.Errorf("%w: no RECEIVER_VERSIONS_SUBJECT_PREFIX", ErrNoticesNotTaken)
 	}
 	s, err := t.js.Stream(ctx, t.o.Stream)
 	if err != nil {
@@ -369,7 +375,8 @@ func (t *Topology) NoticesTaken(ctx context.Context) error {
 	if covered(s.CachedInfo().Config.Subjects, notices) {
 		return nil
 	}
-	return fmt.Errorf("stream %s does not take %s: another stream of this NATS does (a second receiver: set RECEIVER_VERSIONS_SUBJECT_PREFIX to subjects of its own, or RECEIVER_VERSIONS=false)", t.o.Stream, notices)
+	return fmt.Errorf("%w: stream %s does not take %s, another stream of this NATS does (a second receiver: set RECEIVER_VERSIONS_SUBJECT_PREFIX to subjects of its own, or RECEIVER_VERSIONS=false)",
+		ErrNoticesNotTaken, t.o.Stream, notices)
 }
 
 func orUnlimited(n int64) int64 {

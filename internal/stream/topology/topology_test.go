@@ -2,6 +2,7 @@ package topology_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -172,7 +173,7 @@ func TestNoticeSubjects(t *testing.T) {
 	if got := subjects("STAGING"); got != "[staging.product.> cdse.fetchretry.STAGING.>]" {
 		t.Errorf("second subjects %s", got)
 	}
-	if err := second.NoticesTaken(ctx); err == nil || !strings.Contains(err.Error(), "RECEIVER_VERSIONS_SUBJECT_PREFIX") {
+	if err := second.NoticesTaken(ctx); !errors.Is(err, topology.ErrNoticesNotTaken) || !strings.Contains(err.Error(), "RECEIVER_VERSIONS_SUBJECT_PREFIX") {
 		t.Errorf("NoticesTaken of the second: %v", err)
 	}
 	// Its own prefix: added to the stream it has.
@@ -187,7 +188,7 @@ func TestNoticeSubjects(t *testing.T) {
 		t.Errorf("NoticesTaken: %v", err)
 	}
 	// Without notices, none are taken.
-	if err := topology.New(js, topology.Options{Stream: "P", SubjectPrefix: "cdse.product"}).NoticesTaken(ctx); err == nil {
+	if err := topology.New(js, topology.Options{Stream: "P", SubjectPrefix: "cdse.product"}).NoticesTaken(ctx); !errors.Is(err, topology.ErrNoticesNotTaken) {
 		t.Error("NoticesTaken without a prefix")
 	}
 }
