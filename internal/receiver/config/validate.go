@@ -236,6 +236,7 @@ func (c Config) ValidateStreams() error {
 		p.add("QUARANTINE_SUBJECT_PREFIX %q overlaps NATS_SUBJECT_PREFIX %q: two streams cannot share subjects, and refused bodies must never reach the product stream", c.QuarantinePrefix, c.SubjectPrefix)
 	}
 	p = append(p, c.completeProblems()...)
+	p = append(p, c.versionsProblems()...)
 	if c.QuarantineMaxAge < 0 || c.QuarantineMaxBytes < 0 {
 		p.add("QUARANTINE_MAX_AGE and QUARANTINE_MAX_BYTES must not be negative")
 	}
@@ -277,6 +278,36 @@ func (c Config) completeProblems() problems {
 	for _, o := range others {
 		if overlaps(c.CompletePrefix, o.prefix) {
 			p.add("COMPLETE_SUBJECT_PREFIX %q overlaps %s %q: two streams cannot share subjects", c.CompletePrefix, o.name, o.prefix)
+		}
+	}
+	return p
+}
+
+// versionsProblems are those of the versions consumer, when it is on: a
+// bucket's TTL, and notice subjects no other stream of the receiver's
+// takes and no consumer of the product subjects receives. Another
+// receiver's notices on the same NATS are found when the stream is
+// ensured (topology.NoticesTaken): only NATS can tell.
+func (c Config) versionsProblems() problems {
+	var p problems
+	if !c.Versions {
+		return p
+	}
+	if c.VersionsMaxAge < time.Hour {
+		p.add("RECEIVER_VERSIONS_MAX_AGE %s must be at least 1h (an acquisition forgotten between its versions links nothing)", c.VersionsMaxAge)
+	}
+	if !validPrefix(c.VersionsPrefix) {
+		p.add("RECEIVER_VERSIONS_SUBJECT_PREFIX %q must be dot-separated tokens of [A-Za-z0-9_-]", c.VersionsPrefix)
+		return p
+	}
+	others := []struct{ name, prefix string }{{"NATS_SUBJECT_PREFIX", c.SubjectPrefix}, {"QUARANTINE_SUBJECT_PREFIX", c.QuarantinePrefix},
+		{"COMPLETE_SUBJECT_PREFIX", c.CompletePrefix}, {"the fetcher's retries", event.FetchRetryPrefix}}
+	if c.InterestsFile != "" {
+		others = append(others, struct{ name, prefix string }{"INTEREST_SUBJECT_PREFIX", c.InterestPrefix})
+	}
+	for _, o := range others {
+		if overlaps(c.VersionsPrefix, o.prefix) {
+			p.add("RECEIVER_VERSIONS_SUBJECT_PREFIX %q overlaps %s %q: the notices need subjects of their own", c.VersionsPrefix, o.name, o.prefix)
 		}
 	}
 	return p
