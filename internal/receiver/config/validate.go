@@ -269,18 +269,7 @@ func (c Config) completeProblems() problems {
 		p.add("COMPLETE_SUBJECT_PREFIX %q must be dot-separated tokens of [A-Za-z0-9_-]", c.CompletePrefix)
 		return p
 	}
-	others := []struct{ name, prefix string }{{"NATS_SUBJECT_PREFIX", c.SubjectPrefix}, {"QUARANTINE_SUBJECT_PREFIX", c.QuarantinePrefix},
-		// The product stream takes the fetcher's retries.
-		{"the fetcher's retries", event.FetchRetryPrefix}}
-	if c.InterestsFile != "" {
-		others = append(others, struct{ name, prefix string }{"INTEREST_SUBJECT_PREFIX", c.InterestPrefix})
-	}
-	for _, o := range others {
-		if overlaps(c.CompletePrefix, o.prefix) {
-			p.add("COMPLETE_SUBJECT_PREFIX %q overlaps %s %q: two streams cannot share subjects", c.CompletePrefix, o.name, o.prefix)
-		}
-	}
-	return p
+	return append(p, c.overlapping("COMPLETE_SUBJECT_PREFIX", c.CompletePrefix, "two streams cannot share subjects")...)
 }
 
 // versionsProblems are those of the versions consumer, when it is on: a
@@ -300,14 +289,23 @@ func (c Config) versionsProblems() problems {
 		p.add("RECEIVER_VERSIONS_SUBJECT_PREFIX %q must be dot-separated tokens of [A-Za-z0-9_-]", c.VersionsPrefix)
 		return p
 	}
+	return append(p, c.overlapping("RECEIVER_VERSIONS_SUBJECT_PREFIX", c.VersionsPrefix, "the notices need subjects of their own")...)
+}
+
+// overlapping says which of the receiver's other prefixes the setting
+// name's prefix overlaps, and why that is wrong: the product, quarantine,
+// complete and interests' subjects, and the fetcher's retries (the
+// product stream takes them).
+func (c Config) overlapping(name, prefix, why string) problems {
+	var p problems
 	others := []struct{ name, prefix string }{{"NATS_SUBJECT_PREFIX", c.SubjectPrefix}, {"QUARANTINE_SUBJECT_PREFIX", c.QuarantinePrefix},
 		{"COMPLETE_SUBJECT_PREFIX", c.CompletePrefix}, {"the fetcher's retries", event.FetchRetryPrefix}}
 	if c.InterestsFile != "" {
 		others = append(others, struct{ name, prefix string }{"INTEREST_SUBJECT_PREFIX", c.InterestPrefix})
 	}
 	for _, o := range others {
-		if overlaps(c.VersionsPrefix, o.prefix) {
-			p.add("RECEIVER_VERSIONS_SUBJECT_PREFIX %q overlaps %s %q: the notices need subjects of their own", c.VersionsPrefix, o.name, o.prefix)
+		if o.name != name && overlaps(prefix, o.prefix) {
+			p.add("%s %q overlaps %s %q: %s", name, prefix, o.name, o.prefix, why)
 		}
 	}
 	return p
