@@ -37,6 +37,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -72,6 +73,8 @@ type Tracker struct {
 
 	undecided, notices *prometheus.CounterVec
 	failures           prometheus.Counter
+	// running: the consumer is set up (the pending gauge reads it).
+	running atomic.Bool
 }
 
 // New returns a Tracker of topo's product stream; its metrics are
@@ -91,7 +94,9 @@ func New(o Options, topo *topology.Topology, reg prometheus.Registerer, log logr
 		failures: prometheus.NewCounter(prometheus.CounterOpts{Name: "cdse_receiver_versions_failures_total",
 			Help: "Product events the versions consumer could not handle (the versions bucket or the notice's publish failed); each is taken again."}),
 	}
-	for _, c := range []prometheus.Collector{t.undecided, t.notices, t.failures} {
+	pending := pendingCollector{t: t, desc: prometheus.NewDesc("cdse_receiver_versions_pending_messages",
+		"Product events the versions consumer has yet to take in (its pending and unacknowledged messages), read from JetStream at scrape time; absent while it is not running.", nil, nil)}
+	for _, c := range []prometheus.Collector{t.undecided, t.notices, t.failures, pending} {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("register versions metrics: %w", err)
 		}
@@ -142,6 +147,8 @@ func (t *Tracker) consume(ctx context.Context, backoff *retry.Backoff) error {
 		return fmt.Errorf("consume %s: %w", topology.VersionsConsumer, err)
 	}
 	defer it.Stop()
+	t.running.Store(true)
+	defer t.running.Store(false)
 	t.log.WithFields(logrus.Fields{"consumer": topology.VersionsConsumer, "bucket": t.topo.VersionsBucket()}).Info("versions consumer started")
 	for {
 		m, err := it.Next(jetstream.NextContext(ctx))
@@ -333,4 +340,27 @@ func (t *Tracker) publish(ctx context.Context, acquisition string, n notice) err
 		t.log.WithFields(logrus.Fields{"acquisition": acquisition, "superseded": n.superseded.Name, "by": n.by.Name, "reason": n.reason}).Debug("notice of supersession stored")
 	}
 	return nil
+}
+
+// pendingCollector is cdse_receiver_versions_pending_messages: how far the
+// versions consumer trails the product stream.
+type pendingCollector struct {
+	t    *Tracker
+	desc *prometheus.Desc
+}
+
+func (c pendingCollector) Describe(ch chan<- *prometheus.Desc) { ch <- c.desc }
+
+func (c pendingCollector) Collect(ch chan<- prometheus.Metric) {
+	if !c.t.running.Load() {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	cons, err := c.t.topo.JetStream().Consumer(ctx, c.t.topo.ProductStream(), topology.VersionsConsumer)
+	if err != nil {
+		return
+	}
+	info := cons.CachedInfo()
+	ch <- prometheus.MustNewConstMetric(c.desc, prometheus.GaugeValue, float64(info.NumPending)+float64(info.NumAckPending))
 }

@@ -447,7 +447,8 @@ func TestDeletedAsObsolete(t *testing.T) {
 // then over what arrives while they run: each notice is stored once, and
 // each pair in the stream's order (newer_arrived: one message at a time,
 // so no replica takes a newer version before another has taken the older
-// one in). Then the durable is deleted and made anew (it starts
+// one in), and cdse_receiver_versions_pending_messages says neither trails
+// the stream. Then the durable is deleted and made anew (it starts
 // RECEIVER_VERSIONS_MAX_AGE back: every product event is read again) past
 // the stream's duplicate window: the versions bucket knows every product,
 // and nothing is announced again.
@@ -461,8 +462,7 @@ func TestReplicasAndReplays(t *testing.T) {
 			want = append(want, "newer_arrived "+c[0].Name+"("+versionOf(t, c[0])+") by "+c[1].Name+"("+versionOf(t, c[1])+")")
 		}
 	}
-	e.track(t)
-	e.track(t)
+	regs := []*prometheus.Registry{e.track(t), e.track(t)}
 	for _, c := range realCases(t, "versions") {
 		e.created(t, c...)
 		want = append(want, "newer_arrived "+c[0].Name+"("+versionOf(t, c[0])+") by "+c[1].Name+"("+versionOf(t, c[1])+")")
@@ -474,6 +474,17 @@ func TestReplicasAndReplays(t *testing.T) {
 	got := strs(e.notices(t))
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Errorf("notices\n%s\nwant, once each\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+
+	// Both replicas run, and trail the stream by nothing.
+	for _, reg := range regs {
+		if err := testutil.GatherAndCompare(reg, strings.NewReader(`
+# HELP cdse_receiver_versions_pending_messages Product events the versions consumer has yet to take in (its pending and unacknowledged messages), read from JetStream at scrape time; absent while it is not running.
+# TYPE cdse_receiver_versions_pending_messages gauge
+cdse_receiver_versions_pending_messages 0
+`), "cdse_receiver_versions_pending_messages"); err != nil {
+			t.Error(err)
+		}
 	}
 
 	time.Sleep(1500 * time.Millisecond) // past the duplicate window
