@@ -36,7 +36,7 @@ type known struct {
 // maxKnown bounds the products a record keeps: past it, the first one
 // that is no longer among the latest (superseded, deleted or undecided)
 // is forgotten. Real acquisitions have a few versions.
-const maxKnown = 64
+const maxKnown = 32
 
 // notice is one product superseded by another, to announce.
 type notice struct {
