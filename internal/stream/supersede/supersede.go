@@ -142,40 +142,49 @@ func (t *Tracker) consume(ctx context.Context, backoff *retry.Backoff) error {
 	if err != nil {
 		return err
 	}
-	it, err := cons.Messages(jetstream.PullMaxMessages(1))
-	if err != nil {
-		return fmt.Errorf("consume %s: %w", topology.VersionsConsumer, err)
-	}
-	defer it.Stop()
 	t.running.Store(true)
 	defer t.running.Store(false)
 	t.log.WithFields(logrus.Fields{"consumer": topology.VersionsConsumer, "bucket": t.topo.VersionsBucket()}).Info("versions consumer started")
 	for {
-		m, err := it.Next(jetstream.NextContext(ctx))
-		if err != nil {
-			if ctx.Err() != nil {
-				return nil
+		// One message a pull, asked for once the one before is acked:
+		// a pull waiting beside an unacked message (MaxAckPending 1)
+		// could be answered with nothing but a status, and the next
+		// one asked only when the heartbeats run out.
+		batch, err := cons.Fetch(1, jetstream.FetchContext(ctx))
+		if err == nil {
+			for m := range batch.Messages() {
+				t.take(ctx, kv, m, backoff)
 			}
+			err = batch.Error()
+		}
+		switch {
+		case ctx.Err() != nil:
+			return nil
+		case err != nil && !errors.Is(err, jetstream.ErrNoMessages) && !errors.Is(err, nats.ErrTimeout):
 			return fmt.Errorf("consume %s: %w", topology.VersionsConsumer, err)
 		}
-		if err := t.handle(ctx, kv, m); err != nil {
-			if ctx.Err() != nil {
-				return nil // taken again, after the restart or by another replica
-			}
-			// Given back after a wait that grows while the failures
-			// last: nothing else is delivered meanwhile (one pending).
-			t.failures.Inc()
-			wait := backoff.Next()
-			t.log.WithError(err).WithField("retry_in", wait.String()).Warn("product event not compared; taken again")
-			_ = m.NakWithDelay(wait)
-			continue
+	}
+}
+
+// take handles one message to its ack, or gives it back to be taken again
+// after a wait that grows while the failures last (nothing else is
+// delivered meanwhile: one pending).
+func (t *Tracker) take(ctx context.Context, kv jetstream.KeyValue, m jetstream.Msg, backoff *retry.Backoff) {
+	if err := t.handle(ctx, kv, m); err != nil {
+		if ctx.Err() != nil {
+			return // taken again, after the restart or by another replica
 		}
-		backoff.Reset()
-		if err := m.DoubleAck(ctx); err != nil && ctx.Err() == nil {
-			// Delivered again after AckWait: handling it twice does
-			// nothing twice.
-			t.log.WithError(err).Warn("versions consumer: ack not confirmed")
-		}
+		t.failures.Inc()
+		wait := backoff.Next()
+		t.log.WithError(err).WithField("retry_in", wait.String()).Warn("product event not compared; taken again")
+		_ = m.NakWithDelay(wait)
+		return
+	}
+	backoff.Reset()
+	if err := m.DoubleAck(ctx); err != nil && ctx.Err() == nil {
+		// Delivered again after AckWait: handling it twice does
+		// nothing twice.
+		t.log.WithError(err).Warn("versions consumer: ack not confirmed")
 	}
 }
 

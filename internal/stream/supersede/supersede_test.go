@@ -14,6 +14,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/sirupsen/logrus"
 	"github.com/sirupsen/logrus/hooks/test"
 
 	"github.com/cdse-jetstream/receiver/event"
@@ -184,7 +185,15 @@ func (e *env) created(t *testing.T, ps ...product) {
 func (e *env) track(t *testing.T) *prometheus.Registry {
 	t.Helper()
 	reg := prometheus.NewRegistry()
-	log, _ := test.NewNullLogger()
+	log, hook := test.NewNullLogger()
+	log.SetLevel(logrus.DebugLevel)
+	t.Cleanup(func() {
+		if t.Failed() {
+			for _, e := range hook.AllEntries() {
+				t.Logf("tracker: %s %s %v", e.Level, e.Message, e.Data)
+			}
+		}
+	})
 	tr, err := supersede.New(supersede.Options{MaxAge: 24 * time.Hour, AckWait: 5 * time.Second}, e.topo, reg, log)
 	if err != nil {
 		t.Fatal(err)
@@ -209,15 +218,16 @@ func (e *env) caughtUp(t *testing.T) {
 	t.Helper()
 	deadline := time.Now().Add(20 * time.Second)
 	for {
+		var info *jetstream.ConsumerInfo
 		c, err := e.js.Consumer(context.Background(), event.DefaultStream, topology.VersionsConsumer)
 		if err == nil {
-			info, err := c.Info(context.Background())
+			info, err = c.Info(context.Background())
 			if err == nil && info.AckFloor.Stream >= e.last && info.NumAckPending == 0 && info.NumPending == 0 {
 				return
 			}
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("the versions consumer did not take every product message in (last %d): %v", e.last, err)
+			t.Fatalf("the versions consumer did not take every product message in (last %d): %v %+v", e.last, err, info)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
