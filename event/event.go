@@ -23,6 +23,12 @@
 // notifications: when one arrives, the object is in place, verified
 // unless Unverified says why not.
 //
+// The product stream also holds the receiver's notices of supersession,
+// outside the product subjects (DefaultSupersededPrefix): a newer version
+// of an acquisition arrived, or a product arrived older than a version
+// already known. Decode answers ErrNotice for them; DecodeSuperseded reads
+// them.
+//
 // It depends on the standard library and nats.go only.
 package event
 
@@ -226,7 +232,9 @@ func (n *Notification) Float(name string) (float64, bool) {
 	return 0, false
 }
 
-// Decode reads a message of the receiver's stream.
+// Decode reads a message of the receiver's stream: a product event, or
+// ErrNotice for a notice of the receiver's (ack it and go on, or read it
+// with DecodeSuperseded).
 func Decode(m Msg) (*Notification, error) {
 	return DecodeData(m.Data(), m.Headers())
 }
@@ -235,6 +243,9 @@ func Decode(m Msg) (*Notification, error) {
 // decodes each event once, so the receiver's hand-written fast path is not
 // worth its weight here.
 type wire struct {
+	// Notice is set on a notice of the receiver's (Superseded), never on
+	// a notification.
+	Notice            string `json:"notice"`
 	SubscriptionEvent Kind
 	ProductID         string `json:"ProductId"`
 	ProductName       string
@@ -264,13 +275,20 @@ type wire struct {
 // What the body says wins; the headers fill in what a short notification
 // leaves out (the receiver may have read the product name from elsewhere)
 // and what only the receiver knows (ID, Source, DownloadURL, StacURL).
+// A notice of the receiver's (a Superseded) is ErrNotice.
 func DecodeData(data []byte, h nats.Header) (*Notification, error) {
+	if IsNotice(h) {
+		return nil, ErrNotice
+	}
 	var w wire
 	if !bytes.HasPrefix(bytes.TrimLeft(data, " \t\r\n"), []byte("{")) {
 		return nil, ErrNotNotification
 	}
 	if err := json.Unmarshal(data, &w); err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrNotNotification, err)
+	}
+	if w.Notice != "" {
+		return nil, ErrNotice
 	}
 	n := &Notification{
 		Event: w.SubscriptionEvent, ProductID: w.ProductID, ProductName: w.ProductName,

@@ -72,6 +72,42 @@ func ExampleDecodeData() {
 	// cloud cover 12.5 id created:0f6b4c1e-8d2a-4f3b-9c5e-7a1d2b3c4e5f
 }
 
+// A consumer of the whole product stream (no filter, or one wider than
+// the product subjects) meets the receiver's notices of supersession beside
+// the product events: Decode answers ErrNotice for them, to ack and skip,
+// or to read with DecodeSuperseded. With a jetstream.Msg, call
+// event.Decode(msg) and event.DecodeSuperseded(msg).
+func ExampleDecodeSupersededData() {
+	h := nats.Header{}
+	h.Set(event.HeaderNotice, event.NoticeSuperseded)
+	for _, m := range []*nats.Msg{
+		{Subject: "cdse.product.created.SENTINEL-2.S2MSI1C", Data: []byte(`{"SubscriptionEvent": "created",
+		  "ProductId": "8a1b2c3d-0000-4000-8000-000000000002",
+		  "ProductName": "S2A_MSIL1C_20150704T101006_N0500_R022_T32TPS_20231011T134419.SAFE"}`)},
+		{Subject: "cdse.superseded.SENTINEL-2.S2MSI1C", Header: h, Data: []byte(`{"notice": "superseded", "reason": "newer_arrived",
+		  "acquisition": "S2A_MSIL1C_20150704T101006_R022_T32TPS",
+		  "superseded": {"id": "8a1b2c3d-0000-4000-8000-000000000001", "name": "S2A_MSIL1C_20150704T101006_N0204_R022_T32TPS_20150704T101337.SAFE", "version": "N0204"},
+		  "by": {"id": "8a1b2c3d-0000-4000-8000-000000000002", "name": "S2A_MSIL1C_20150704T101006_N0500_R022_T32TPS_20231011T134419.SAFE", "version": "N0500"}}`)},
+	} {
+		n, err := event.DecodeData(m.Data, m.Header)
+		if errors.Is(err, event.ErrNotice) {
+			s, err := event.DecodeSupersededData(m.Data, m.Header)
+			if err != nil {
+				panic(err)
+			}
+			fmt.Println(s.Superseded.Version, "superseded by", s.By.Version, "("+s.Reason+")")
+			continue // a consumer that wants product events only: ack and go on
+		}
+		if err != nil {
+			panic(err)
+		}
+		fmt.Println(n.Event, n.ProductName)
+	}
+	// Output:
+	// created S2A_MSIL1C_20150704T101006_N0500_R022_T32TPS_20231011T134419.SAFE
+	// N0204 superseded by N0500 (newer_arrived)
+}
+
 // A pipeline that needs the files waits for the fetcher's events, not for
 // the notifications: when a fetched event arrives, the object is in place.
 // It consumes the fetched subjects of its products from the fetcher's

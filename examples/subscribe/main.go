@@ -14,6 +14,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"maps"
@@ -82,6 +83,13 @@ func run(ctx context.Context) error {
 	}
 	cc, err := cons.Consume(func(m jetstream.Msg) {
 		n, err := event.Decode(m)
+		if errors.Is(err, event.ErrNotice) {
+			// A notice of the receiver's (a product superseded by a newer
+			// version: event.DecodeSuperseded reads it), on the stream
+			// beside the product events: a -subject wider than the
+			// product subjects takes them. Not a product event: skipped.
+			return
+		}
 		if err != nil {
 			fmt.Fprintf(os.Stderr, "subscribe: %s: %v\n", m.Subject(), err)
 			return

@@ -34,7 +34,7 @@ var layers = [][]string{
 	{"internal/stream/publish", "internal/stream/natsconn", "internal/stream/topology", "internal/receiver/auth", "internal/cdse/cdselogin", "internal/cdse/catalogclient", "internal/cdse/productfilter", "internal/receiver/acme",
 		"internal/fetcher/fetchview", "internal/fetcher/stacitem"},
 	{"internal/stream/embedded", "internal/ingest", "internal/cdse/cdsesim", "internal/ingest/interestfile", "internal/stream/complete",
-		"internal/cdse/cdselogin/loginsettings", "internal/fetcher/failedstore"},
+		"internal/cdse/cdselogin/loginsettings", "internal/fetcher/failedstore", "internal/stream/supersede"},
 	{"internal/ingest/quarantine", "internal/ingest/interest", "internal/fetcher/fetchconfig"},
 	{"internal/receiver/config", "internal/ingest/webhook", "internal/ingest/pull", "internal/ingest/reconcile", "internal/receiver/trace", "internal/receiver/watch"},
 	{"internal/ingest/backfill"},

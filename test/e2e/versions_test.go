@@ -55,7 +55,7 @@ func TestServerVersions(t *testing.T) {
 				t.Fatal(err)
 			}
 			cfg := info.CachedInfo().Config
-			if cfg.Duplicates != 24*time.Hour || strings.Join(cfg.Subjects, " ") != "legacy.> cdse.product.> cdse.fetchretry.CDSE_PRODUCTS.>" {
+			if cfg.Duplicates != 24*time.Hour || strings.Join(cfg.Subjects, " ") != "legacy.> cdse.product.> cdse.fetchretry.CDSE_PRODUCTS.> cdse.superseded.>" {
 				t.Errorf("stream not updated: duplicates %s, subjects %v", cfg.Duplicates, cfg.Subjects)
 			}
 			all := r.PostFixtures(t)

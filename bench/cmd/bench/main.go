@@ -216,7 +216,10 @@ func run(ctx context.Context) error {
 			"QUARANTINE_STREAM=BENCH_COMPARE_QUARANTINE", "QUARANTINE_SUBJECT_PREFIX=compare.quarantine",
 			// A receiver of another NATS_STREAM may not use this one's
 			// complete stream (older builds ignore the settings).
-			"COMPLETE_STREAM=BENCH_COMPARE_COMPLETE", "COMPLETE_SUBJECT_PREFIX=compare.complete")...)
+			"COMPLETE_STREAM=BENCH_COMPARE_COMPLETE", "COMPLETE_SUBJECT_PREFIX=compare.complete",
+			// Its notices of supersession too, so that both builds keep
+			// their versions as a deployment does.
+			"RECEIVER_VERSIONS_SUBJECT_PREFIX=compare.superseded")...)
 		if err != nil {
 			return fmt.Errorf("-compare %s: %w", o.compare, err)
 		}

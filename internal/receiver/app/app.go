@@ -49,6 +49,7 @@ import (
 	"github.com/cdse-jetstream/receiver/internal/stream/embedded"
 	"github.com/cdse-jetstream/receiver/internal/stream/natsconn"
 	"github.com/cdse-jetstream/receiver/internal/stream/publish"
+	"github.com/cdse-jetstream/receiver/internal/stream/supersede"
 	"github.com/cdse-jetstream/receiver/internal/stream/topology"
 )
 
@@ -79,6 +80,11 @@ type App struct {
 	// watch reads the receiver's own subscription (nil when off); it is
 	// no source and never gates readiness.
 	watch *watch.Watch
+	// versions keeps the versions of each acquisition and publishes the
+	// notices of supersession (nil when RECEIVER_VERSIONS is off): a
+	// consumer of the stream, off the webhook's path, never gating
+	// readiness.
+	versions *supersede.Tracker
 
 	admin          *http.Server
 	webLn, adminLn net.Listener
@@ -221,6 +227,7 @@ func (a *App) Start(ctx context.Context) error {
 			QuarantinePrefix: cfg.QuarantinePrefix,
 			InterestPrefix:   cfg.InterestPrefix,
 			CompletePrefix:   cfg.CompletePrefix,
+			SupersededPrefix: wiring.SupersededPrefix(cfg),
 		}, a.log)
 		if err != nil {
 			return err
@@ -269,6 +276,9 @@ func (a *App) Start(ctx context.Context) error {
 		return err
 	}
 	if err := a.buildWatch(); err != nil {
+		return err
+	}
+	if a.versions, err = wiring.Versions(a.topo, cfg, a.reg, a.log); err != nil {
 		return err
 	}
 	a.run()
@@ -355,7 +365,8 @@ func (a *App) buildSources() error {
 }
 
 // run starts the group: the sources (those not early once the stream
-// exists), the stream's keeper, the reloader, the ACME HTTP-01 port. The
+// exists), the stream's keeper, the reloader, the subscription's watch,
+// the versions consumer, the ACME HTTP-01 port. The
 // first fatal error stops them all and is reported on Errors.
 func (a *App) run() {
 	ctx, cancel := context.WithCancel(context.Background())
@@ -374,6 +385,18 @@ func (a *App) run() {
 	if a.watch != nil {
 		// Its failures are logged and in /status: it never ends the group.
 		g.Go(func() error { return a.watch.Run(ctx) })
+	}
+	if a.versions != nil {
+		// Once the stream exists (it holds the notices' subjects); its
+		// failures are logged and counted, and it never ends the group.
+		g.Go(func() error {
+			select {
+			case <-a.streamReady:
+			case <-ctx.Done():
+				return nil
+			}
+			return a.versions.Run(ctx)
+		})
 	}
 	if a.acmeHTTP != nil {
 		g.Go(func() error {

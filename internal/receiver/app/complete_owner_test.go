@@ -11,6 +11,7 @@ import (
 	"github.com/sirupsen/logrus/hooks/test"
 
 	"github.com/cdse-jetstream/receiver/event"
+	"github.com/cdse-jetstream/receiver/internal/receiver/config"
 	"github.com/cdse-jetstream/receiver/internal/stream/topology"
 	"github.com/cdse-jetstream/receiver/internal/testkit/natstest"
 )
@@ -22,15 +23,7 @@ import (
 // streams (its ranges would read as production's), and starts with its
 // own COMPLETE_STREAM and COMPLETE_SUBJECT_PREFIX.
 func TestSecondReceiverRefusesTheFirstsCompleteStream(t *testing.T) {
-	srv := natstest.RunJetStream(t)
-	prod := testConfig(t, "")
-	prod.NATSURL = srv.ClientURL()
-	startApp(t, prod)
-
-	staging := prod
-	staging.Addr, staging.AdminAddr = "127.0.0.1:0", "127.0.0.1:0"
-	staging.Stream, staging.SubjectPrefix = "STAGING", "staging.product"
-	staging.QuarantineStream, staging.QuarantinePrefix = "STAGING_QUARANTINE", "staging.quarantine"
+	staging := stagingBesideProduction(t)
 	if err := staging.Validate(); err != nil {
 		t.Fatal(err)
 	}
@@ -59,4 +52,22 @@ func TestSecondReceiverRefusesTheFirstsCompleteStream(t *testing.T) {
 
 	staging.CompleteStream, staging.CompletePrefix = "STAGING_COMPLETE", "staging.complete"
 	startApp(t, staging) // ready
+}
+
+// stagingBesideProduction starts production, with the default settings,
+// on a NATS of its own, and returns staging's configuration on that NATS:
+// its own NATS_STREAM, subject and quarantine prefixes, the other
+// settings production's.
+func stagingBesideProduction(t *testing.T) config.Config {
+	t.Helper()
+	srv := natstest.RunJetStream(t)
+	prod := testConfig(t, "")
+	prod.NATSURL = srv.ClientURL()
+	startApp(t, prod)
+
+	staging := prod
+	staging.Addr, staging.AdminAddr = "127.0.0.1:0", "127.0.0.1:0"
+	staging.Stream, staging.SubjectPrefix = "STAGING", "staging.product"
+	staging.QuarantineStream, staging.QuarantinePrefix = "STAGING_QUARANTINE", "staging.quarantine"
+	return staging
 }

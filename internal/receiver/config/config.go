@@ -90,6 +90,10 @@ type Config struct {
 	CompleteStream string `koanf:"COMPLETE_STREAM" flag:"complete-stream" help:"stream of the complete ranges' announcements; it records NATS_STREAM as its owner, and a second receiver on the same NATS needs its own"`
 	CompletePrefix string `koanf:"COMPLETE_SUBJECT_PREFIX" flag:"complete-subject-prefix" help:"its subjects, <prefix>.<interest>.<event>; must not overlap the other streams' prefixes"`
 
+	Versions       bool          `koanf:"RECEIVER_VERSIONS" flag:"versions" help:"keep the latest version of each acquisition (bucket <NATS_STREAM>_VERSIONS) and put notices of supersession in the product stream; a consumer of its own, off the webhook's path"`
+	VersionsMaxAge time.Duration `koanf:"RECEIVER_VERSIONS_MAX_AGE" flag:"versions-max-age" help:"forget an acquisition this long after its last version (the bucket's TTL); a new versions consumer starts this far back in the stream"`
+	VersionsPrefix string        `koanf:"RECEIVER_VERSIONS_SUBJECT_PREFIX" flag:"versions-subject-prefix" help:"subjects of the notices, <prefix>.<collection>.<productType>, in the product stream; a second receiver on the same NATS needs its own"`
+
 	Webhook           bool          `koanf:"RECEIVER_WEBHOOK" flag:"webhook" help:"serve the PUSH webhook (false: PULL and/or the reconciler only)"`
 	PullSubscription  string        `koanf:"PULL_SUBSCRIPTION_ID" flag:"pull" help:"consume this PULL subscription (needs the CDSE_* login)"`
 	PullInterval      time.Duration `koanf:"PULL_INTERVAL" flag:"pull-interval" help:"wait between reads of an empty PULL queue"`
@@ -149,6 +153,9 @@ func Default() Config {
 		QuarantineMaxBytes: 1 << 30,
 		CompleteStream:     event.CompleteStream,
 		CompletePrefix:     event.CompletePrefix,
+		Versions:           true,
+		VersionsMaxAge:     90 * 24 * time.Hour,
+		VersionsPrefix:     event.DefaultSupersededPrefix,
 		Webhook:            true,
 		PullInterval:       10 * time.Second,
 		ReconcileLookback:  24 * time.Hour,

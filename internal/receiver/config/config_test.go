@@ -278,6 +278,18 @@ func TestValidate(t *testing.T) {
 			[]string{"COMPLETE_SUBJECT_PREFIX", "overlaps INTEREST_SUBJECT_PREFIX"}},
 		{"the interests' prefix without interests", func(c *Config) { c.CompletePrefix = c.InterestPrefix }, nil},
 		{"complete subjects over the fetcher's retries", func(c *Config) { c.CompletePrefix = "cdse" }, []string{"COMPLETE_SUBJECT_PREFIX", "overlaps the fetcher's retries \"cdse.fetchretry\""}},
+		// The versions consumer: a TTL, and notice subjects of their own.
+		{"a second receiver's own notices", func(c *Config) {
+			c.Stream, c.SubjectPrefix, c.CompleteStream, c.CompletePrefix, c.VersionsPrefix = "STAGING", "staging.product", "STAGING_COMPLETE", "staging.complete", "staging.superseded"
+		}, nil},
+		{"versions settings, every problem at once", func(c *Config) { c.VersionsMaxAge, c.VersionsPrefix = time.Minute, "a.*" },
+			[]string{"RECEIVER_VERSIONS_MAX_AGE 1m0s must be at least 1h", `RECEIVER_VERSIONS_SUBJECT_PREFIX "a.*" must be`}},
+		{"notices in the product subjects", func(c *Config) { c.VersionsPrefix = "cdse.product.superseded" }, []string{"RECEIVER_VERSIONS_SUBJECT_PREFIX", "overlaps NATS_SUBJECT_PREFIX"}},
+		{"notices over the complete ranges and the retries", func(c *Config) { c.VersionsPrefix = "cdse" },
+			[]string{"overlaps COMPLETE_SUBJECT_PREFIX", "overlaps the fetcher's retries"}},
+		{"notices in the interests'", func(c *Config) { c.InterestsFile, c.VersionsPrefix = interests, c.InterestPrefix },
+			[]string{"RECEIVER_VERSIONS_SUBJECT_PREFIX", "overlaps INTEREST_SUBJECT_PREFIX"}},
+		{"versions off: their settings unread", func(c *Config) { c.Versions, c.VersionsMaxAge, c.VersionsPrefix = false, 0, c.SubjectPrefix }, nil},
 		{"acme", func(c *Config) {
 			c.ACMEDomains, c.ACMEHTTPAddr, c.ACMEEmail = "hooks.example.org, hooks2.example.org", ":80", "ops@example.org"
 		}, nil},

@@ -214,6 +214,7 @@ func (c Config) ValidateStreams() error {
 		p.add("QUARANTINE_SUBJECT_PREFIX %q overlaps NATS_SUBJECT_PREFIX %q: two streams cannot share subjects, and refused bodies must never reach the product stream", c.QuarantinePrefix, c.SubjectPrefix)
 	}
 	p = append(p, c.completeProblems()...)
+	p = append(p, c.versionsProblems()...)
 	if c.QuarantineMaxAge < 0 || c.QuarantineMaxBytes < 0 {
 		p.add("QUARANTINE_MAX_AGE and QUARANTINE_MAX_BYTES must not be negative")
 	}
@@ -245,15 +246,43 @@ func (c Config) completeProblems() problems {
 	if err := natssettings.CheckPrefix("COMPLETE_SUBJECT_PREFIX", c.CompletePrefix); err != nil {
 		return append(p, err)
 	}
+	return append(p, c.overlapping("COMPLETE_SUBJECT_PREFIX", c.CompletePrefix, "two streams cannot share subjects")...)
+}
+
+// versionsProblems are those of the versions consumer, when it is on: a
+// bucket's TTL, and notice subjects no other stream of the receiver's
+// takes and no consumer of the product subjects receives. Another
+// receiver's notices on the same NATS are found when the stream is
+// ensured (topology.NoticesTaken): only NATS can tell.
+func (c Config) versionsProblems() problems {
+	var p problems
+	if !c.Versions {
+		return p
+	}
+	if c.VersionsMaxAge < time.Hour {
+		p.add("RECEIVER_VERSIONS_MAX_AGE %s must be at least 1h (an acquisition forgotten between its versions links nothing)", c.VersionsMaxAge)
+	}
+	if !natssettings.ValidPrefix(c.VersionsPrefix) {
+		p.add("RECEIVER_VERSIONS_SUBJECT_PREFIX %q must be dot-separated tokens of [A-Za-z0-9_-]", c.VersionsPrefix)
+		return p
+	}
+	return append(p, c.overlapping("RECEIVER_VERSIONS_SUBJECT_PREFIX", c.VersionsPrefix, "the notices need subjects of their own")...)
+}
+
+// overlapping says which of the receiver's other prefixes the setting
+// name's prefix overlaps, and why that is wrong: the product, quarantine,
+// complete and interests' subjects, and the fetcher's retries (the
+// product stream takes them).
+func (c Config) overlapping(name, prefix, why string) problems {
+	var p problems
 	others := []struct{ name, prefix string }{{"NATS_SUBJECT_PREFIX", c.SubjectPrefix}, {"QUARANTINE_SUBJECT_PREFIX", c.QuarantinePrefix},
-		// The product stream takes the fetcher's retries.
-		{"the fetcher's retries", event.FetchRetryPrefix}}
+		{"COMPLETE_SUBJECT_PREFIX", c.CompletePrefix}, {"the fetcher's retries", event.FetchRetryPrefix}}
 	if c.InterestsFile != "" {
 		others = append(others, struct{ name, prefix string }{"INTEREST_SUBJECT_PREFIX", c.InterestPrefix})
 	}
 	for _, o := range others {
-		if overlaps(c.CompletePrefix, o.prefix) {
-			p.add("COMPLETE_SUBJECT_PREFIX %q overlaps %s %q: two streams cannot share subjects", c.CompletePrefix, o.name, o.prefix)
+		if o.name != name && overlaps(prefix, o.prefix) {
+			p.add("%s %q overlaps %s %q: %s", name, prefix, o.name, o.prefix, why)
 		}
 	}
 	return p

@@ -27,6 +27,7 @@ import (
 	"github.com/cdse-jetstream/receiver/internal/stream/embedded"
 	"github.com/cdse-jetstream/receiver/internal/stream/natsconn"
 	"github.com/cdse-jetstream/receiver/internal/stream/publish"
+	"github.com/cdse-jetstream/receiver/internal/stream/supersede"
 	"github.com/cdse-jetstream/receiver/internal/stream/topology"
 )
 
@@ -102,7 +103,26 @@ func Topology(c config.Config) topology.Options {
 		Duplicates: c.DedupeWindow, MaxAge: c.StreamMaxAge, MaxBytes: c.StreamMaxBytes,
 		QuarantineStream: c.QuarantineStream, QuarantinePrefix: c.QuarantinePrefix, InterestPrefix: interestPrefix(c),
 		QuarantineMaxAge: c.QuarantineMaxAge, QuarantineMaxBytes: c.QuarantineMaxBytes,
-		CompleteStream: c.CompleteStream, CompletePrefix: c.CompletePrefix}
+		CompleteStream: c.CompleteStream, CompletePrefix: c.CompletePrefix, SupersededPrefix: SupersededPrefix(c)}
+}
+
+// SupersededPrefix is the notices' subject prefix when the versions
+// consumer is on (RECEIVER_VERSIONS), else "" (the stream captures no
+// notice subjects).
+func SupersededPrefix(c config.Config) string {
+	if !c.Versions {
+		return ""
+	}
+	return c.VersionsPrefix
+}
+
+// Versions is the versions consumer of the server (nil when
+// RECEIVER_VERSIONS is off), its metrics on reg.
+func Versions(t *topology.Topology, c config.Config, reg prometheus.Registerer, log logrus.FieldLogger) (*supersede.Tracker, error) {
+	if !c.Versions {
+		return nil, nil
+	}
+	return supersede.New(supersede.Options{MaxAge: c.VersionsMaxAge}, t, reg, log)
 }
 
 // interestPrefix is the interests' subject prefix when there are

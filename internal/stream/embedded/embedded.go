@@ -55,13 +55,15 @@ type Options struct {
 	// Stream and FetchConsumer name the fetcher's durable on the product
 	// stream (NATS_STREAM, FETCH_CONSUMER): consumers may not create,
 	// change, delete, pull from or acknowledge on it, only the fetcher's
-	// login and the receiver's may (fetcherConsumerSubjects). Either empty:
+	// login and the receiver's may (durableSubjects; the receiver's own
+	// durable on Stream, topology.VersionsConsumer, the receiver's only). Either empty:
 	// no such guard.
 	Stream, FetchConsumer string
-	// SubjectPrefix, QuarantinePrefix, InterestPrefix and CompletePrefix
-	// are the configured prefixes of the receiver's streams, which
-	// consumers must not publish to (with topology.PlannedPrefixes).
-	SubjectPrefix, QuarantinePrefix, InterestPrefix, CompletePrefix string
+	// SubjectPrefix, QuarantinePrefix, InterestPrefix, CompletePrefix and
+	// SupersededPrefix are the configured prefixes of the receiver's
+	// streams, which consumers must not publish to (with
+	// topology.PlannedPrefixes).
+	SubjectPrefix, QuarantinePrefix, InterestPrefix, CompletePrefix, SupersededPrefix string
 }
 
 // Server is a running embedded server and the login of the receiver's own
@@ -129,12 +131,14 @@ func consumerPermissions(prefixes ...string) *server.Permissions {
 	}
 }
 
-// fetcherConsumerSubjects are what a consumer could send to take over
-// the fetcher's durable consumer: create or update it (another filter, a
+// durableSubjects are what a consumer could send to take over a durable
+// consumer of the receiver's stages, the fetcher's or the receiver's own
+// (topology.VersionsConsumer): create or update it (another filter, a
 // max_ack_pending of 1: the running fetcher silently stops receiving),
 // delete it, pull from it, or acknowledge its messages (those products
-// are never fetched, and nothing says so). A consumer's own durables are
-// untouched: NATS has no owner of a consumer, so the fetcher's is named.
+// are never fetched, or never compared, and nothing says so). A
+// consumer's own durables are untouched: NATS has no owner of a consumer,
+// so these are named.
 //
 // Each API subject is denied with any suffix: CREATE has the forms
 // <stream>.<consumer> and <stream>.<consumer>.<filter>, and a suffix the
@@ -148,7 +152,7 @@ func consumerPermissions(prefixes ...string) *server.Permissions {
 // ephemeral on the legacy subject is refused. The acks have two forms,
 // $JS.ACK.<stream>.<consumer>.… and $JS.ACK.<domain>.<account
 // hash>.<stream>.<consumer>.…; the server takes both.
-func fetcherConsumerSubjects(stream, consumer string) []string {
+func durableSubjects(stream, consumer string) []string {
 	if stream == "" || consumer == "" {
 		return nil
 	}
@@ -206,11 +210,13 @@ func fetcherPermissions(denied ...string) *server.Permissions {
 // right; the consumers', which is who a client without a login becomes
 // when no consumer login is set; and the fetcher's, when set.
 func users(o Options, receiverPassword string) ([]*server.User, string, error) {
-	denied := append([]string{o.SubjectPrefix, o.QuarantinePrefix, o.InterestPrefix, o.CompletePrefix}, topology.PlannedPrefixes...)
+	denied := append([]string{o.SubjectPrefix, o.QuarantinePrefix, o.InterestPrefix, o.CompletePrefix, o.SupersededPrefix}, topology.PlannedPrefixes...)
 	// The fetcher's login keeps its durable: fetcherPermissions are made
-	// from consumerPermissions, before this denial.
+	// from consumerPermissions, before this denial. Neither may touch the
+	// receiver's own.
 	perms := consumerPermissions(denied...)
-	perms.Publish.Deny = append(perms.Publish.Deny, fetcherConsumerSubjects(o.Stream, o.FetchConsumer)...)
+	perms.Publish.Deny = append(perms.Publish.Deny, durableSubjects(o.Stream, o.FetchConsumer)...)
+	perms.Publish.Deny = append(perms.Publish.Deny, durableSubjects(o.Stream, topology.VersionsConsumer)...)
 	receiver := &server.User{Username: ReceiverUser, Password: receiverPassword}
 	for _, u := range []string{o.ConsumerUser, o.FetcherUser} {
 		if u == ReceiverUser || u == anonymousUser {
@@ -230,7 +236,9 @@ func users(o Options, receiverPassword string) ([]*server.User, string, error) {
 		us = append(us, &server.User{Username: o.ConsumerUser, Password: o.ConsumerPassword, Permissions: perms})
 	}
 	if o.FetcherUser != "" {
-		us = append(us, &server.User{Username: o.FetcherUser, Password: o.FetcherPassword, Permissions: fetcherPermissions(denied...)})
+		fp := fetcherPermissions(denied...)
+		fp.Publish.Deny = append(fp.Publish.Deny, durableSubjects(o.Stream, topology.VersionsConsumer)...)
+		us = append(us, &server.User{Username: o.FetcherUser, Password: o.FetcherPassword, Permissions: fp})
 	}
 	return us, noAuth, nil
 }

@@ -18,7 +18,8 @@ import (
 // denied, fetcherDurable: created, pulled from, acknowledged); it cannot
 // publish into the receiver's streams, create another stream, or purge,
 // change or delete the receiver's. Without the setting, no such login
-// exists (the fetcher then needs an external NATS, as before).
+// exists (the fetcher then needs an external NATS, as before). It cannot
+// take the receiver's own durable either.
 func TestFetcherLogin(t *testing.T) {
 	login := []nats.Option{nats.UserInfo("fetcher", "fetcher-pw")}
 	f := startPermissionsFixture(t, Options{ConsumerUser: "reader", ConsumerPassword: "reader-pw", FetcherUser: "fetcher", FetcherPassword: "fetcher-pw"})
@@ -102,6 +103,7 @@ func TestFetcherLogin(t *testing.T) {
 		{"publish a product", "cdse.product.created.X.Y", `{}`},
 		{"publish into the quarantine", "cdse.quarantine.push", `{}`},
 		{"publish a completion", "cdse.complete.created.X.Y", `{}`},
+		{"publish a notice of supersession", "cdse.superseded.X.Y", `{}`},
 		{"create another stream", "$JS.API.STREAM.CREATE.SQUATTER", `{"name":"SQUATTER","subjects":["squat.>"]}`},
 		{"update the receiver's stream", "$JS.API.STREAM.UPDATE." + testStream, `{"name":"` + testStream + `","subjects":["cdse.product.>"],"storage":"memory"}`},
 		{"purge the receiver's stream", "$JS.API.STREAM.PURGE." + testStream, `{}`},
@@ -114,6 +116,10 @@ func TestFetcherLogin(t *testing.T) {
 			expectDenied(t, f.srv.ClientURL(), login, d.subject, []byte(d.data))
 		})
 	}
+	// Nor take the receiver's own durable.
+	t.Run("the receiver's durable", func(t *testing.T) {
+		takeTheDurable(t, Options{ConsumerUser: "reader", ConsumerPassword: "reader-pw", FetcherUser: "fetcher", FetcherPassword: "fetcher-pw"}, login, topology.VersionsConsumer)
+	})
 	// The consumers' login still cannot write the fetcher's stream.
 	expectDenied(t, f.srv.ClientURL(), []nats.Option{nats.UserInfo("reader", "reader-pw")}, "cdse.fetched.created.X.Y", []byte(`{}`))
 	expectDenied(t, f.srv.ClientURL(), []nats.Option{nats.UserInfo("reader", "reader-pw")}, topology.RetryPrefix+".fetcher.X.Y", []byte(`{}`))

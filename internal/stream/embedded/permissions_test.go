@@ -30,6 +30,8 @@ func startPermissionsFixture(t *testing.T, o Options) permissionsFixture {
 	t.Helper()
 	o.Addr, o.DataDir, o.MaxPayload = "127.0.0.1:0", t.TempDir(), 1<<20
 	o.SubjectPrefix, o.QuarantinePrefix, o.InterestPrefix = "cdse.product", "cdse.quarantine", "cdse.interest"
+	// Another prefix than the planned default, which stays denied.
+	o.SupersededPrefix = "own.superseded"
 	o.Stream, o.FetchConsumer = testStream, fetcherDurable
 	srv, nc := startEmbedded(t, o)
 	js, err := jetstream.New(nc)
@@ -121,6 +123,8 @@ func TestConsumersCannotChangeTheStreams(t *testing.T) {
 				{"publish a failed fetch", "cdse.fetchfailed.created.X.Y", `{}`},
 				{"publish a completion", "cdse.complete.created.X.Y", `{}`},
 				{"queue a fetch retry", "cdse.fetchretry.fetcher.X.Y", `{}`},
+				{"publish a notice of supersession", "own.superseded.X.Y", `{}`},
+				{"publish a notice on the planned prefix", "cdse.superseded.X.Y", `{}`},
 				{"purge the stream", "$JS.API.STREAM.PURGE." + testStream, `{}`},
 				{"delete the stream", "$JS.API.STREAM.DELETE." + testStream, ``},
 				{"update the stream", "$JS.API.STREAM.UPDATE." + testStream, `{"name":"` + testStream + `","subjects":["cdse.product.>"],"storage":"memory"}`},

@@ -1,7 +1,8 @@
 // Package topology declares every JetStream resource the receiver uses and
 // is their one owner: the product stream, the quarantine stream, the state
-// bucket (reconcile watermarks, backfill checkpoints) and the reconcile
-// lease bucket. The server and the one-shot commands create, update and
+// bucket (reconcile watermarks, backfill checkpoints), the reconcile
+// lease bucket and the versions bucket (the latest versions per
+// acquisition). The server and the one-shot commands create, update and
 // open them only through it, so their names and settings are written once.
 package topology
 
@@ -47,18 +48,25 @@ type Options struct {
 	// the settings' defaults (Options made by hand, in tests and tools).
 	CompleteStream string
 	CompletePrefix string
+	// SupersededPrefix, when set, is captured by the product stream too
+	// (<SupersededPrefix>.>): the notices of supersession
+	// (internal/stream/supersede). Empty: no notices.
+	SupersededPrefix string
 }
 
 // PlannedPrefixes are the subject prefixes of the streams of the
 // receiver's other stages that the receiver's configuration does not
 // name: the fetcher's products fetched (cdse.fetched.>) and failed
-// fetches (cdse.fetchfailed.>), and its retries. They are written here,
+// fetches (cdse.fetchfailed.>), and its retries; and the default of the
+// notices of supersession (event.DefaultSupersededPrefix), reserved
+// whatever RECEIVER_VERSIONS_SUBJECT_PREFIX says. They are written here,
 // once, so that the embedded server denies consumers publishing to them
 // without a second change to its permissions that could be forgotten: the
-// fetcher's settings default to these names. The complete ranges' prefix
-// is a setting of the receiver's (COMPLETE_SUBJECT_PREFIX), denied as
-// configured.
-var PlannedPrefixes = []string{"cdse.fetched", "cdse.fetchfailed", RetryPrefix}
+// fetcher's settings default to these names. The complete ranges' and the
+// notices' prefixes are settings of the receiver's
+// (COMPLETE_SUBJECT_PREFIX, RECEIVER_VERSIONS_SUBJECT_PREFIX), denied as
+// configured too.
+var PlannedPrefixes = []string{"cdse.fetched", "cdse.fetchfailed", RetryPrefix, event.DefaultSupersededPrefix}
 
 // RetryPrefix is the subjects of the product stream where `fetcher failed
 // retry` puts a given-up product event back for the fetcher's consumer
@@ -69,19 +77,34 @@ var PlannedPrefixes = []string{"cdse.fetched", "cdse.fetchfailed", RetryPrefix}
 const RetryPrefix = "cdse.fetchretry"
 
 // productSubjects are the product stream's subjects: the products, the
-// interests' copies, and the fetcher's retries of this stream,
-// <RetryPrefix>.<stream>.> (unless the product or interest prefix already
-// covers them, which a stream cannot list twice).
+// interests' copies, the fetcher's retries of this stream,
+// <RetryPrefix>.<stream>.>, and the notices of supersession (each unless a
+// subject listed before already covers it, which a stream cannot list
+// twice).
 func (o Options) productSubjects() []string {
 	subjects := []string{o.SubjectPrefix + ".>"}
 	if o.InterestPrefix != "" {
 		subjects = append(subjects, o.InterestPrefix+".>")
 	}
-	retry := event.FetchRetrySubjects(o.Stream) + ".>"
-	if slices.ContainsFunc(subjects, func(have string) bool { return event.SubjectCovers(have, retry) }) {
-		return subjects
+	for _, s := range []string{event.FetchRetrySubjects(o.Stream) + ".>", o.noticeSubjects()} {
+		if s != "" && !covered(subjects, s) {
+			subjects = append(subjects, s)
+		}
 	}
-	return append(subjects, retry)
+	return subjects
+}
+
+// noticeSubjects are the notices' subjects, "" without notices.
+func (o Options) noticeSubjects() string {
+	if o.SupersededPrefix == "" {
+		return ""
+	}
+	return o.SupersededPrefix + ".>"
+}
+
+// covered says whether one of subjects takes every subject of s.
+func covered(subjects []string, s string) bool {
+	return slices.ContainsFunc(subjects, func(have string) bool { return event.SubjectCovers(have, s) })
 }
 
 // Topology is the receiver's resources on one JetStream context.
@@ -122,9 +145,36 @@ func (t *Topology) LeaseBucket() string { return t.o.Stream + "_STATE_LEASE" }
 // window, replicas and limits we own are set. Storage and retention an
 // operator chose are kept; a stream on memory storage is refused, since a
 // 2xx must survive a server restart.
+//
+// The products come first: when the notices' subjects are another
+// stream's (a second receiver on the same NATS that kept the default
+// RECEIVER_VERSIONS_SUBJECT_PREFIX), the stream is made without them, and
+// NoticesTaken says why the notices are off.
 func (t *Topology) EnsureProduct(ctx context.Context) (*jetstream.StreamInfo, error) {
+	subjects := t.o.productSubjects()
+	info, err := t.ensureProduct(ctx, subjects)
+	if notices := t.o.noticeSubjects(); notices != "" && errors.Is(err, errOverlap) && slices.Contains(subjects, notices) {
+		if info, err2 := t.ensureProduct(ctx, slices.DeleteFunc(slices.Clone(subjects), func(s string) bool { return s == notices })); err2 == nil {
+			return info, nil
+		}
+	}
+	return info, err
+}
+
+// errOverlap marks subjects another stream takes.
+var errOverlap = errors.New("subjects another stream of this NATS takes")
+
+// overlapError is err, marked errOverlap when JetStream refused subjects
+// that another stream takes.
+func overlapError(err error) error {
+	if apiErr := (*jetstream.APIError)(nil); errors.As(err, &apiErr) && apiErr.ErrorCode == errSubjectsOverlap {
+		return fmt.Errorf("%w (%w): a second receiver on this NATS needs prefixes of its own (NATS_SUBJECT_PREFIX, INTEREST_SUBJECT_PREFIX, RECEIVER_VERSIONS_SUBJECT_PREFIX)", err, errOverlap)
+	}
+	return err
+}
+
+func (t *Topology) ensureProduct(ctx context.Context, subjects []string) (*jetstream.StreamInfo, error) {
 	o := t.o
-	subjects := o.productSubjects()
 	s, err := t.js.Stream(ctx, o.Stream)
 	if errors.Is(err, jetstream.ErrStreamNotFound) {
 		s, err = t.js.CreateStream(ctx, jetstream.StreamConfig{
@@ -140,7 +190,7 @@ func (t *Topology) EnsureProduct(ctx context.Context) (*jetstream.StreamInfo, er
 			MaxBytes:    orUnlimited(o.MaxBytes),
 		})
 		if err != nil {
-			return nil, fmt.Errorf("create stream %s: %w", o.Stream, err)
+			return nil, fmt.Errorf("create stream %s: %w", o.Stream, overlapError(err))
 		}
 		return s.CachedInfo(), nil
 	}
@@ -157,7 +207,7 @@ func (t *Topology) EnsureProduct(ctx context.Context) (*jetstream.StreamInfo, er
 		// subject before it carried the stream's name) keeps taking
 		// cdse.fetchretry.<stream>.>, and JetStream refuses a stream that
 		// lists both.
-		if !slices.ContainsFunc(want.Subjects, func(have string) bool { return event.SubjectCovers(have, subj) }) {
+		if !covered(want.Subjects, subj) {
 			want.Subjects = append(slices.Clone(want.Subjects), subj)
 		}
 	}
@@ -173,7 +223,7 @@ func (t *Topology) EnsureProduct(ctx context.Context) (*jetstream.StreamInfo, er
 	}
 	info, err := t.js.UpdateStream(ctx, want)
 	if err != nil {
-		return nil, fmt.Errorf("update stream %s: %w", o.Stream, err)
+		return nil, fmt.Errorf("update stream %s: %w", o.Stream, overlapError(err))
 	}
 	return info.CachedInfo(), nil
 }
@@ -267,6 +317,66 @@ func (t *Topology) Lease(ctx context.Context, ttl time.Duration) (jetstream.KeyV
 		return nil, fmt.Errorf("kv bucket %s: %w", t.LeaseBucket(), err)
 	}
 	return kv, nil
+}
+
+// VersionsBucket is the bucket of the latest versions per acquisition
+// (internal/stream/supersede), named after the product stream as the
+// state bucket is.
+func (t *Topology) VersionsBucket() string { return t.o.Stream + "_VERSIONS" }
+
+// VersionsConsumer is the receiver's durable consumer of the product
+// subjects that keeps the versions bucket and publishes the notices
+// (internal/stream/supersede); the embedded server's consumers may not
+// touch it.
+const VersionsConsumer = "cdse-receiver-versions"
+
+// Versions opens (creating it when missing, or bringing its TTL to ttl)
+// the versions bucket, whose keys, one per acquisition, are forgotten ttl
+// after their last change (RECEIVER_VERSIONS_MAX_AGE).
+func (t *Topology) Versions(ctx context.Context, ttl time.Duration) (jetstream.KeyValue, error) {
+	kv, err := t.js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: t.VersionsBucket(),
+		Description: "cdse receiver: the versions known of each acquisition (the product stream's notices of supersession)", TTL: ttl,
+		Storage: jetstream.FileStorage, Replicas: max(t.o.Replicas, 1)})
+	if err != nil {
+		return nil, fmt.Errorf("kv bucket %s: %w", t.VersionsBucket(), err)
+	}
+	return kv, nil
+}
+
+// SupersededSubject is the subject of a notice about a product of
+// collection and productType (RECEIVER_VERSIONS_SUBJECT_PREFIX).
+func (t *Topology) SupersededSubject(collection, productType string) string {
+	return event.SupersededSubject(t.o.SupersededPrefix, collection, productType)
+}
+
+// ProductFilter is the product subjects, <NATS_SUBJECT_PREFIX>.>: the
+// product events without the interests' copies, the retries or the
+// notices.
+func (t *Topology) ProductFilter() string { return t.o.SubjectPrefix + ".>" }
+
+// ErrNoticesNotTaken marks a product stream that does not take the
+// notices' subjects: none are configured, or another stream of this NATS
+// takes them. It is a setting to change, not an error to retry.
+var ErrNoticesNotTaken = errors.New("the product stream does not take the notices of supersession")
+
+// NoticesTaken says, with nil, that the product stream takes the notices'
+// subjects, or why not: ErrNoticesNotTaken when none are configured or
+// another stream of this NATS takes them (EnsureProduct made the product
+// stream without them), another error when the stream cannot be read.
+func (t *Topology) NoticesTaken(ctx context.Context) error {
+	notices := t.o.noticeSubjects()
+	if notices == "" {
+		return fmt.Errorf("%w: no RECEIVER_VERSIONS_SUBJECT_PREFIX", ErrNoticesNotTaken)
+	}
+	s, err := t.js.Stream(ctx, t.o.Stream)
+	if err != nil {
+		return fmt.Errorf("look up stream %s: %w", t.o.Stream, err)
+	}
+	if covered(s.CachedInfo().Config.Subjects, notices) {
+		return nil
+	}
+	return fmt.Errorf("%w: stream %s does not take %s, another stream of this NATS does (a second receiver: set RECEIVER_VERSIONS_SUBJECT_PREFIX to subjects of its own, or RECEIVER_VERSIONS=false)",
+		ErrNoticesNotTaken, t.o.Stream, notices)
 }
 
 func orUnlimited(n int64) int64 {

@@ -2,6 +2,7 @@ package topology_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -131,6 +132,65 @@ func TestEnsureStream(t *testing.T) {
 			t.Errorf("memory stream accepted: %v", err)
 		}
 	})
+}
+
+// TestNoticeSubjects: the product stream takes the notices' subjects
+// (<SupersededPrefix>.>) beside its own. A second receiver on the same NATS
+// that kept the default prefix gets its product stream all the same,
+// without the notices (NoticesTaken says why, naming the setting): the
+// products never wait on the notices. With a prefix of its own it takes
+// its notices too; an existing stream gets them added at its update.
+func TestNoticeSubjects(t *testing.T) {
+	js, closeNC := natstest.JetStream(t, natstest.RunJetStream(t).ClientURL())
+	defer closeNC()
+	ctx := context.Background()
+	subjects := func(name string) string {
+		t.Helper()
+		s, err := js.Stream(ctx, name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return fmt.Sprint(s.CachedInfo().Config.Subjects)
+	}
+	first := topology.New(js, topology.Options{Stream: "P", SubjectPrefix: "cdse.product", Duplicates: time.Hour, SupersededPrefix: "cdse.superseded"})
+	if _, err := first.EnsureProduct(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := subjects("P"); got != "[cdse.product.> cdse.fetchretry.P.> cdse.superseded.>]" {
+		t.Errorf("subjects %s", got)
+	}
+	if err := first.NoticesTaken(ctx); err != nil {
+		t.Errorf("NoticesTaken: %v", err)
+	}
+	if got := first.SupersededSubject("SENTINEL-2", "S2MSI1C"); got != "cdse.superseded.SENTINEL-2.S2MSI1C" {
+		t.Errorf("SupersededSubject %s", got)
+	}
+
+	second := topology.New(js, topology.Options{Stream: "STAGING", SubjectPrefix: "staging.product", Duplicates: time.Hour, SupersededPrefix: "cdse.superseded"})
+	if _, err := second.EnsureProduct(ctx); err != nil {
+		t.Fatalf("the second receiver's product stream: %v", err)
+	}
+	if got := subjects("STAGING"); got != "[staging.product.> cdse.fetchretry.STAGING.>]" {
+		t.Errorf("second subjects %s", got)
+	}
+	if err := second.NoticesTaken(ctx); !errors.Is(err, topology.ErrNoticesNotTaken) || !strings.Contains(err.Error(), "RECEIVER_VERSIONS_SUBJECT_PREFIX") {
+		t.Errorf("NoticesTaken of the second: %v", err)
+	}
+	// Its own prefix: added to the stream it has.
+	second = topology.New(js, topology.Options{Stream: "STAGING", SubjectPrefix: "staging.product", Duplicates: time.Hour, SupersededPrefix: "staging.superseded"})
+	if _, err := second.EnsureProduct(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := subjects("STAGING"); got != "[staging.product.> cdse.fetchretry.STAGING.> staging.superseded.>]" {
+		t.Errorf("second subjects with its own prefix %s", got)
+	}
+	if err := second.NoticesTaken(ctx); err != nil {
+		t.Errorf("NoticesTaken: %v", err)
+	}
+	// Without notices, none are taken.
+	if err := topology.New(js, topology.Options{Stream: "P", SubjectPrefix: "cdse.product"}).NoticesTaken(ctx); !errors.Is(err, topology.ErrNoticesNotTaken) {
+		t.Error("NoticesTaken without a prefix")
+	}
 }
 
 // TestKeeperForgetsIdsOfAReplacedStream: a stream deleted and created again
