@@ -569,6 +569,28 @@ var (
 // (the names written in internal/fetcher/fetch and internal/fetcher) and rules
 // the rules file records: an alert on a name that is not there would
 // never fire. (test/e2e scrapes a running receiver for the receiver's.)
+// TestFetcherFilesAndStac: fetcher.files becomes FETCH_FILES (the globs
+// joined with commas) and fetcher.stac FETCH_STAC; no files, no
+// FETCH_FILES (the whole archive).
+func TestFetcherFilesAndStac(t *testing.T) {
+	container := func(v string) map[string]corev1.EnvVar {
+		var dep appsv1.Deployment
+		mustRender(t, values(t, v)).get(t, "Deployment/cdse-receiver-fetcher", &dep)
+		return env(dep.Spec.Template.Spec.Containers[0])
+	}
+	e := container(strings.Replace(fetcherValues, "  enabled: true\n", "  enabled: true\n  files: [\"GRANULE/*/IMG_DATA/R10m/*_B0[2348]_10m.jp2\", MTD_MSIL2A.xml]\n  stac: false\n", 1))
+	if got := e["FETCH_FILES"].Value; got != "GRANULE/*/IMG_DATA/R10m/*_B0[2348]_10m.jp2,MTD_MSIL2A.xml" {
+		t.Errorf("FETCH_FILES %q", got)
+	}
+	if got := e["FETCH_STAC"].Value; got != "false" {
+		t.Errorf("FETCH_STAC %q, want false", got)
+	}
+	e = container(fetcherValues)
+	if _, ok := e["FETCH_FILES"]; ok || e["FETCH_STAC"].Value != "true" {
+		t.Errorf("defaults: FETCH_FILES %q, FETCH_STAC %q; want none and true", e["FETCH_FILES"].Value, e["FETCH_STAC"].Value)
+	}
+}
+
 func TestFetcherQueriesMetricsThatExist(t *testing.T) {
 	registered := map[string]bool{}
 	for _, dir := range []string{"fetcher/fetch", "fetcher"} {
