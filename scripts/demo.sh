@@ -138,8 +138,13 @@ echo "== the Sentinel-3 product and any Sentinel-2 one above 50 % cloud are outs
 echo "== fetcher fetched list (what was stored, where, verified or not):"
 list=$("$bin/fetcher" fetched list)
 sed 's/^/   /' <<<"$list"
-# The table's last two columns are VERIFIED and URL.
-verified=$(awk 'NR > 1 && $(NF-1) == "true" { print $NF }' <<<"$list")
+# The table's last two columns are VERIFIED ("true", or "true
+# (unchanged)" for a product found stored already) and URL.
+verified=$(awk 'NR > 1 && ($(NF-1) == "true" || ($(NF-2) == "true" && $(NF-1) == "(unchanged)")) { print $NF }' <<<"$list")
+if [ -s "$data/fetcher.log" ]; then
+  echo "== the fetcher's warnings ($data/fetcher.log):"
+  sed 's/^/   /' "$data/fetcher.log"
+fi
 file=$(head -n 1 <<<"$verified")
 file=${file#file://}
 [ -f "$file" ] || { echo "no verified file stored (fetched list above)" >&2; exit 1; }

@@ -67,6 +67,7 @@ type Report struct {
 	Dropped        int64          // given up after the retries
 	Settle         time.Duration  // from the end of the traffic until the stream held every event
 	QuarantineMsgs uint64
+	Notices        int // the receiver's notices of supersession on the stream
 	Fetch          FetchReport
 	Problems       []string
 }
@@ -101,7 +102,7 @@ func (r Report) String() string {
 	}
 	fmt.Fprintf(&b, "answers to the catalogue: %s\n", strings.Join(st, ", "))
 	fmt.Fprintf(&b, "simulator: %d deliveries acknowledged, %d dropped after 3 retries; %d events acknowledged by a replica\n", r.Pushed, r.Dropped, r.Acked)
-	fmt.Fprintf(&b, "settled %.1fs after the traffic stopped; quarantine %d\n", r.Settle.Seconds(), r.QuarantineMsgs)
+	fmt.Fprintf(&b, "settled %.1fs after the traffic stopped; quarantine %d; %d notices of supersession (each once)\n", r.Settle.Seconds(), r.QuarantineMsgs, r.Notices)
 	b.WriteString(r.Fetch.String())
 	if len(r.Problems) == 0 {
 		b.WriteString("every event on the stream exactly once; every routed product stored once, verified, nothing left\n")
@@ -468,10 +469,30 @@ func (w *world) settle(js jetstream.JetStream, d time.Duration) []natstest.Msg {
 	want := uint64(len(w.expected))
 	w.mu.Unlock()
 	deadline := time.Now().Add(d)
-	for streamMsgs(js, stream) < want && time.Now().Before(deadline) {
+	for streamMsgs(js, stream)-notices(js) < want && time.Now().Before(deadline) {
 		time.Sleep(200 * time.Millisecond)
 	}
 	return natstest.StreamMessages(w.t, js, stream)
+}
+
+// notices are the receiver's notices of supersession on the stream (not
+// events the catalogue announced).
+func notices(js jetstream.JetStream) uint64 {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	s, err := js.Stream(ctx, stream)
+	if err != nil {
+		return 0
+	}
+	info, err := s.Info(ctx, jetstream.WithSubjectFilter(event.DefaultSupersededPrefix+".>"))
+	if err != nil {
+		return 0
+	}
+	var n uint64
+	for _, c := range info.State.Subjects {
+		n += c
+	}
+	return n
 }
 
 // stable reads the stream again after d and returns the later reading;
@@ -517,6 +538,13 @@ func (w *world) check(msgs []natstest.Msg, acked map[string]bool, rep *Report) [
 		rep.Stored[m.Header.Get("Cdse-Source")]++
 		if seen[id] == 2 {
 			problems = append(problems, "stored twice: "+id)
+		}
+		if m.Header.Get(event.HeaderNotice) != "" {
+			// The receiver's own notice that one product supersedes
+			// another (two versions of an acquisition in the traffic):
+			// once each, as every message.
+			rep.Notices++
+			continue
 		}
 		if _, ok := w.expected[id]; !ok && seen[id] == 1 {
 			problems = append(problems, "stored but never announced: "+id)
