@@ -8,6 +8,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
 	"github.com/cdse-jetstream/receiver/event"
 	"github.com/cdse-jetstream/receiver/internal/cdse/cdsesim"
 	"github.com/cdse-jetstream/receiver/internal/stream/supersede"
@@ -46,9 +49,15 @@ func (w *world) version(t *testing.T, name string) *cdsesim.Product {
 // receiver's decision on it is made (the bucket trails the stream).
 func (w *world) known(t *testing.T, p *cdsesim.Product) supersede.Standing {
 	t.Helper()
+	return knownBy(t, w.js, p)
+}
+
+// knownBy is known, reading the bucket through js.
+func knownBy(t *testing.T, js jetstream.JetStream, p *cdsesim.Product) supersede.Standing {
+	t.Helper()
 	var st supersede.Standing
 	waitFor(t, 20*time.Second, "the receiver's versions bucket takes "+p.Name+" in", func() bool {
-		kv, err := w.js.KeyValue(context.Background(), topology.VersionsBucketOf(event.DefaultStream))
+		kv, err := js.KeyValue(context.Background(), topology.VersionsBucketOf(event.DefaultStream))
 		if err != nil {
 			return false
 		}
@@ -136,7 +145,11 @@ func TestVersions(t *testing.T) {
 		if _, err := os.Stat(path + ".json"); err != nil {
 			t.Fatalf("the older version and its item: %v", err)
 		}
-		w.known(t, older) // else the newer would supersede nothing known
+		// Read with the fetcher's login: it may read the bucket. And
+		// the newer would supersede nothing known before this.
+		asFetcher, closeNC := natstest.JetStream(t, w.receiver.NATSURL, nats.UserInfo(fetcherUser, fetcherPassword))
+		defer closeNC()
+		knownBy(t, asFetcher, older)
 		w.notify(t, newer)
 		fetched, failed := w.events(t, 3)
 		if len(failed) != 0 {
