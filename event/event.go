@@ -21,7 +21,12 @@
 // the object's URL, size, the checksums verified and the time it took. A
 // pipeline that needs the files consumes the fetched events rather than the
 // notifications: when one arrives, the object is in place, verified
-// unless Unverified says why not.
+// unless Unverified says why not. A fetcher that skips superseded
+// versions (FETCH_VERSIONS=latest) publishes a fetched event without an
+// object for each product it skipped (DecodeFetched answers ErrSkipped;
+// DecodeSkipped reads it), and one that removes them
+// (FETCH_ON_SUPERSEDED=delete) a deleted one naming the notice
+// (Fetched.Superseded).
 //
 // The product stream also holds the receiver's notices of supersession,
 // outside the product subjects (DefaultSupersededPrefix): a newer version

@@ -95,6 +95,15 @@ const (
 	// HeaderFilesFallback says why the archive was stored although files
 	// were asked for.
 	HeaderFilesFallback = "Cdse-Files-Fallback"
+
+	// HeaderSkipped is on the fetched event of a product the fetcher did
+	// not download (FETCH_VERSIONS=latest): why, "superseded by <id>
+	// (<name>)". Such an event has no HeaderObjectURL: nothing is stored.
+	// HeaderSupersededBy and HeaderSupersededByName name the product
+	// that supersedes it, as on a notice; they are also on the event of a
+	// superseded product removed from the target (FETCH_ON_SUPERSEDED=
+	// delete).
+	HeaderSkipped = "Cdse-Skipped"
 )
 
 // FetchModeFiles is HeaderFetchMode of a product stored as a folder of
@@ -119,6 +128,12 @@ type FetchedFiles struct {
 
 // ErrNotFetched marks a message that is not a fetched event.
 var ErrNotFetched = errors.New("event: not a fetched event")
+
+// ErrSkipped marks the fetched event of a product the fetcher skipped
+// (HeaderSkipped): nothing was stored. It is also ErrNotFetched, so a
+// consumer that opens the object of each fetched event, and terminates
+// what is not one, goes on as before; DecodeSkipped reads it.
+var ErrSkipped = fmt.Errorf("event: a product the fetcher skipped, nothing stored (%w)", ErrNotFetched)
 
 // ErrNotFailed marks a message that is not a failed event.
 var ErrNotFailed = errors.New("event: not a failed event")
@@ -162,6 +177,13 @@ type Fetched struct {
 	// FilesFallback is why the archive was stored although files were
 	// asked for (HeaderFilesFallback); "" otherwise.
 	FilesFallback string
+	// Superseded is set, with Deleted, on the event of a superseded
+	// product the fetcher removed from its target (FETCH_ON_SUPERSEDED=
+	// delete): the receiver's notice that named it, which is the event's
+	// body. The Notification is then made of the notice and the headers
+	// (ProductID, ProductName, Collection, ProductType, Acquisition; Event
+	// Deleted): the catalogue did not delete the product.
+	Superseded *Superseded
 }
 
 // Verified reports whether at least one checksum verified the stored bytes:
@@ -182,9 +204,18 @@ func DecodeFetched(m Msg) (*Fetched, error) {
 // wrapping ErrNotFetched, when the body is not a notification (the error
 // wraps ErrNotNotification too), when HeaderObjectURL is missing, when
 // HeaderObjectSize is missing (except on a deleted product's event) or not
-// a byte count, and when HeaderFetchTook is not a duration.
+// a byte count, and when HeaderFetchTook is not a duration; wrapping
+// ErrSkipped too for a product the fetcher skipped (HeaderSkipped). The
+// event of a superseded product removed from the target, whose body is the
+// receiver's notice, is a Deleted one with Superseded set.
 func DecodeFetchedData(data []byte, h nats.Header) (*Fetched, error) {
+	if why := h.Get(HeaderSkipped); why != "" {
+		return nil, fmt.Errorf("%w: %s", ErrSkipped, why)
+	}
 	n, err := DecodeData(data, h)
+	if errors.Is(err, ErrNotice) && h.Get(HeaderObjectURL) != "" {
+		return supersededRemoved(data, h)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("%w: its body: %w", ErrNotFetched, err)
 	}
@@ -240,6 +271,53 @@ func DecodeFetchedData(data []byte, h nats.Header) (*Fetched, error) {
 		f.Files = ff
 	}
 	return f, nil
+}
+
+// supersededRemoved reads the event of a superseded product removed from
+// the target: its body is the notice that named it.
+func supersededRemoved(data []byte, h nats.Header) (*Fetched, error) {
+	s, err := DecodeSupersededData(data, h)
+	if err != nil {
+		return nil, fmt.Errorf("%w: its body: %w", ErrNotFetched, err)
+	}
+	s.ID = SupersededMsgID(s.Superseded.ID, s.By.ID) // the notice's, not this event's
+	n := &Notification{Event: Deleted, ID: h.Get(HeaderMsgID), ProductID: s.Superseded.ID, ProductName: s.Superseded.Name,
+		Collection: s.Collection, ProductType: s.ProductType, Acquisition: s.Acquisition, Version: s.Superseded.Version,
+		Interest: h.Get(HeaderInterest), Data: data, Attributes: map[string]Attribute{}}
+	return &Fetched{Notification: n, ObjectURL: h.Get(HeaderObjectURL), Deleted: true, Superseded: s}, nil
+}
+
+// Skipped is the fetched event of a product the fetcher did not download
+// (HeaderSkipped): the product event, and why.
+type Skipped struct {
+	*Notification
+	// Reason is HeaderSkipped: "superseded by <id> (<name>)".
+	Reason string
+	// SupersededBy is the product that supersedes it (HeaderSupersededBy,
+	// HeaderSupersededByName; no Version).
+	SupersededBy VersionedProduct
+}
+
+// DecodeSkipped reads the fetched event of a product the fetcher skipped
+// (DecodeFetched answers ErrSkipped for it); for a core *nats.Msg call
+// DecodeSkippedData(m.Data, m.Header).
+func DecodeSkipped(m Msg) (*Skipped, error) { return DecodeSkippedData(m.Data(), m.Headers()) }
+
+// DecodeSkippedData reads a skipped product's fetched event from its body
+// (the product event's notification) and headers. It fails, wrapping
+// ErrNotFetched, when HeaderSkipped is missing or the body is not a
+// notification.
+func DecodeSkippedData(data []byte, h nats.Header) (*Skipped, error) {
+	why := h.Get(HeaderSkipped)
+	if why == "" {
+		return nil, fmt.Errorf("%w: no %s header", ErrNotFetched, HeaderSkipped)
+	}
+	n, err := DecodeData(data, h)
+	if err != nil {
+		return nil, fmt.Errorf("%w: its body: %w", ErrNotFetched, err)
+	}
+	return &Skipped{Notification: n, Reason: why,
+		SupersededBy: VersionedProduct{ID: h.Get(HeaderSupersededBy), Name: h.Get(HeaderSupersededByName)}}, nil
 }
 
 // Failed is one product event the fetcher gave up (after its attempts, or

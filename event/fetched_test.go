@@ -206,3 +206,48 @@ func TestDecodeFetchedFiles(t *testing.T) {
 		t.Errorf("fallback: %v %+v", err, f)
 	}
 }
+
+// TestDecodeSkippedAndSupersededRemoved: the fetched event of a product
+// the fetcher skipped (FETCH_VERSIONS=latest) is ErrSkipped, also
+// ErrNotFetched, to DecodeFetched, and DecodeSkipped reads it; the event
+// of a superseded product removed from the target (FETCH_ON_SUPERSEDED=
+// delete), whose body is the notice, is a Deleted fetched event naming
+// the notice.
+func TestDecodeSkippedAndSupersededRemoved(t *testing.T) {
+	created := fixture(t, "created-s2.json")
+	skipped := header(event.HeaderMsgID, "fetched/f/x/skipped", event.HeaderCollection, "SENTINEL-2",
+		event.HeaderSkipped, "superseded by b-id (B.SAFE)", event.HeaderSupersededBy, "b-id", event.HeaderSupersededByName, "B.SAFE")
+	_, err := event.DecodeFetchedData(created, skipped)
+	if !errors.Is(err, event.ErrSkipped) || !errors.Is(err, event.ErrNotFetched) || !strings.Contains(err.Error(), "superseded by b-id (B.SAFE)") {
+		t.Errorf("DecodeFetched of a skipped product: %v, want ErrSkipped and ErrNotFetched saying why", err)
+	}
+	s, err := event.DecodeSkipped(msg{&nats.Msg{Data: created, Header: skipped}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Reason != "superseded by b-id (B.SAFE)" || s.SupersededBy != (event.VersionedProduct{ID: "b-id", Name: "B.SAFE"}) || s.ProductID == "" || s.Event != event.Created {
+		t.Errorf("skipped %+v, notification %+v", s, s.Notification)
+	}
+	if _, err := event.DecodeSkippedData(created, header(event.HeaderObjectURL, "s3://b/k.zip")); !errors.Is(err, event.ErrNotFetched) {
+		t.Errorf("DecodeSkipped of an event that is not one: %v", err)
+	}
+
+	notice := []byte(`{"notice":"superseded","reason":"newer_arrived","acquisition":"S2A_MSIL1C_20150704T101006_R022_T32TPS",
+"superseded":{"id":"a-id","name":"S2A_MSIL1C_20150704T101006_N0204_R022_T32TPS_20150704T101337.SAFE","version":"0204"},
+"by":{"id":"b-id","name":"S2A_MSIL1C_20150704T101006_N0500_R022_T32TPS_20231011T134419.SAFE","version":"0500"}}`)
+	h := header(event.HeaderMsgID, "fetched/f/superseded/a-id/b-id", event.HeaderObjectURL, "file:///d/k.zip",
+		event.HeaderCollection, "SENTINEL-2", event.HeaderProductType, "S2MSI1C", event.HeaderSupersededBy, "b-id")
+	f, err := event.DecodeFetchedData(notice, h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !f.Deleted || f.ObjectURL != "file:///d/k.zip" || f.Superseded == nil || f.Superseded.By.ID != "b-id" || f.Superseded.ID != "superseded:a-id:b-id" ||
+		f.ProductID != "a-id" || f.ProductName != "S2A_MSIL1C_20150704T101006_N0204_R022_T32TPS_20150704T101337.SAFE" ||
+		f.Event != event.Deleted || f.Collection != "SENTINEL-2" || f.ProductType != "S2MSI1C" || f.Version != "0204" {
+		t.Errorf("removed %+v, notification %+v", f, f.Notification)
+	}
+	h.Del(event.HeaderObjectURL)
+	if _, err := event.DecodeFetchedData(notice, h); !errors.Is(err, event.ErrNotFetched) || !errors.Is(err, event.ErrNotice) {
+		t.Errorf("a notice without an object: %v, want ErrNotFetched (ErrNotice)", err)
+	}
+}

@@ -50,6 +50,12 @@ func newFetchedList(fc *failedCmd) *cobra.Command {
 					if f.Unchanged {
 						verified += " (unchanged)"
 					}
+					switch {
+					case f.Skipped != "":
+						verified = "skipped: " + f.Skipped
+					case f.SupersededBy != "":
+						verified = "removed: superseded by " + f.SupersededBy
+					}
 					fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", f.Seq, f.Time.UTC().Format(time.RFC3339), f.Event, f.ProductType,
 						cli.OrDash(f.ProductName), fetch.HumanBytes(float64(f.Size)), verified, f.URL)
 				}

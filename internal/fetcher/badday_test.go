@@ -49,6 +49,17 @@ func startBadDay(t *testing.T, dir string, adjust func(*fetchconfig.Config)) *ba
 // startBadDayRate is startBadDay with the simulator's download rate.
 func startBadDayRate(t *testing.T, dir string, rate int64, adjust func(*fetchconfig.Config)) *badDay {
 	t.Helper()
+	return startBadDayWith(t, dir, rate, adjust, func(ctx context.Context, js jetstream.JetStream, cfg fetchconfig.Config, _ *cdsesim.Sim) error {
+		_, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: cfg.ProductStream.Stream, Subjects: []string{cfg.SubjectPrefix + ".>", "cdse.fetchretry.>"}})
+		return err
+	})
+}
+
+// startBadDayWith is startBadDayRate with the product stream made by
+// stream (and whatever runs beside the fetcher on it), before the
+// fetcher starts.
+func startBadDayWith(t *testing.T, dir string, rate int64, adjust func(*fetchconfig.Config), stream func(context.Context, jetstream.JetStream, fetchconfig.Config, *cdsesim.Sim) error) *badDay {
+	t.Helper()
 	srv := natstest.RunJetStream(t)
 	js, closeNC := natstest.JetStream(t, srv.ClientURL())
 	t.Cleanup(closeNC)
@@ -67,7 +78,7 @@ func startBadDayRate(t *testing.T, dir string, rate int64, adjust func(*fetchcon
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	t.Cleanup(cancel)
-	if _, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: cfg.ProductStream.Stream, Subjects: []string{cfg.SubjectPrefix + ".>", "cdse.fetchretry.>"}}); err != nil {
+	if err := stream(ctx, js, cfg, h.Sim); err != nil {
 		t.Fatal(err)
 	}
 	log := logrus.New()

@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -124,6 +125,9 @@ type App struct {
 	// leases are the keys downloaded across replicas (lease.go); set
 	// by declare.
 	leases *leases
+	// versions is the receiver's versions bucket as this fetcher reads
+	// it, and what it decided (notices.go).
+	versions versionsReader
 }
 
 // keyLocks lets one fetch of a key run at a time in this replica.
@@ -170,7 +174,7 @@ func (a *App) StopNowOn(now <-chan struct{}) { a.now = now }
 func New(cfg fetchconfig.Config, parts Parts, reg *prometheus.Registry, log logrus.FieldLogger) (*App, error) {
 	a := &App{cfg: cfg, parts: parts, reg: reg, log: log,
 		outcomes: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "cdse_fetcher_events_total",
-			Help: "Product events handled, by outcome: fetched, unchanged, deleted, kept, failed (given up), retried."}, []string{"outcome"}),
+			Help: "Product events handled, by outcome: fetched, unchanged, deleted, kept, failed (given up), retried, deferred, skipped (superseded, not downloaded); and the receiver's notices: superseded (a superseded product removed), notice (acked, nothing to do)."}, []string{"outcome"}),
 		running: prometheus.NewGauge(prometheus.GaugeOpts{Name: "cdse_fetcher_running", Help: "Product events being handled by this replica."}),
 		oldest: prometheus.NewGauge(prometheus.GaugeOpts{Name: "cdse_fetcher_oldest_unfetched_age_seconds",
 			Help: "Age of the oldest product event the fetcher's consumer has not acknowledged (stored in the stream that long ago), 0 when none: how far the fetchers are behind, whatever the cause."}),
@@ -179,6 +183,8 @@ func New(cfg fetchconfig.Config, parts Parts, reg *prometheus.Registry, log logr
 		consumerEvery: consumerCheckEvery,
 		checkNow:      make(chan struct{}, 1),
 	}
+	a.versions.decisions = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "cdse_fetcher_versions_total",
+		Help: "Products of a known acquisition (a Cdse-Acquisition) looked up in the versions bucket before their download (FETCH_VERSIONS=latest, FETCH_ON_SUPERSEDED=delete), by decision: fetched (the latest known), skipped (superseded), unknown (not in the bucket yet, or no bucket: downloaded), undecided (its version not ordered with the latest: downloaded)."}, []string{"decision"})
 	h, err := newHealth(reg)
 	if err != nil {
 		return nil, err
@@ -189,7 +195,7 @@ func New(cfg fetchconfig.Config, parts Parts, reg *prometheus.Registry, log logr
 	h.set(checkConsumer, "stream and consumer not set up yet", false)
 	h.set(checkNATS, "not connected yet", false)
 	h.set(checkTarget, "not probed yet", false)
-	if err := errors.Join(reg.Register(a.outcomes), reg.Register(a.running), reg.Register(a.oldest), reg.Register(a.restored)); err != nil {
+	if err := errors.Join(reg.Register(a.outcomes), reg.Register(a.running), reg.Register(a.oldest), reg.Register(a.restored), reg.Register(a.versions.decisions)); err != nil {
 		return nil, err
 	}
 	return a, nil
@@ -318,6 +324,7 @@ func (a *App) declare(ctx context.Context, resumeAt uint64) (jetstream.Consumer,
 	if err := a.declareLeases(ctx); err != nil {
 		return nil, err
 	}
+	a.checkNotices(ctx)
 	cc := a.consumerConfig()
 	old, err := a.js.Consumer(ctx, a.cfg.ProductStream.Stream, a.cfg.FetchConsumer)
 	switch {
@@ -368,19 +375,24 @@ func (a *App) consumerConfig() jetstream.ConsumerConfig {
 }
 
 // ConsumerSubjects are the fetcher consumer's filter subjects: the product
-// subjects of FETCH_SUBJECTS (or their default) and the consumer's retry
+// subjects of FETCH_SUBJECTS (or their default), the consumer's retry
 // subject, <event.FetchRetryPrefix>.<NATS_STREAM>.<FETCH_CONSUMER>.>, where `fetcher
-// failed retry` puts given-up events back (unless a subject listed
+// failed retry` puts given-up events back, and with
+// FETCH_ON_SUPERSEDED=delete the receiver's notices,
+// <RECEIVER_VERSIONS_SUBJECT_PREFIX>.> (each unless a subject listed
 // already covers it: NATS refuses overlapping filters).
 func ConsumerSubjects(cfg fetchconfig.Config) []string {
 	subjects := cfg.SubjectList()
-	retry := event.FetchRetrySubjects(cfg.ProductStream.Stream) + "." + cfg.FetchConsumer + ".>"
-	for _, s := range subjects {
-		if event.SubjectCovers(s, retry) {
-			return subjects
+	more := []string{event.FetchRetrySubjects(cfg.ProductStream.Stream) + "." + cfg.FetchConsumer + ".>"}
+	if cfg.ReadsNotices() {
+		more = append(more, cfg.VersionsPrefix+".>")
+	}
+	for _, m := range more {
+		if !slices.ContainsFunc(subjects, func(s string) bool { return event.SubjectCovers(s, m) }) {
+			subjects = append(subjects, m)
 		}
 	}
-	return append(subjects, retry)
+	return subjects
 }
 
 // consume takes product events until ctx ends; each runs in its own
@@ -607,6 +619,12 @@ func (a *App) handle(ctx context.Context, m jetstream.Msg) {
 	}
 	log := a.log.WithFields(logrus.Fields{"stream_seq": md.Sequence.Stream, "delivery": md.NumDelivered})
 	n, err := event.Decode(m)
+	if errors.Is(err, event.ErrNotice) {
+		// A notice of the receiver's (notices.go): never a product to
+		// download, nor one to give up.
+		a.handleNotice(ctx, log, m, md)
+		return
+	}
 	if err != nil {
 		a.giveUp(ctx, log, m, md, nil, "undecodable: "+err.Error())
 		return
@@ -637,6 +655,14 @@ func (a *App) handle(ctx context.Context, m jetstream.Msg) {
 		pub = deletedMsg(a.cfg.FetchedPrefix, a.cfg.FetchConsumer, n, m.Headers(), a.parts.Target.URL(key))
 	default:
 		res, err := a.fetch(ctx, log, m, n, key)
+		if skipped := (*skipError)(nil); errors.As(err, &skipped) {
+			// Superseded: nothing downloaded, and said so in its
+			// fetched event (published and acked below).
+			a.outcomes.WithLabelValues("skipped").Inc()
+			log.WithFields(logrus.Fields{"superseded_by": skipped.by.ID, "superseded_by_name": skipped.by.Name}).Info("product superseded: not downloaded")
+			pub = skippedMsg(a.cfg.FetchedPrefix, a.cfg.FetchConsumer, n, m.Headers(), skipped.by)
+			break
+		}
 		var deferred *fetch.DeferError
 		switch {
 		case err != nil && errors.As(err, &deferred):
@@ -697,29 +723,17 @@ func (a *App) handle(ctx context.Context, m jetstream.Msg) {
 // the work, and pauses (keeping the message) while the target is full.
 // Cut off from NATS, it stops with errCutOff.
 func (a *App) fetch(ctx context.Context, log logrus.FieldLogger, m jetstream.Msg, n *event.Notification, key string) (fetch.Result, error) {
-	ctx, cut := context.WithCancelCause(ctx)
-	defer cut(nil)
-	go a.heartbeat(ctx, m, cut)
-	// One fetch of a key at a time here, its message kept alive
-	// meanwhile: a product's created and modified events taken together
-	// would otherwise download it twice at once into S3 (a directory's
-	// partial is locked); the second finds it stored.
-	release, err := a.keys.lock(ctx, key)
+	ctx, release, err := a.hold(ctx, log, m, key)
 	if err != nil {
-		return fetch.Result{}, cmp.Or(context.Cause(ctx), err)
+		return fetch.Result{}, err
 	}
 	defer release()
-	// And one across replicas: the same two events taken by two of them.
-	var seq uint64
-	if md, err := m.Metadata(); err == nil {
-		seq = md.Sequence.Stream
+	// Looked up holding the key: a notice of this product handled
+	// meanwhile (FETCH_ON_SUPERSEDED=delete) waits for this fetch, or
+	// was handled before it and is known here.
+	if by, ok := a.superseded(ctx, log, n); ok {
+		return fetch.Result{}, &skipError{by: by}
 	}
-	ls, err := a.leases.acquire(ctx, log, key, seq)
-	if err != nil {
-		return fetch.Result{}, cmp.Or(context.Cause(ctx), err)
-	}
-	defer ls.release(ctx)
-	ls.keep(ctx, a.cfg.AckWait, cut)
 	for {
 		if err := a.health.waitUnheld(ctx); err != nil {
 			return fetch.Result{}, cmp.Or(context.Cause(ctx), err)
@@ -744,6 +758,44 @@ func (a *App) fetch(ctx context.Context, log logrus.FieldLogger, m jetstream.Msg
 		}
 		return res, err
 	}
+}
+
+// hold takes key for the work of m, its message kept alive meanwhile by
+// acknowledged in-progress acks: one fetch (or removal) of a key at a
+// time in this replica, and across replicas by its lease. The context
+// returned is cut when NATS or the lease is lost (its cause says which);
+// release ends the hold.
+func (a *App) hold(ctx context.Context, log logrus.FieldLogger, m jetstream.Msg, key string) (context.Context, func(), error) {
+	ctx, cut := context.WithCancelCause(ctx)
+	go a.heartbeat(ctx, m, cut)
+	// One fetch of a key at a time here: a product's created and
+	// modified events taken together would otherwise download it twice
+	// at once into S3 (a directory's partial is locked); the second
+	// finds it stored.
+	release, err := a.keys.lock(ctx, key)
+	if err != nil {
+		err = cmp.Or(context.Cause(ctx), err)
+		cut(nil)
+		return nil, nil, err
+	}
+	// And one across replicas: the same two events taken by two of them.
+	var seq uint64
+	if md, err := m.Metadata(); err == nil {
+		seq = md.Sequence.Stream
+	}
+	ls, err := a.leases.acquire(ctx, log, key, seq)
+	if err != nil {
+		err = cmp.Or(context.Cause(ctx), err)
+		release()
+		cut(nil)
+		return nil, nil, err
+	}
+	ls.keep(ctx, a.cfg.AckWait, cut)
+	return ctx, func() {
+		ls.release(ctx)
+		release()
+		cut(nil)
+	}, nil
 }
 
 func (a *App) publish(ctx context.Context, msg *nats.Msg) error {

@@ -174,3 +174,43 @@ func failedMsg(prefix, consumer string, collection, productType string, data []b
 		Data:    data,
 	}
 }
+
+// skippedMsg is the fetched event of a product not downloaded because it
+// is superseded by by (FETCH_VERSIONS=latest): the notification as its
+// body, the product's headers, why (event.HeaderSkipped) and no object.
+// It is one event per product event, as a fetched one is.
+func skippedMsg(prefix, consumer string, n *event.Notification, h nats.Header, by event.VersionedProduct) *nats.Msg {
+	out := routing(h)
+	out.Set(event.HeaderSkipped, "superseded by "+byName(by))
+	out.Set(event.HeaderSupersededBy, by.ID)
+	if by.Name != "" {
+		out.Set(event.HeaderSupersededByName, by.Name)
+	}
+	src := h.Get(event.HeaderMsgID)
+	if src == "" {
+		src = n.ProductID + "/" + string(n.Event)
+	}
+	out.Set(event.HeaderMsgID, "fetched/"+consumer+"/"+src+"/skipped")
+	return &nats.Msg{
+		Subject: prefix + "." + token(string(n.Event)) + "." + token(n.Collection) + "." + token(n.ProductType),
+		Header:  out,
+		Data:    n.Data,
+	}
+}
+
+// supersededMsg is the event of a superseded product removed from the
+// target (FETCH_ON_SUPERSEDED=delete): on the fetched subject of a
+// deletion, the receiver's notice as its body, its headers (the
+// superseded product's, and the one that supersedes it) but the one that
+// marks a notice, and the object's URL. One per pair, as the notice.
+func supersededMsg(prefix, consumer string, s *event.Superseded, notice []byte, h nats.Header, url string) *nats.Msg {
+	out := routing(h)
+	out.Del(event.HeaderNotice)
+	out.Set(event.HeaderObjectURL, url)
+	out.Set(event.HeaderMsgID, "fetched/"+consumer+"/superseded/"+s.Superseded.ID+"/"+s.By.ID)
+	return &nats.Msg{
+		Subject: prefix + "." + token(string(event.Deleted)) + "." + token(s.Collection) + "." + token(s.ProductType),
+		Header:  out,
+		Data:    notice,
+	}
+}

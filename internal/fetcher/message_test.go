@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -214,9 +215,19 @@ func TestConsumerSubjects(t *testing.T) {
 		// Another consumer's retries, or another stream's, do not cover this one's.
 		{"cdse.fetchretry.CDSE_PRODUCTS.other.>", "fetcher", "keep", "[cdse.fetchretry.CDSE_PRODUCTS.other.> cdse.fetchretry.CDSE_PRODUCTS.fetcher.>]"},
 		{"cdse.fetchretry.STAGING.fetcher.>", "fetcher", "keep", "[cdse.fetchretry.STAGING.fetcher.> cdse.fetchretry.CDSE_PRODUCTS.fetcher.>]"},
+		// FETCH_ON_SUPERSEDED=delete reads the receiver's notices (keep
+		// would ack them and do nothing); covered already, not twice.
+		{"", "fetcher", "keep/delete", "[cdse.product.created.> cdse.product.modified.> cdse.fetchretry.CDSE_PRODUCTS.fetcher.> cdse.superseded.>]"},
+		{"cdse.interest.alps.>", "alps", "keep/delete", "[cdse.interest.alps.> cdse.fetchretry.CDSE_PRODUCTS.alps.> cdse.superseded.>]"},
+		{">", "fetcher", "keep/delete", "[>]"},
+		{"cdse.>", "fetcher", "keep/delete", "[cdse.>]"},
 	} {
 		cfg := fetchconfig.Default()
-		cfg.Subjects, cfg.FetchConsumer, cfg.OnDelete = tt.subjects, tt.consumer, tt.onDelete
+		cfg.Subjects, cfg.FetchConsumer = tt.subjects, tt.consumer
+		cfg.OnDelete, cfg.OnSuperseded, _ = strings.Cut(tt.onDelete, "/")
+		if cfg.OnSuperseded == "" {
+			cfg.OnSuperseded = "keep"
+		}
 		if got := fmt.Sprint(ConsumerSubjects(cfg)); got != tt.want {
 			t.Errorf("%q for %s: %s, want %s", tt.subjects, tt.consumer, got, tt.want)
 		}

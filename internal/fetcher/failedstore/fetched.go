@@ -35,6 +35,13 @@ type Fetched struct {
 	// archive stored although files were asked for; "" an archive.
 	Mode  string `json:"mode,omitempty"`
 	Files int    `json:"files,omitempty"`
+	// Skipped is why the product was not downloaded (superseded by …,
+	// FETCH_VERSIONS=latest); nothing is stored then.
+	Skipped string `json:"skipped,omitempty"`
+	// SupersededBy is the product that supersedes this one: on a skipped
+	// product's event, and on the removal of a superseded one
+	// (FETCH_ON_SUPERSEDED=delete, event deleted).
+	SupersededBy string `json:"supersededBy,omitempty"`
 }
 
 // FetchedFilter picks fetched events; its zero value picks every one.
@@ -88,6 +95,7 @@ func fetchedOf(prefix string, seq uint64, at time.Time, subject string, h nats.H
 			ev.Checksums[strings.ToUpper(alg)] = v[0]
 		}
 	}
+	ev.Skipped, ev.SupersededBy = h.Get(event.HeaderSkipped), h.Get(event.HeaderSupersededBy)
 	ev.Mode = h.Get(event.HeaderFetchMode)
 	ev.Files, _ = strconv.Atoi(h.Get(event.HeaderFileCount))
 	ev.Verified = len(ev.Checksums) > 0 || (ev.Mode == event.FetchModeFiles && h.Get(event.HeaderVerifiedAgainst) != "" && ev.Unverified == "")

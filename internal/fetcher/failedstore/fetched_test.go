@@ -46,14 +46,19 @@ func TestFetched(t *testing.T) {
 	h.Set(event.HeaderUnverified, "no checksum")
 	h.Set(event.HeaderObjectUnchanged, "true")
 	c := w.publish(t, fetchedPrefix+".created.SENTINEL-2.S2MSI2A", h)
+	// Skipped: superseded (FETCH_VERSIONS=latest), nothing stored.
+	h = productHeaders("created", "pd", "PD")
+	h.Set(event.HeaderSkipped, "superseded by pe (PE)")
+	h.Set(event.HeaderSupersededBy, "pe")
+	d := w.publish(t, fetchedPrefix+".created.SENTINEL-2.S2MSI1C", h)
 
 	for _, tc := range []struct {
 		name   string
 		filter failedstore.FetchedFilter
 		want   []uint64
 	}{
-		{"every one", failedstore.FetchedFilter{}, []uint64{a, b, c}},
-		{"since", failedstore.FetchedFilter{Since: between}, []uint64{b, c}},
+		{"every one", failedstore.FetchedFilter{}, []uint64{a, b, c, d}},
+		{"since", failedstore.FetchedFilter{Since: between}, []uint64{b, c, d}},
 		{"product type", failedstore.FetchedFilter{ProductType: "S2MSI2A"}, []uint64{a, c}},
 		{"interest", failedstore.FetchedFilter{Interest: "alps"}, []uint64{b}},
 		{"product type and interest", failedstore.FetchedFilter{ProductType: "S2MSI2A", Interest: "alps"}, []uint64{}},
@@ -74,7 +79,7 @@ func TestFetched(t *testing.T) {
 	}
 
 	l, err := w.store.Fetched(ctx, failedstore.FetchedFilter{})
-	if err != nil || len(l) != 3 {
+	if err != nil || len(l) != 4 {
 		t.Fatalf("Fetched = %+v, %v", l, err)
 	}
 	for i, want := range []failedstore.Fetched{
@@ -83,6 +88,7 @@ func TestFetched(t *testing.T) {
 		{Seq: b, Event: "modified", Collection: "SENTINEL-2", ProductType: "S2MSI1C", ProductID: "pb", ProductName: "PB", Interest: "alps",
 			URL: "file:///products/PB.SAFE/", Verified: true, Mode: event.FetchModeFiles, Files: 3},
 		{Seq: c, Event: "created", Collection: "SENTINEL-2", ProductType: "S2MSI2A", ProductID: "pc", ProductName: "PC", Unverified: "no checksum", Unchanged: true},
+		{Seq: d, Event: "created", Collection: "SENTINEL-2", ProductType: "S2MSI1C", ProductID: "pd", ProductName: "PD", Skipped: "superseded by pe (PE)", SupersededBy: "pe"},
 	} {
 		got := l[i]
 		if got.Time.IsZero() {

@@ -43,10 +43,15 @@ type Config struct {
 	IdleTimeout     time.Duration `koanf:"FETCH_IDLE_TIMEOUT" flag:"idle-timeout" help:"a download that receives nothing this long is cut and resumed"`
 	RequireChecksum bool          `koanf:"FETCH_REQUIRE_CHECKSUM" flag:"require-checksum" help:"refuse a product the catalogue gives no checksum for (false: store it, marked Cdse-Unverified)"`
 	OnDelete        string        `koanf:"FETCH_ON_DELETE" flag:"on-delete" help:"what a deleted event does to the stored product: keep or delete"`
-	STAC            bool          `koanf:"FETCH_STAC" flag:"stac" help:"write a STAC 1.1.0 item beside each stored product (<key>.json), named by the fetched event's Cdse-Stac-Item (docs/stac-items.md)"`
-	TrustedHosts    string        `koanf:"FETCH_TRUSTED_HOSTS" flag:"trusted-hosts" help:"hosts the login token may be sent to on redirects, comma-separated domain[:port]: each domain with its subdomains, over HTTPS, on the port given or 443 (CDSE_DOWNLOAD_URL's own origin always)"`
-	KeyTemplate     string        `koanf:"FETCH_KEY_TEMPLATE" flag:"key-template" help:"object key of a product, of {collection} {productType} {yyyy} {mm} {dd} {name} {id}; must end in {name}.zip"`
-	Files           string        `koanf:"FETCH_FILES" flag:"files" help:"only these files of each product, comma-separated path globs relative to its root folder (** any folders: GRANULE/*/IMG_DATA/R10m/*_B0[2348]_10m.jp2,MTD_MSIL2A.xml), fetched one by one, verified against its manifest, stored as the folder <key without .zip>/; empty: the whole archive"`
+	Versions        string        `koanf:"FETCH_VERSIONS" flag:"versions" help:"which versions of an acquisition are downloaded: all, or latest (a product the receiver's versions bucket <NATS_STREAM>_VERSIONS knows superseded is not downloaded, its fetched event says Cdse-Skipped; one it does not know yet is downloaded)"`
+	OnSuperseded    string        `koanf:"FETCH_ON_SUPERSEDED" flag:"on-superseded" help:"what the receiver's notice of a superseded product does to it once stored: keep, or delete (it and its STAC item are removed, said by a fetched event with Cdse-Superseded-By; a product known superseded is not downloaded either)"`
+	// RECEIVER_VERSIONS_SUBJECT_PREFIX: the notices' subjects, as the
+	// receiver puts them in the product stream.
+	natssettings.Notices
+	STAC         bool   `koanf:"FETCH_STAC" flag:"stac" help:"write a STAC 1.1.0 item beside each stored product (<key>.json), named by the fetched event's Cdse-Stac-Item (docs/stac-items.md)"`
+	TrustedHosts string `koanf:"FETCH_TRUSTED_HOSTS" flag:"trusted-hosts" help:"hosts the login token may be sent to on redirects, comma-separated domain[:port]: each domain with its subdomains, over HTTPS, on the port given or 443 (CDSE_DOWNLOAD_URL's own origin always)"`
+	KeyTemplate  string `koanf:"FETCH_KEY_TEMPLATE" flag:"key-template" help:"object key of a product, of {collection} {productType} {yyyy} {mm} {dd} {name} {id}; must end in {name}.zip"`
+	Files        string `koanf:"FETCH_FILES" flag:"files" help:"only these files of each product, comma-separated path globs relative to its root folder (** any folders: GRANULE/*/IMG_DATA/R10m/*_B0[2348]_10m.jp2,MTD_MSIL2A.xml), fetched one by one, verified against its manifest, stored as the folder <key without .zip>/; empty: the whole archive"`
 	interestfile.FileSetting
 	AdminAddr       string        `koanf:"FETCH_ADMIN_ADDR" flag:"admin-addr" help:"listen address of /healthz, /readyz, /status, /metrics; keep it private"`
 	FetchedPrefix   string        `koanf:"FETCH_FETCHED_PREFIX" flag:"fetched-prefix" help:"subject prefix of the fetched events: <prefix>.<event>.<collection>.<productType>"`
@@ -95,6 +100,9 @@ func Default() Config {
 		MaxAttempts:     10,
 		IdleTimeout:     60 * time.Second,
 		OnDelete:        "keep",
+		Versions:        "all",
+		OnSuperseded:    "keep",
+		Notices:         natssettings.DefaultNotices(),
 		STAC:            true,
 		TrustedHosts:    "dataspace.copernicus.eu",
 		KeyTemplate:     DefaultKeyTemplate,
@@ -146,6 +154,18 @@ func (c Config) SubjectList() []string {
 	}
 	return out
 }
+
+// ChecksVersions says whether a product is looked up in the versions
+// bucket before it is downloaded: FETCH_VERSIONS=latest, and
+// FETCH_ON_SUPERSEDED=delete (a product known superseded would be removed
+// as soon as stored).
+func (c Config) ChecksVersions() bool { return c.Versions == "latest" || c.OnSuperseded == "delete" }
+
+// ReadsNotices says whether the fetcher's consumer takes the receiver's
+// notices of supersession (<RECEIVER_VERSIONS_SUBJECT_PREFIX>.>):
+// FETCH_ON_SUPERSEDED=delete acts on them; with keep they would be acked
+// and nothing more.
+func (c Config) ReadsNotices() bool { return c.OnSuperseded == "delete" }
 
 // S3PathStyleOption is FETCH_S3_PATH_STYLE for fetch.S3Options: nil when
 // empty (decided by the endpoint).
@@ -244,6 +264,18 @@ func (c Config) validate(downloads bool) error {
 	}
 	if c.OnDelete != "keep" && c.OnDelete != "delete" {
 		bad("FETCH_ON_DELETE %q: want keep or delete", c.OnDelete)
+	}
+	if c.Versions != "all" && c.Versions != "latest" {
+		bad("FETCH_VERSIONS %q: want all or latest", c.Versions)
+	}
+	if c.OnSuperseded != "keep" && c.OnSuperseded != "delete" {
+		bad("FETCH_ON_SUPERSEDED %q: want keep or delete", c.OnSuperseded)
+	}
+	if c.ReadsNotices() {
+		group(c.Notices.Validate())
+		if overlaps(c.VersionsPrefix, c.SubjectPrefix) {
+			bad("RECEIVER_VERSIONS_SUBJECT_PREFIX %q overlaps NATS_SUBJECT_PREFIX %q: the notices have subjects of their own", c.VersionsPrefix, c.SubjectPrefix)
+		}
 	}
 	if len(c.TrustedHostList()) == 0 {
 		bad("FETCH_TRUSTED_HOSTS is empty: the login could not follow the download service's redirects")

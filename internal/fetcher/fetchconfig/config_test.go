@@ -77,6 +77,59 @@ func TestValidateEveryProblem(t *testing.T) {
 	}
 }
 
+// TestValidateVersions: FETCH_VERSIONS and FETCH_ON_SUPERSEDED take their
+// values only; the notices' prefix, the receiver's setting, is checked
+// where the fetcher reads the notices (FETCH_ON_SUPERSEDED=delete).
+func TestValidateVersions(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		e    map[string]string
+		want []string // nil: valid
+	}{
+		{"defaults", nil, nil},
+		{"latest and delete", map[string]string{"FETCH_VERSIONS": "latest", "FETCH_ON_SUPERSEDED": "delete"}, nil},
+		{"values", map[string]string{"FETCH_VERSIONS": "newest", "FETCH_ON_SUPERSEDED": "remove"}, []string{`FETCH_VERSIONS "newest": want all or latest`, `FETCH_ON_SUPERSEDED "remove": want keep or delete`}},
+		{"the prefix unread with keep", map[string]string{"RECEIVER_VERSIONS_SUBJECT_PREFIX": "a.*"}, nil},
+		{"the prefix read with delete", map[string]string{"FETCH_ON_SUPERSEDED": "delete", "RECEIVER_VERSIONS_SUBJECT_PREFIX": "a.*"}, []string{`RECEIVER_VERSIONS_SUBJECT_PREFIX "a.*"`}},
+		{"the notices in the product subjects", map[string]string{"FETCH_ON_SUPERSEDED": "delete", "RECEIVER_VERSIONS_SUBJECT_PREFIX": "cdse.product.superseded"}, []string{"overlaps NATS_SUBJECT_PREFIX"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := valid()
+			for k, v := range tc.e {
+				e[k] = v
+			}
+			c, err := Load(Sources{Getenv: env(e)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			err = c.Validate()
+			if tc.want == nil {
+				if err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			for _, want := range tc.want {
+				if err == nil || !strings.Contains(err.Error(), want) {
+					t.Errorf("no %s in %v", want, err)
+				}
+			}
+		})
+	}
+	c := Default()
+	if c.ChecksVersions() || c.ReadsNotices() {
+		t.Error("the defaults look versions up or read notices")
+	}
+	c.Versions = "latest"
+	if !c.ChecksVersions() || c.ReadsNotices() {
+		t.Error("latest: looks versions up, reads no notices")
+	}
+	c.Versions, c.OnSuperseded = "all", "delete"
+	if !c.ChecksVersions() || !c.ReadsNotices() {
+		t.Error("delete: looks versions up and reads the notices")
+	}
+}
+
 func TestLoadParseErrorsHideSecrets(t *testing.T) {
 	_, err := Load(Sources{Getenv: env(map[string]string{"FETCH_CONCURRENCY": "four", "FETCH_IDLE_TIMEOUT": "1 minute"})})
 	if err == nil || !strings.Contains(err.Error(), "FETCH_CONCURRENCY") || !strings.Contains(err.Error(), "FETCH_IDLE_TIMEOUT") {

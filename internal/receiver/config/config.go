@@ -92,7 +92,9 @@ type Config struct {
 
 	Versions       bool          `koanf:"RECEIVER_VERSIONS" flag:"versions" help:"keep the latest version of each acquisition (bucket <NATS_STREAM>_VERSIONS) and put notices of supersession in the product stream; a consumer of its own, off the webhook's path"`
 	VersionsMaxAge time.Duration `koanf:"RECEIVER_VERSIONS_MAX_AGE" flag:"versions-max-age" help:"forget an acquisition this long after its last version (the bucket's TTL); a new versions consumer starts this far back in the stream"`
-	VersionsPrefix string        `koanf:"RECEIVER_VERSIONS_SUBJECT_PREFIX" flag:"versions-subject-prefix" help:"subjects of the notices, <prefix>.<collection>.<productType>, in the product stream; a second receiver on the same NATS needs its own"`
+	// RECEIVER_VERSIONS_SUBJECT_PREFIX: the notices' subjects, as the
+	// fetcher reads them.
+	natssettings.Notices
 
 	Webhook           bool          `koanf:"RECEIVER_WEBHOOK" flag:"webhook" help:"serve the PUSH webhook (false: PULL and/or the reconciler only)"`
 	PullSubscription  string        `koanf:"PULL_SUBSCRIPTION_ID" flag:"pull" help:"consume this PULL subscription (needs the CDSE_* login)"`
@@ -155,7 +157,7 @@ func Default() Config {
 		CompletePrefix:     event.CompletePrefix,
 		Versions:           true,
 		VersionsMaxAge:     90 * 24 * time.Hour,
-		VersionsPrefix:     event.DefaultSupersededPrefix,
+		Notices:            natssettings.DefaultNotices(),
 		Webhook:            true,
 		PullInterval:       10 * time.Second,
 		ReconcileLookback:  24 * time.Hour,

@@ -262,8 +262,8 @@ func (c Config) versionsProblems() problems {
 	if c.VersionsMaxAge < time.Hour {
 		p.add("RECEIVER_VERSIONS_MAX_AGE %s must be at least 1h (an acquisition forgotten between its versions links nothing)", c.VersionsMaxAge)
 	}
-	if !natssettings.ValidPrefix(c.VersionsPrefix) {
-		p.add("RECEIVER_VERSIONS_SUBJECT_PREFIX %q must be dot-separated tokens of [A-Za-z0-9_-]", c.VersionsPrefix)
+	if err := c.Notices.Validate(); err != nil {
+		p.join(err)
 		return p
 	}
 	return append(p, c.overlapping("RECEIVER_VERSIONS_SUBJECT_PREFIX", c.VersionsPrefix, "the notices need subjects of their own")...)

@@ -230,9 +230,14 @@ func (f *finder) fetched(stream string, m jetstream.Msg, md *jetstream.MsgMetada
 		return
 	}
 	x := hit(stream, m, md, WhatFetched)
-	if h.Values(event.HeaderFetchError) != nil {
+	switch {
+	case h.Values(event.HeaderFetchError) != nil:
 		x.What, x.Detail = WhatFailed, h.Get(event.HeaderFetchError)
-	} else {
+	case h.Get(event.HeaderSkipped) != "":
+		x.Detail = "skipped: " + h.Get(event.HeaderSkipped) // nothing stored
+	case h.Get(event.HeaderSupersededBy) != "":
+		x.Detail = "removed, superseded by " + h.Get(event.HeaderSupersededBy) + ": " + h.Get(event.HeaderObjectURL)
+	default:
 		x.Detail = h.Get(event.HeaderObjectURL)
 	}
 	f.add(x)

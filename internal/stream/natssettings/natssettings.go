@@ -114,3 +114,18 @@ func CheckPrefix(name, prefix string) error {
 	}
 	return nil
 }
+
+// Notices are the subjects of the receiver's notices of supersession, as
+// the receiver (which puts them in the product stream) and the fetcher
+// (which reads them with FETCH_ON_SUPERSEDED=delete) name them.
+type Notices struct {
+	VersionsPrefix string `koanf:"RECEIVER_VERSIONS_SUBJECT_PREFIX" flag:"versions-subject-prefix" help:"subjects of the notices, <prefix>.<collection>.<productType>, in the product stream; a second receiver on the same NATS needs its own (the fetcher reads them with FETCH_ON_SUPERSEDED=delete)"`
+}
+
+// DefaultNotices are the notices' subjects by default.
+func DefaultNotices() Notices { return Notices{VersionsPrefix: event.DefaultSupersededPrefix} }
+
+// Validate reports a prefix that cannot begin subjects.
+func (n Notices) Validate() error {
+	return CheckPrefix("RECEIVER_VERSIONS_SUBJECT_PREFIX", n.VersionsPrefix)
+}

@@ -322,7 +322,11 @@ func (t *Topology) Lease(ctx context.Context, ttl time.Duration) (jetstream.KeyV
 // VersionsBucket is the bucket of the latest versions per acquisition
 // (internal/stream/supersede), named after the product stream as the
 // state bucket is.
-func (t *Topology) VersionsBucket() string { return t.o.Stream + "_VERSIONS" }
+func (t *Topology) VersionsBucket() string { return VersionsBucketOf(t.o.Stream) }
+
+// VersionsBucketOf is the versions bucket of the product stream named
+// stream: what a reader of it (the fetcher) opens.
+func VersionsBucketOf(stream string) string { return stream + "_VERSIONS" }
 
 // VersionsConsumer is the receiver's durable consumer of the product
 // subjects that keeps the versions bucket and publishes the notices
