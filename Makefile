@@ -39,15 +39,7 @@ demo: ## the whole chain locally: simulator, receiver with two named interests, 
 test: examples/node/node_modules/.package-lock.json jq ## run the whole test suite (gofmt, vet, staticcheck, race detector, seed corpora of the fuzz targets, the Go/CloudEvents/Node consumers)
 	@out=$$("$$($(GO) env GOROOT)/bin/gofmt" -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
-	$(GO) run $(STATICCHECK) ./...
-	@# The small suites (test-side) run beside the main one, which spends
-	@# much of its time waiting on the processes its tests start: their
-	@# output follows the main suite's, and either failing fails the target.
-	@side=$$(mktemp); $(MAKE) --no-print-directory test-side >"$$side" 2>&1 & pid=$$!; \
-	$(GO) test -race -count=1 -timeout 15m ./...; rc=$$?; \
-	wait $$pid; src=$$?; cat "$$side"; rm -f "$$side"; \
-	if [ $$src != 0 ]; then echo "make test-side failed"; fi; \
-	[ $$rc = 0 ] && [ $$src = 0 ]
+	GO=$(GO) STATICCHECK=$(STATICCHECK) MAKE=$(MAKE) ./scripts/test.sh
 
 .PHONY: test-side
 test-side: promtool ## the small suites of make test: the routing-only header build, the chart, the CloudEvents example, the alert rules, the image builder
