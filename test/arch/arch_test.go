@@ -28,9 +28,11 @@ const module = "github.com/cdse-jetstream/receiver"
 var layers = [][]string{
 	{"event", "internal/platform/buildinfo", "internal/platform/jsonscan", "internal/ingest/source", "internal/platform/retry", "internal/ingest/webhook/wire", "internal/platform/tlsreload", "internal/platform/logging",
 		"internal/cdse", "internal/cdse/versions", "internal/receiver/acmerules", "internal/platform/redact", "internal/platform/settings", "internal/platform/proclimit",
-		"internal/platform/adminpage", "internal/cdse/manifest", "internal/fetcher/target"},
+		"internal/platform/adminpage", "internal/cdse/manifest", "internal/fetcher/target",
+		"internal/ingest/webhook/webhooksettings", "internal/ingest/pull/pullsettings", "internal/receiver/watch/watchsettings"},
 	{"internal/cdse/notification", "internal/platform/cli", "internal/receiver/status", "internal/register/preflight", "internal/cdse/stac", "internal/fetcher/fetch",
-		"internal/fetcher/fetchstatus", "internal/stream/natssettings", "internal/fetcher/target/file", "internal/fetcher/target/s3"},
+		"internal/fetcher/fetchstatus", "internal/stream/natssettings", "internal/fetcher/target/file", "internal/fetcher/target/s3",
+		"internal/ingest/reconcile/reconcilesettings"},
 	{"internal/stream/publish", "internal/stream/natsconn", "internal/stream/topology", "internal/receiver/auth", "internal/cdse/cdselogin", "internal/cdse/catalogclient", "internal/cdse/productfilter", "internal/receiver/acme",
 		"internal/fetcher/fetchview", "internal/fetcher/stacitem"},
 	{"internal/stream/embedded", "internal/ingest", "internal/cdse/cdsesim", "internal/ingest/interestfile", "internal/stream/complete",

@@ -18,8 +18,12 @@ import (
 	"github.com/cdse-jetstream/receiver/internal/cdse/cdselogin/loginsettings"
 	"github.com/cdse-jetstream/receiver/internal/cdse/stac"
 	"github.com/cdse-jetstream/receiver/internal/ingest/interestfile"
+	"github.com/cdse-jetstream/receiver/internal/ingest/pull/pullsettings"
+	"github.com/cdse-jetstream/receiver/internal/ingest/reconcile/reconcilesettings"
+	"github.com/cdse-jetstream/receiver/internal/ingest/webhook/webhooksettings"
 	"github.com/cdse-jetstream/receiver/internal/platform/logging"
 	"github.com/cdse-jetstream/receiver/internal/receiver/acmerules"
+	"github.com/cdse-jetstream/receiver/internal/receiver/watch/watchsettings"
 	"github.com/cdse-jetstream/receiver/internal/stream/natssettings"
 )
 
@@ -30,31 +34,22 @@ import (
 // The settings the fetcher reads too are groups declared once and embedded
 // here and in its settings (internal/fetcher/fetchconfig).
 type Config struct {
-	Addr              string        `koanf:"RECEIVER_ADDR" flag:"addr" help:"webhook listen address"`
-	Path              string        `koanf:"RECEIVER_PATH" flag:"path" help:"webhook path the catalogue POSTs to"`
-	Username          string        `koanf:"RECEIVER_USERNAME" flag:"username" help:"Basic-auth user the catalogue sends (required without an htpasswd file)"`
-	Password          string        `koanf:"RECEIVER_PASSWORD" secret:"true" help:"Basic-auth password (required with the user, at least 12 characters)"`
-	AdminAddr         string        `koanf:"RECEIVER_ADMIN_ADDR" flag:"admin-addr" help:"listen address of /healthz, /readyz, /metrics, /status; keep it private"`
-	DataDir           string        `koanf:"RECEIVER_DATA_DIR" flag:"data-dir" help:"data directory: the embedded NATS server's JetStream store, and the ACME certificates (acme/)"`
-	MaxBody           int64         `koanf:"RECEIVER_MAX_BODY" flag:"max-body" help:"largest request body in bytes, after gzip decompression (suffixes KiB, MiB)"`
-	MaxNotifications  int           `koanf:"RECEIVER_MAX_NOTIFICATIONS" flag:"max-notifications" help:"most notifications in one array body"`
-	DedupeWindow      time.Duration `koanf:"RECEIVER_DEDUPE_WINDOW" flag:"dedupe-window" help:"the stream's duplicate window: how long a product event is recognised as already stored"`
-	PublishTimeout    time.Duration `koanf:"RECEIVER_PUBLISH_TIMEOUT" flag:"publish-timeout" help:"longest wait for JetStream's PubAcks before answering 503"`
-	ShutdownTimeout   time.Duration `koanf:"RECEIVER_SHUTDOWN_TIMEOUT" flag:"shutdown-timeout" help:"bound on graceful shutdown after SIGTERM"`
-	ShutdownDelay     time.Duration `koanf:"RECEIVER_SHUTDOWN_DELAY" flag:"shutdown-delay" help:"after SIGTERM, keep serving this long with /readyz at 503, so load balancers stop sending first (chart: 5s)"`
-	ReadTimeout       time.Duration `koanf:"RECEIVER_READ_TIMEOUT" flag:"read-timeout" help:"longest time to read a whole request (slow clients are cut off)"`
-	ReadHeaderTimeout time.Duration `koanf:"RECEIVER_READ_HEADER_TIMEOUT" flag:"read-header-timeout" help:"longest time to read the request headers (slowloris)"`
-	TLSCertFile       string        `koanf:"RECEIVER_TLS_CERT_FILE" flag:"tls-cert-file" help:"serve HTTPS with this certificate (PEM; reloaded when it changes)"`
-	TLSKeyFile        string        `koanf:"RECEIVER_TLS_KEY_FILE" flag:"tls-key-file" help:"private key of RECEIVER_TLS_CERT_FILE"`
-	ACMEDomains       string        `koanf:"RECEIVER_ACME_DOMAINS" flag:"acme-domains" help:"obtain and renew the webhook's certificate by ACME for these host names, comma-separated (TLS-ALPN-01 on RECEIVER_ADDR; one instance only: see docs/deployment.md)"`
-	ACMEEmail         string        `koanf:"RECEIVER_ACME_EMAIL" flag:"acme-email" help:"contact the ACME CA warns about problems with the certificates"`
-	ACMEDirectory     string        `koanf:"RECEIVER_ACME_DIRECTORY" flag:"acme-directory" help:"ACME directory URL (setting RECEIVER_ACME_DOMAINS accepts that CA's terms of service)"`
-	ACMECAFile        string        `koanf:"RECEIVER_ACME_CA_FILE" flag:"acme-ca-file" help:"PEM roots to trust the ACME server with (a private ACME CA)"`
-	ACMEHTTPAddr      string        `koanf:"RECEIVER_ACME_HTTP_ADDR" flag:"acme-http-addr" help:"also answer HTTP-01 challenges on this plain-HTTP address (e.g. :80), which serves only them and a redirect to HTTPS for the configured domains (any other Host: 421)"`
-	HTPasswdFile      string        `koanf:"RECEIVER_HTPASSWD_FILE" flag:"htpasswd-file" help:"more webhook credentials: an htpasswd file of bcrypt hashes (lines from receiver htpasswd USER, or htpasswd -nB), reloaded when it changes"`
-	TrustedProxies    string        `koanf:"RECEIVER_TRUSTED_PROXIES" flag:"trusted-proxies" help:"comma-separated CIDRs of proxies whose X-Forwarded-For is believed"`
-	AuthFailureLimit  int           `koanf:"RECEIVER_AUTH_FAILURE_LIMIT" flag:"auth-failure-limit" help:"failed logins a minute per client address before wrong credentials get 429 (0: off)"`
-	PProf             bool          `koanf:"RECEIVER_PPROF" flag:"pprof" help:"serve /debug/pprof on the admin address (profiling)"`
+	// RECEIVER_WEBHOOK, RECEIVER_ADDR, RECEIVER_PATH, its credentials,
+	// limits, timeouts and certificate files: the webhook's own.
+	webhooksettings.Push
+
+	AdminAddr       string        `koanf:"RECEIVER_ADMIN_ADDR" flag:"admin-addr" help:"listen address of /healthz, /readyz, /metrics, /status; keep it private"`
+	DataDir         string        `koanf:"RECEIVER_DATA_DIR" flag:"data-dir" help:"data directory: the embedded NATS server's JetStream store, and the ACME certificates (acme/)"`
+	DedupeWindow    time.Duration `koanf:"RECEIVER_DEDUPE_WINDOW" flag:"dedupe-window" help:"the stream's duplicate window: how long a product event is recognised as already stored"`
+	PublishTimeout  time.Duration `koanf:"RECEIVER_PUBLISH_TIMEOUT" flag:"publish-timeout" help:"longest wait for JetStream's PubAcks before answering 503"`
+	ShutdownTimeout time.Duration `koanf:"RECEIVER_SHUTDOWN_TIMEOUT" flag:"shutdown-timeout" help:"bound on graceful shutdown after SIGTERM"`
+	ShutdownDelay   time.Duration `koanf:"RECEIVER_SHUTDOWN_DELAY" flag:"shutdown-delay" help:"after SIGTERM, keep serving this long with /readyz at 503, so load balancers stop sending first (chart: 5s)"`
+	ACMEDomains     string        `koanf:"RECEIVER_ACME_DOMAINS" flag:"acme-domains" help:"obtain and renew the webhook's certificate by ACME for these host names, comma-separated (TLS-ALPN-01 on RECEIVER_ADDR; one instance only: see docs/deployment.md)"`
+	ACMEEmail       string        `koanf:"RECEIVER_ACME_EMAIL" flag:"acme-email" help:"contact the ACME CA warns about problems with the certificates"`
+	ACMEDirectory   string        `koanf:"RECEIVER_ACME_DIRECTORY" flag:"acme-directory" help:"ACME directory URL (setting RECEIVER_ACME_DOMAINS accepts that CA's terms of service)"`
+	ACMECAFile      string        `koanf:"RECEIVER_ACME_CA_FILE" flag:"acme-ca-file" help:"PEM roots to trust the ACME server with (a private ACME CA)"`
+	ACMEHTTPAddr    string        `koanf:"RECEIVER_ACME_HTTP_ADDR" flag:"acme-http-addr" help:"also answer HTTP-01 challenges on this plain-HTTP address (e.g. :80), which serves only them and a redirect to HTTPS for the configured domains (any other Host: 421)"`
+	PProf           bool          `koanf:"RECEIVER_PPROF" flag:"pprof" help:"serve /debug/pprof on the admin address (profiling)"`
 
 	// NATS_URL, NATS_CREDS, NATS_USER, NATS_PASSWORD, NATS_TOKEN, NATS_CA:
 	// how the receiver reaches an external NATS, as the fetcher does.
@@ -96,26 +91,15 @@ type Config struct {
 	// fetcher reads them.
 	natssettings.Notices
 
-	Webhook           bool          `koanf:"RECEIVER_WEBHOOK" flag:"webhook" help:"serve the PUSH webhook (false: PULL and/or the reconciler only)"`
-	PullSubscription  string        `koanf:"PULL_SUBSCRIPTION_ID" flag:"pull" help:"consume this PULL subscription (needs the CDSE_* login)"`
-	PullInterval      time.Duration `koanf:"PULL_INTERVAL" flag:"pull-interval" help:"wait between reads of an empty PULL queue"`
-	PullHydrate       bool          `koanf:"PULL_HYDRATE" flag:"pull-hydrate" help:"fetch the product of PULL notifications older than 3 days (which lack it)"`
-	ReconcileInterval time.Duration `koanf:"RECONCILE_INTERVAL" flag:"reconcile-interval" help:"run the reconciler this often (0: off; at least 1m, e.g. 15m)"`
-	ReconcileFilter   string        `koanf:"RECONCILE_FILTER" flag:"reconcile-filter" help:"OData filter of the products to reconcile, usually the subscription's (required with the interval; default with INTERESTS_FILE: the union of the interests' filters)"`
-	ReconcileLookback time.Duration `koanf:"RECONCILE_LOOKBACK" flag:"reconcile-lookback" help:"where the first reconcile pass starts"`
-	ReconcileOverlap  time.Duration `koanf:"RECONCILE_OVERLAP" flag:"reconcile-overlap" help:"each pass lists this much before the watermark again (late listings)"`
-	ReconcileEvents   string        `koanf:"RECONCILE_EVENTS" flag:"reconcile-events" help:"events the reconciler recovers, comma-separated: created, modified, deleted"`
-	ReconcilePageSize int           `koanf:"RECONCILE_PAGE_SIZE" flag:"reconcile-page-size" help:"products per catalogue request of the reconciler and the backfill (at most 1000)"`
+	pullsettings.Pull           // PULL_*
+	reconcilesettings.Reconcile // RECONCILE_*
 
 	// CDSE_USERNAME, CDSE_PASSWORD, CDSE_TOTP, CDSE_CLIENT_ID,
 	// CDSE_TOKEN_URL, CDSE_CATALOGUE_URL: the catalogue login, as the
 	// fetcher and register log in.
 	loginsettings.Login
 
-	WatchInterval     time.Duration `koanf:"WATCH_INTERVAL" flag:"watch-interval" help:"with the CDSE_* login, read the receiver's own subscription (status, LastNotificationDate, filter) this often (0: off; at least 1m); problems degrade /status, never /readyz"`
-	WatchSubscription string        `koanf:"WATCH_SUBSCRIPTION_ID" flag:"watch-subscription" help:"the subscription the watch reads (default: PULL_SUBSCRIPTION_ID, else the PUSH subscription whose endpoint's path is RECEIVER_PATH, as register status finds it)"`
-	WatchQuiet        time.Duration `koanf:"WATCH_QUIET" flag:"watch-quiet" help:"a subscription without a notification for this long is a problem (the catalogue pauses one after 60 days without)"`
-	WatchResume       bool          `koanf:"WATCH_RESUME" flag:"watch-resume" help:"resume the watched subscription when it is found paused (logged and counted)"`
+	watchsettings.Watch // WATCH_*
 
 	logging.Settings // LOG_LEVEL, LOG_FORMAT
 }
@@ -127,19 +111,13 @@ const None = "none"
 // Default holds every default, in one place.
 func Default() Config {
 	return Config{
-		Addr:               ":8080",
-		Path:               "/notifications",
+		Push:               webhooksettings.Default(),
 		AdminAddr:          ":9090",
 		DataDir:            "./data",
 		ACMEDirectory:      acmerules.LetsEncrypt,
-		MaxBody:            1 << 20,
-		MaxNotifications:   100,
 		DedupeWindow:       24 * time.Hour,
 		PublishTimeout:     5 * time.Second,
 		ShutdownTimeout:    20 * time.Second,
-		ReadTimeout:        30 * time.Second,
-		ReadHeaderTimeout:  5 * time.Second,
-		AuthFailureLimit:   20,
 		NATSEmbeddedAddr:   "127.0.0.1:4222",
 		NATSEmbeddedSync:   "2m",                                // nats-server's own default
 		ProductStream:      natssettings.DefaultProductStream(), // the fetcher's: one environment file, or none, names one durable to both
@@ -158,15 +136,10 @@ func Default() Config {
 		Versions:           true,
 		VersionsMaxAge:     90 * 24 * time.Hour,
 		Notices:            natssettings.DefaultNotices(),
-		Webhook:            true,
-		PullInterval:       10 * time.Second,
-		ReconcileLookback:  24 * time.Hour,
-		ReconcileOverlap:   10 * time.Minute,
-		ReconcileEvents:    "created,modified,deleted",
-		ReconcilePageSize:  100,
+		Pull:               pullsettings.Default(),
+		Reconcile:          reconcilesettings.Default(),
 		Login:              loginsettings.Default(),
-		WatchInterval:      10 * time.Minute,
-		WatchQuiet:         30 * 24 * time.Hour,
+		Watch:              watchsettings.Default(),
 		Settings:           logging.DefaultSettings(),
 	}
 }
@@ -176,7 +149,7 @@ func Default() Config {
 // the PULL subscription, or the webhook's PUSH subscription).
 func (c Config) WatchOn() bool {
 	return c.WatchInterval > 0 && c.Login.Given() &&
-		(c.WatchSubscription != "" || c.PullSubscription != "" || c.Webhook)
+		(c.WatchSubscription != "" || c.Pull.On() || c.Webhook)
 }
 
 // WatchTarget is the subscription the watch reads: an id, or "" for the

@@ -2,7 +2,6 @@ package config
 
 import (
 	"fmt"
-	"net"
 	"strings"
 	"time"
 
@@ -22,29 +21,6 @@ func (c Config) EmbeddedSync() (interval time.Duration, always bool, err error) 
 		return 0, false, fmt.Errorf("%q must be always or a positive duration (e.g. 2m, 1s)", c.NATSEmbeddedSync)
 	}
 	return d, false, nil
-}
-
-// TrustedProxyNets parses RECEIVER_TRUSTED_PROXIES.
-func (c Config) TrustedProxyNets() ([]*net.IPNet, error) {
-	var nets []*net.IPNet
-	for _, s := range strings.Split(c.TrustedProxies, ",") {
-		if s = strings.TrimSpace(s); s == "" {
-			continue
-		}
-		if !strings.Contains(s, "/") {
-			if ip := net.ParseIP(s); ip != nil && ip.To4() != nil {
-				s += "/32"
-			} else {
-				s += "/128"
-			}
-		}
-		_, n, err := net.ParseCIDR(s)
-		if err != nil {
-			return nil, fmt.Errorf("%q is not an address or CIDR", s)
-		}
-		nets = append(nets, n)
-	}
-	return nets, nil
 }
 
 // Fields is the configuration as log fields, secrets masked.

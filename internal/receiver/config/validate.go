@@ -11,6 +11,7 @@ import (
 	"github.com/cdse-jetstream/receiver/internal/cdse/cdselogin/loginsettings"
 	"github.com/cdse-jetstream/receiver/internal/cdse/stac"
 	"github.com/cdse-jetstream/receiver/internal/ingest/interestfile"
+	"github.com/cdse-jetstream/receiver/internal/ingest/webhook/webhooksettings"
 	"github.com/cdse-jetstream/receiver/internal/receiver/acmerules"
 	"github.com/cdse-jetstream/receiver/internal/stream/natssettings"
 )
@@ -51,8 +52,8 @@ func (c Config) Check(concerns ...func(Config) error) error {
 type problems []error
 
 // MinPasswordLength is the shortest webhook password accepted: the
-// endpoint is public.
-const MinPasswordLength = 12
+// endpoint is public (webhooksettings checks it; receiver htpasswd too).
+const MinPasswordLength = webhooksettings.MinPasswordLength
 
 func (p *problems) add(format string, a ...any) { *p = append(*p, fmt.Errorf(format, a...)) }
 func (p problems) err() error                   { return errors.Join(p...) }
@@ -65,41 +66,17 @@ func (p *problems) join(err error) {
 	}
 }
 
-// ValidateWebhook checks the PUSH endpoint: its address, path, credentials,
-// TLS, limits and timeouts.
+// ValidateWebhook checks the PUSH endpoint: its own settings
+// (webhooksettings), and how they sit with the admin listener, the
+// publish and shutdown timeouts and ACME.
 func (c Config) ValidateWebhook() error {
 	var p problems
 	if !c.Webhook {
 		return nil
 	}
-	if c.HTPasswdFile == "" || c.Username != "" || c.Password != "" {
-		if c.Username == "" {
-			p.add("RECEIVER_USERNAME is required (or RECEIVER_HTPASSWD_FILE alone): the webhook never runs without authentication")
-		}
-		if c.Password == "" {
-			p.add("RECEIVER_PASSWORD or RECEIVER_PASSWORD_FILE is required (or RECEIVER_HTPASSWD_FILE alone): the webhook never runs without authentication")
-		}
-	}
-	if c.Password != "" && len(c.Password) < MinPasswordLength {
-		p.add("RECEIVER_PASSWORD is shorter than %d characters: the endpoint is public, use a long random password", MinPasswordLength)
-	}
-	if strings.Contains(c.Username, ":") {
-		p.add("RECEIVER_USERNAME must not contain ':' (Basic auth cannot carry it)")
-	}
-	if !strings.HasPrefix(c.Path, "/") || strings.ContainsAny(c.Path, "?#* ") {
-		p.add("RECEIVER_PATH %q must be an absolute URL path", c.Path)
-	}
-	if _, _, err := net.SplitHostPort(c.Addr); err != nil {
-		p.add("RECEIVER_ADDR %q is not host:port", c.Addr)
-	}
+	p.join(c.Push.Validate())
 	if c.Addr == c.AdminAddr && !strings.HasSuffix(c.Addr, ":0") {
 		p.add("RECEIVER_ADDR and RECEIVER_ADMIN_ADDR must differ: the admin endpoints must not be public")
-	}
-	if c.MaxBody < 1<<10 || c.MaxBody > 64<<20 {
-		p.add("RECEIVER_MAX_BODY %d must be between 1KiB and 64MiB", c.MaxBody)
-	}
-	if c.MaxNotifications < 1 || c.MaxNotifications > 10000 {
-		p.add("RECEIVER_MAX_NOTIFICATIONS %d must be between 1 and 10000", c.MaxNotifications)
 	}
 	if c.PublishTimeout <= 0 || c.PublishTimeout > time.Minute {
 		p.add("RECEIVER_PUBLISH_TIMEOUT %s must be between 0 and 1m", c.PublishTimeout)
@@ -109,9 +86,6 @@ func (c Config) ValidateWebhook() error {
 	}
 	if c.ShutdownDelay < 0 || c.ShutdownDelay >= c.ShutdownTimeout {
 		p.add("RECEIVER_SHUTDOWN_DELAY %s must be between 0 and RECEIVER_SHUTDOWN_TIMEOUT %s", c.ShutdownDelay, c.ShutdownTimeout)
-	}
-	if (c.TLSCertFile == "") != (c.TLSKeyFile == "") {
-		p.add("RECEIVER_TLS_CERT_FILE and RECEIVER_TLS_KEY_FILE go together")
 	}
 	if c.ACMEDomains != "" {
 		if c.TLSCertFile != "" || c.TLSKeyFile != "" {
@@ -132,15 +106,6 @@ func (c Config) ValidateWebhook() error {
 		}
 	} else if c.ACMEHTTPAddr != "" || c.ACMEEmail != "" || c.ACMECAFile != "" {
 		p.add("RECEIVER_ACME_HTTP_ADDR, RECEIVER_ACME_EMAIL and RECEIVER_ACME_CA_FILE need RECEIVER_ACME_DOMAINS")
-	}
-	if _, err := c.TrustedProxyNets(); err != nil {
-		p.add("RECEIVER_TRUSTED_PROXIES: %v", err)
-	}
-	if c.AuthFailureLimit < 0 {
-		p.add("RECEIVER_AUTH_FAILURE_LIMIT must not be negative")
-	}
-	if c.ReadHeaderTimeout <= 0 {
-		p.add("RECEIVER_READ_HEADER_TIMEOUT must be positive")
 	}
 	if c.ReadTimeout <= c.PublishTimeout {
 		p.add("RECEIVER_READ_TIMEOUT %s must exceed RECEIVER_PUBLISH_TIMEOUT %s", c.ReadTimeout, c.PublishTimeout)
@@ -333,17 +298,16 @@ func (c Config) routeProblems() problems {
 func (c Config) ValidateCatalogueLogin() error {
 	var p problems
 	p.join(c.Login.Validate())
-	if c.ReconcilePageSize < 1 || c.ReconcilePageSize > 1000 {
-		p.add("RECONCILE_PAGE_SIZE %d must be between 1 and 1000 (the catalogue's largest $top)", c.ReconcilePageSize)
-	}
+	p.join(c.Reconcile.ValidatePageSize())
 	return p.err()
 }
 
-// ValidateSources checks that something feeds the stream, and the PULL
-// source and the reconciler when they are on.
+// ValidateSources checks that something feeds the stream, the catalogue
+// login PULL and the reconciler need, and each of them when it is on
+// (its own group's checks).
 func (c Config) ValidateSources() error {
 	var p problems
-	pull, reconciling := c.PullSubscription != "", c.ReconcileInterval > 0
+	pull, reconciling := c.Pull.On(), c.Reconcile.On()
 	if !c.Webhook && !pull && !reconciling {
 		p.add("RECEIVER_WEBHOOK=false needs another source: PULL_SUBSCRIPTION_ID or RECONCILE_INTERVAL")
 	}
@@ -352,49 +316,16 @@ func (c Config) ValidateSources() error {
 			p = append(p, fmt.Errorf("PULL_SUBSCRIPTION_ID and RECONCILE_INTERVAL: %w", err))
 		}
 	}
-	if pull && c.PullInterval < 100*time.Millisecond {
-		p.add("PULL_INTERVAL %s is too short", c.PullInterval)
-	}
-	if reconciling {
-		if strings.TrimSpace(c.ReconcileFilter) == "" && c.InterestsFile == "" {
-			p.add("RECONCILE_FILTER (or INTERESTS_FILE, whose union it then is) is required with RECONCILE_INTERVAL (an empty filter would list the whole catalogue)")
-		}
-		if _, err := event.ParseKinds(c.ReconcileEvents); err != nil {
-			p.add("RECONCILE_EVENTS: %v", err)
-		}
-		if c.ReconcileInterval < time.Minute {
-			p.add("RECONCILE_INTERVAL %s is shorter than 1m", c.ReconcileInterval)
-		}
-		if c.ReconcileLookback > c.DedupeWindow || c.ReconcileOverlap >= c.DedupeWindow {
-			p.add("RECONCILE_LOOKBACK (%s) and RECONCILE_OVERLAP (%s) must fit in RECEIVER_DEDUPE_WINDOW (%s), or products delivered before it would be published again", c.ReconcileLookback, c.ReconcileOverlap, c.DedupeWindow)
-		}
-	}
+	p.join(c.Pull.Validate())
+	p.join(c.Reconcile.Validate(c.InterestsFile != "", c.DedupeWindow))
 	return p.err()
 }
 
-// maxWatchQuiet is the catalogue's pause of a running subscription
-// without a notification: WATCH_QUIET must warn before it.
-const maxWatchQuiet = 60 * 24 * time.Hour
-
-// ValidateWatch checks the subscription watch's settings.
+// ValidateWatch checks the subscription watch's settings (watchsettings),
+// and the catalogue login when the watch is on.
 func (c Config) ValidateWatch() error {
 	var p problems
-	login := c.Login.Given()
-	switch {
-	case c.WatchInterval < 0:
-		p.add("WATCH_INTERVAL %s must not be negative (0: off)", c.WatchInterval)
-	case c.WatchInterval > 0 && c.WatchInterval < time.Minute:
-		p.add("WATCH_INTERVAL %s is shorter than 1m: the catalogue's API is shared and rate-limited", c.WatchInterval)
-	}
-	if c.WatchQuiet <= 0 || c.WatchQuiet >= maxWatchQuiet {
-		p.add("WATCH_QUIET %s must be more than 0 and less than 1440h (the catalogue pauses a subscription after 60 days without a notification)", c.WatchQuiet)
-	}
-	if !login && (c.WatchSubscription != "" || c.WatchResume) {
-		p.add("WATCH_SUBSCRIPTION_ID and WATCH_RESUME need the catalogue login: CDSE_USERNAME and CDSE_PASSWORD (or CDSE_PASSWORD_FILE)")
-	}
-	if login && c.WatchInterval == 0 && (c.WatchSubscription != "" || c.WatchResume) {
-		p.add("WATCH_SUBSCRIPTION_ID and WATCH_RESUME need WATCH_INTERVAL (it is 0: the watch is off)")
-	}
+	p.join(c.Watch.Validate(c.Login.Given()))
 	if c.WatchOn() {
 		if err := c.ValidateCatalogueLogin(); err != nil {
 			p = append(p, fmt.Errorf("WATCH_INTERVAL: %w", err))
