@@ -21,6 +21,7 @@ import (
 	"github.com/cdse-jetstream/receiver/internal/fetcher"
 	"github.com/cdse-jetstream/receiver/internal/fetcher/fetchconfig"
 	"github.com/cdse-jetstream/receiver/internal/platform/cli"
+	"github.com/cdse-jetstream/receiver/internal/platform/run"
 	"github.com/cdse-jetstream/receiver/internal/platform/settings"
 	"github.com/cdse-jetstream/receiver/internal/receiver/config"
 )
@@ -99,12 +100,7 @@ func validate(c fetchconfig.Config) error {
 
 // loadWith is load with the validation the command needs.
 func loadWith(cmd *cobra.Command, getenv func(string) string, configFile string, validate func(fetchconfig.Config) error) (fetchconfig.Config, error) {
-	cfg, err := fetchconfig.Load(fetchconfig.Sources{File: configFile, Getenv: getenv, Flags: cmd.Flags()})
-	if err == nil {
-		err = validate(cfg)
-	}
-	if err != nil {
-		return cfg, cli.Usagef("invalid configuration:\n%v%s", err, config.TypoHints(os.Environ()))
-	}
-	return cfg, nil
+	return run.Settings(func() (fetchconfig.Config, error) {
+		return fetchconfig.Load(fetchconfig.Sources{File: configFile, Getenv: getenv, Flags: cmd.Flags()})
+	}, validate, func() string { return config.TypoHints(os.Environ()) })
 }

@@ -4,9 +4,6 @@ import (
 	"context"
 	"os"
 
-	"github.com/KimMachineGun/automemlimit/memlimit"
-	"github.com/cdse-jetstream/receiver/internal/platform/proclimit"
-
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/spf13/cobra"
@@ -16,6 +13,7 @@ import (
 	"github.com/cdse-jetstream/receiver/internal/ingest/interestfile"
 	"github.com/cdse-jetstream/receiver/internal/platform/cli"
 	"github.com/cdse-jetstream/receiver/internal/platform/redact"
+	"github.com/cdse-jetstream/receiver/internal/platform/run"
 	"github.com/cdse-jetstream/receiver/internal/receiver/config"
 )
 
@@ -47,45 +45,45 @@ product in FETCH_TARGET, verified, and publishes a fetched event for it
 	return cmd
 }
 
+// serve runs the fetcher until ctx ends (the first SIGTERM or SIGINT; a
+// second closes now) or it fails: the project's start-up shape
+// (internal/platform/run); the fetcher bounds its own shutdown
+// (FETCH_SHUTDOWN_TIMEOUT).
 func serve(ctx context.Context, cfg fetchconfig.Config, byInterest map[string][]string, getenv func(string) string, cmd *cobra.Command, now <-chan struct{}) error {
 	log, flush := cfg.BatchedLogger(cmd.OutOrStdout())
 	defer flush()
 	// The receiver's list knows the fetcher's variables (and the
 	// receiver's): one environment file may serve both.
-	for _, u := range config.UnknownEnv(os.Environ()) {
-		l := log.WithField("variable", u.Name)
-		if u.Suggest != "" {
-			l = l.WithField("did_you_mean", u.Suggest)
+	o := run.Options{Name: "fetcher", Log: log, Unknown: config.UnknownEnv(os.Environ())}
+	return run.Serve(ctx, o, func() (func(context.Context) error, error) {
+		reg := prometheus.NewRegistry()
+		reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+		parts, err := fetcher.Build(ctx, cfg, getenv, reg, log)
+		if err != nil {
+			return nil, err
 		}
-		l.Warn("environment variable under our prefixes that none of our binaries reads: ignored")
-	}
-	if soft := proclimit.SetMemoryLimit(memlimit.FromCgroup); soft > 0 {
-		log.WithField("gomemlimit_mib", soft>>20).Info("Go memory limit set to 90 % of the container's memory limit")
-	}
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	parts, err := fetcher.Build(ctx, cfg, getenv, reg, log)
-	if err != nil {
-		log.WithError(err).Error("fetcher failed to start")
-		return err
-	}
-	parts.Files.ByInterest = byInterest
-	if len(parts.Files.Default) > 0 || len(byInterest) > 0 {
-		log.WithFields(map[string]any{"files": parts.Files.Default, "interests_with_files": len(byInterest)}).Info("only the files selected of each product are fetched (FETCH_FILES, the interests' files:)")
-	}
-	a, err := fetcher.New(cfg, parts, reg, log)
-	if err != nil {
-		return err
-	}
-	a.StopNowOn(now)
-	log.WithFields(map[string]any{"target": redact.URLs(cfg.Target), "consumer": cfg.FetchConsumer, "subjects": cfg.SubjectList(),
-		"concurrency": cfg.Concurrency, "admin": cfg.AdminAddr}).Info("fetcher starting")
-	if err := a.Run(ctx); err != nil {
-		log.WithError(err).Error("fetcher failed")
-		return err
-	}
-	log.Info("stopped")
-	return nil
+		parts.Files.ByInterest = byInterest
+		if len(parts.Files.Default) > 0 || len(byInterest) > 0 {
+			log.WithFields(map[string]any{"files": parts.Files.Default, "interests_with_files": len(byInterest)}).Info("only the files selected of each product are fetched (FETCH_FILES, the interests' files:)")
+		}
+		return func(ctx context.Context) error {
+			// New only registers metrics: its error is returned, not
+			// logged as a failed start (as the fetcher always did).
+			a, err := fetcher.New(cfg, parts, reg, log)
+			if err != nil {
+				return err
+			}
+			a.StopNowOn(now)
+			log.WithFields(map[string]any{"target": redact.URLs(cfg.Target), "consumer": cfg.FetchConsumer, "subjects": cfg.SubjectList(),
+				"concurrency": cfg.Concurrency, "admin": cfg.AdminAddr}).Info("fetcher starting")
+			if err := a.Run(ctx); err != nil {
+				log.WithError(err).Error("fetcher failed")
+				return err
+			}
+			log.Info("stopped")
+			return nil
+		}, nil
+	})
 }
 
 // interestFiles reads the files: lists of INTERESTS_FILE, by interest

@@ -8,12 +8,11 @@ import (
 	"os/signal"
 	"syscall"
 
-	"github.com/KimMachineGun/automemlimit/memlimit"
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/sirupsen/logrus"
 	"github.com/spf13/cobra"
 
-	"github.com/cdse-jetstream/receiver/internal/platform/cli"
-	"github.com/cdse-jetstream/receiver/internal/platform/proclimit"
+	"github.com/cdse-jetstream/receiver/internal/platform/run"
 	"github.com/cdse-jetstream/receiver/internal/platform/settings"
 	"github.com/cdse-jetstream/receiver/internal/receiver/app"
 	"github.com/cdse-jetstream/receiver/internal/receiver/config"
@@ -44,12 +43,11 @@ func newServe(getenv func(string) string, use string, configFile *string) *cobra
 	}
 	config.BindFlags(cmd.Flags())
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
-		cfg, err := config.Load(config.Sources{File: *configFile, Getenv: getenv, Flags: cmd.Flags()})
-		if err == nil {
-			err = cfg.Validate()
-		}
+		cfg, err := run.Settings(func() (config.Config, error) {
+			return config.Load(config.Sources{File: *configFile, Getenv: getenv, Flags: cmd.Flags()})
+		}, config.Config.Validate, func() string { return config.TypoHints(os.Environ()) })
 		if err != nil {
-			return cli.Usagef("invalid configuration:\n%v%s", err, config.TypoHints(os.Environ()))
+			return err
 		}
 		return serve(cmd.Context(), cfg, cmd)
 	}
@@ -57,36 +55,29 @@ func newServe(getenv func(string) string, use string, configFile *string) *cobra
 }
 
 // serve runs the receiver until ctx ends (SIGTERM, SIGINT) or a listener
-// fails, then shuts it down within RECEIVER_SHUTDOWN_TIMEOUT.
+// fails, then shuts it down within RECEIVER_SHUTDOWN_TIMEOUT: the
+// project's start-up shape (internal/platform/run).
 func serve(ctx context.Context, cfg config.Config, cmd *cobra.Command) error {
 	log, flush := cfg.BatchedLogger(cmd.OutOrStdout())
 	defer flush() // every line is written out before the process exits
-	// A misspelt variable cannot be refused, as a misspelt YAML key is:
-	// another binary of ours may read it from the same environment file.
-	// Warned about, naming what it resembles.
-	for _, u := range config.UnknownEnv(os.Environ()) {
-		l := log.WithField("variable", u.Name)
-		if u.Suggest != "" {
-			l = l.WithField("did_you_mean", u.Suggest)
+	o := run.Options{Name: "receiver", Log: log, Unknown: config.UnknownEnv(os.Environ())}
+	return run.Serve(ctx, o, func() (func(context.Context) error, error) {
+		a, err := app.New(cfg, log, prometheus.NewRegistry())
+		if err != nil {
+			return nil, err
 		}
-		l.Warn("environment variable under our prefixes that none of our binaries reads: ignored")
-	}
-	if soft := proclimit.SetMemoryLimit(memlimit.FromCgroup); soft > 0 {
-		log.WithField("gomemlimit_mib", soft>>20).Info("Go memory limit set to 90 % of the container's memory limit")
-	}
-	a, err := app.New(cfg, log, prometheus.NewRegistry())
-	if err != nil {
-		log.WithError(err).Error("receiver failed to start")
-		return err
-	}
+		return func(ctx context.Context) error { return until(ctx, a, cfg, log) }, nil
+	})
+}
+
+// until starts the receiver and serves until ctx ends or it fails;
+// SIGHUP re-reads the files read while running, as daemons do.
+func until(ctx context.Context, a *app.App, cfg config.Config, log logrus.FieldLogger) error {
 	if err := a.Start(ctx); err != nil {
 		log.WithError(err).Error("receiver failed to start")
-		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cfg.ShutdownTimeout)
-		defer cancel()
-		_ = a.Shutdown(sctx)
+		_ = run.Bounded(ctx, cfg.ShutdownTimeout, a.Shutdown)
 		return err
 	}
-	// SIGHUP re-reads the files read while running, as daemons do.
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
 	defer signal.Stop(hup)
@@ -105,9 +96,7 @@ wait:
 			break wait
 		}
 	}
-	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cfg.ShutdownTimeout)
-	defer cancel()
-	if err := a.Shutdown(sctx); err != nil {
+	if err := run.Bounded(ctx, cfg.ShutdownTimeout, a.Shutdown); err != nil {
 		log.WithError(err).Error("shutdown incomplete")
 		failed = errors.Join(failed, fmt.Errorf("shutdown incomplete: %w", err))
 	}

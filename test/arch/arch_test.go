@@ -33,7 +33,7 @@ var layers = [][]string{
 	{"internal/cdse/notification", "internal/platform/cli", "internal/receiver/status", "internal/register/preflight", "internal/cdse/stac", "internal/fetcher/fetch",
 		"internal/fetcher/fetchstatus", "internal/stream/natssettings", "internal/fetcher/target/file", "internal/fetcher/target/s3",
 		"internal/ingest/reconcile/reconcilesettings"},
-	{"internal/stream/publish", "internal/stream/natsconn", "internal/stream/topology", "internal/receiver/auth", "internal/cdse/cdselogin", "internal/cdse/catalogclient", "internal/cdse/productfilter", "internal/receiver/acme",
+	{"internal/platform/run", "internal/stream/publish", "internal/stream/natsconn", "internal/stream/topology", "internal/receiver/auth", "internal/cdse/cdselogin", "internal/cdse/catalogclient", "internal/cdse/productfilter", "internal/receiver/acme",
 		"internal/fetcher/fetchview", "internal/fetcher/stacitem"},
 	{"internal/stream/embedded", "internal/ingest", "internal/cdse/cdsesim", "internal/ingest/interestfile", "internal/stream/complete",
 		"internal/cdse/cdselogin/loginsettings", "internal/fetcher/failedstore", "internal/stream/supersede"},

@@ -154,6 +154,15 @@ func (s Setting) Value(c any) string {
 
 func (s Setting) kind() reflect.Type { return s.typ }
 
+// Unknown is a variable of the environment under a binary's prefixes
+// that none of the project's binaries reads, with the known name it most
+// resembles ("" when none is close): a typo the environment, unlike a
+// YAML file, cannot refuse.
+type Unknown struct {
+	Name    string
+	Suggest string
+}
+
 // Sources are where Load reads, in rising precedence.
 type Sources struct {
 	// File is a YAML file of settings (--config); "" for none.

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/cdse-jetstream/receiver/internal/fetcher/fetchconfig"
+	"github.com/cdse-jetstream/receiver/internal/platform/settings"
 )
 
 // ourPrefixes are the environment prefixes our binaries read: a variable
@@ -59,10 +60,7 @@ func UnknownEnv(environ []string) (unknown []UnknownVar) {
 }
 
 // UnknownVar is a variable nothing reads.
-type UnknownVar struct {
-	Name    string
-	Suggest string
-}
+type UnknownVar = settings.Unknown
 
 func ours(name string) bool {
 	for _, p := range ourPrefixes {
