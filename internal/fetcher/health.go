@@ -236,42 +236,27 @@ func (a *App) pauseNoSpace(ctx context.Context, need int64, cause error) {
 // NATS answers again; when it could not even try for the whole ack wait
 // (the process frozen), it cuts the work with errLapsed.
 func (a *App) heartbeat(ctx context.Context, m jetstream.Msg, cut context.CancelCauseFunc) {
-	every := a.cfg.AckWait / 4
-	t := time.NewTicker(every)
-	defer t.Stop()
-	lastOK := time.Now()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-		if since := time.Since(lastOK); since >= a.cfg.AckWait {
-			// This goroutine did not run for the whole ack wait: the
-			// process was frozen (SIGSTOP, a paused VM) or starved. NATS
-			// has given the message to another replica meanwhile, and an
-			// in-progress ack now would still be accepted (the server
-			// does not tell deliveries apart), so the download would run
-			// beside the other's: two connections for one product, one
-			// over FETCH_CONCURRENCY. Stop it, unacknowledged.
-			cut(fmt.Errorf("%w (%v without an in-progress ack)", errLapsed, since.Round(time.Second)))
-			return
-		}
-		rctx, cancel := context.WithTimeout(ctx, every)
+	cause := keepAlive(ctx, a.cfg.AckWait/4, a.cfg.AckWait, func(rctx context.Context) error {
 		_, err := a.nc.RequestWithContext(rctx, m.Reply(), []byte("+WPI"))
-		cancel()
-		if err == nil {
-			lastOK = time.Now()
-			continue
+		return err
+	}, func(since time.Duration) error {
+		// This goroutine did not run for the whole ack wait: the process
+		// was frozen (SIGSTOP, a paused VM) or starved. NATS has given
+		// the message to another replica meanwhile, and an in-progress
+		// ack now would still be accepted (the server does not tell
+		// deliveries apart), so the download would run beside the
+		// other's: two connections for one product, one over
+		// FETCH_CONCURRENCY. Stop it, unacknowledged.
+		return fmt.Errorf("%w (%v without an in-progress ack)", errLapsed, since.Round(time.Second))
+	}, func(err error, since time.Duration) error {
+		if since < a.cfg.AckWait/2 {
+			return nil
 		}
-		if ctx.Err() != nil {
-			return
-		}
-		if time.Since(lastOK) >= a.cfg.AckWait/2 {
-			a.health.set(holdNATS, fmt.Sprintf("in-progress acks failing for %v: %v", time.Since(lastOK).Round(time.Second), err), true)
-			cut(errCutOff)
-			return
-		}
+		a.health.set(holdNATS, fmt.Sprintf("in-progress acks failing for %v: %v", since.Round(time.Second), err), true)
+		return errCutOff
+	})
+	if cause != nil {
+		cut(cause)
 	}
 }
 

@@ -136,38 +136,27 @@ func (ls *lease) keep(ctx context.Context, ttl time.Duration, cut context.Cancel
 // finds the lease gone or another's, or could not renew it for three
 // quarters of ttl, it cuts the work.
 func (ls *lease) renew(ctx context.Context, ttl time.Duration, cut context.CancelCauseFunc) {
-	every := ttl / 4
-	t := time.NewTicker(every)
-	defer t.Stop()
-	lastOK := time.Now()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-		if time.Since(lastOK) >= ttl*3/4 {
-			// Not renewed for three quarters of the TTL: the next try
-			// may come too late. Later than the heartbeat's cut at half
-			// the ack wait, which holds the work when NATS as a whole is
-			// out of reach; this one is for the bucket alone (its node
-			// lost while the product stream answers).
-			cut(errLeaseLost)
-			return
-		}
-		rctx, cancel := context.WithTimeout(ctx, every)
+	cause := keepAlive(ctx, ttl/4, ttl*3/4, func(rctx context.Context) error {
 		rev, err := ls.l.kv.Update(rctx, ls.key, ls.val, ls.rev)
-		cancel()
-		switch {
-		case err == nil:
-			ls.rev, lastOK = rev, time.Now()
-		case ctx.Err() != nil:
-			return
-		case errors.Is(err, jetstream.ErrKeyExists):
-			// Not at our revision: expired and taken, or deleted.
-			cut(errLeaseLost)
-			return
+		if err == nil {
+			ls.rev = rev
 		}
+		return err
+	}, func(time.Duration) error {
+		// Not renewed for three quarters of the TTL: the next try may
+		// come too late. Later than the heartbeat's cut at half the ack
+		// wait, which holds the work when NATS as a whole is out of
+		// reach; this one is for the bucket alone (its node lost while
+		// the product stream answers).
+		return errLeaseLost
+	}, func(err error, _ time.Duration) error {
+		if errors.Is(err, jetstream.ErrKeyExists) {
+			return errLeaseLost // not at our revision: expired and taken, or deleted
+		}
+		return nil
+	})
+	if cause != nil {
+		cut(cause)
 	}
 }
 
