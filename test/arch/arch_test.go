@@ -29,7 +29,7 @@ var layers = [][]string{
 	{"event", "internal/platform/buildinfo", "internal/platform/jsonscan", "internal/ingest/source", "internal/platform/retry", "internal/ingest/webhook/wire", "internal/platform/tlsreload", "internal/platform/logging",
 		"internal/cdse", "internal/cdse/versions", "internal/receiver/acmerules", "internal/platform/redact", "internal/platform/settings", "internal/platform/proclimit",
 		"internal/platform/adminpage", "internal/cdse/manifest", "internal/fetcher/target",
-		"internal/ingest/webhook/webhooksettings", "internal/ingest/pull/pullsettings", "internal/receiver/watch/watchsettings"},
+		"internal/ingest/webhook/webhooksettings", "internal/ingest/pull/pullsettings", "internal/receiver/watch/watchsettings", "internal/stream/drop"},
 	{"internal/cdse/notification", "internal/platform/cli", "internal/receiver/status", "internal/register/preflight", "internal/cdse/stac", "internal/fetcher/fetch",
 		"internal/fetcher/fetchstatus", "internal/stream/natssettings", "internal/fetcher/target/file", "internal/fetcher/target/s3",
 		"internal/ingest/reconcile/reconcilesettings"},

@@ -2,24 +2,16 @@ package failedstore
 
 import (
 	"context"
-	"errors"
+
+	"github.com/cdse-jetstream/receiver/internal/stream/drop"
 )
 
-// DropSummary is what a drop did.
-type DropSummary struct {
-	DryRun   bool       `json:"dryRun"`
-	Dropped  int        `json:"dropped"`
-	NotFound int        `json:"notFound"`
-	Items    []DropItem `json:"items"`
-}
+// DropSummary is what a drop did: the document of `fetcher failed drop`,
+// the same as `receiver quarantine drop`'s (internal/stream/drop).
+type DropSummary = drop.Summary
 
 // DropItem is the fate of one failed event a drop was asked for.
-type DropItem struct {
-	Seq       uint64 `json:"seq"`
-	ProductID string `json:"productId,omitempty"`
-	Reason    string `json:"reason,omitempty"`
-	Result    string `json:"result"` // dropped, would-drop, not-found
-}
+type DropItem = drop.Item
 
 // Drop removes the failed events seqs for good: those that will never be
 // fetched (a product withdrawn, one fetched by hand with fetcher get). A
@@ -28,33 +20,18 @@ type DropItem struct {
 // that the login may remove (MayRemove): a would-drop means the drop would
 // succeed.
 func (r *Store) Drop(ctx context.Context, seqs []uint64, dryRun bool) (DropSummary, error) {
-	sum := DropSummary{DryRun: dryRun, Items: []DropItem{}}
 	if dryRun {
 		// A would-drop must mean the drop would succeed: the login's
 		// right too, which a read never shows.
 		if err := r.MayRemove(ctx); err != nil {
-			return sum, err
+			return DropSummary{DryRun: true, Items: []DropItem{}}, err
 		}
 	}
-	for _, seq := range seqs {
+	return drop.Seqs(ctx, seqs, dryRun, ErrNotFound, func(ctx context.Context, seq uint64) (DropItem, error) {
 		f, err := r.Get(ctx, seq)
-		if errors.Is(err, ErrNotFound) {
-			sum.NotFound++
-			sum.Items = append(sum.Items, DropItem{Seq: seq, Result: "not-found"})
-			continue
-		}
 		if err != nil {
-			return sum, err
+			return DropItem{}, err
 		}
-		item := DropItem{Seq: seq, ProductID: f.ProductID, Reason: f.Reason, Result: "would-drop"}
-		if !dryRun {
-			if err := r.Remove(ctx, seq); err != nil {
-				return sum, err
-			}
-			item.Result = "dropped"
-			sum.Dropped++
-		}
-		sum.Items = append(sum.Items, item)
-	}
-	return sum, nil
+		return DropItem{ProductID: f.ProductID, Reason: f.Reason}, nil
+	}, r.Remove)
 }

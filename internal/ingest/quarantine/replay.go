@@ -8,6 +8,7 @@ import (
 
 	"github.com/cdse-jetstream/receiver/internal/cdse/notification"
 	"github.com/cdse-jetstream/receiver/internal/ingest"
+	"github.com/cdse-jetstream/receiver/internal/stream/drop"
 	"github.com/cdse-jetstream/receiver/internal/stream/publish"
 )
 
@@ -120,21 +121,12 @@ func (r *Reader) replayOne(ctx context.Context, pub publish.BatchPublisher, o Re
 	return nil
 }
 
-// DropSummary is what a drop did.
-type DropSummary struct {
-	DryRun   bool       `json:"dryRun"`
-	Dropped  int        `json:"dropped"`
-	NotFound int        `json:"notFound"`
-	Items    []DropItem `json:"items"`
-}
+// DropSummary is what a drop did: the document of `receiver quarantine
+// drop`, the same as `fetcher failed drop`'s (internal/stream/drop).
+type DropSummary = drop.Summary
 
 // DropItem is the fate of one body a drop was asked for.
-type DropItem struct {
-	Seq       uint64 `json:"seq"`
-	ProductID string `json:"productId,omitempty"`
-	Reason    string `json:"reason,omitempty"`
-	Result    string `json:"result"` // dropped, would-drop, not-found
-}
+type DropItem = drop.Item
 
 // Drop removes the bodies seqs from the quarantine for good: those that
 // will never be valid (a test sent by hand, a product withdrawn), which
@@ -142,26 +134,11 @@ type DropItem struct {
 // sequence not in the quarantine is an item "not-found"; the others are
 // dropped all the same.
 func (r *Reader) Drop(ctx context.Context, seqs []uint64, dryRun bool) (DropSummary, error) {
-	sum := DropSummary{DryRun: dryRun, Items: []DropItem{}}
-	for _, seq := range seqs {
+	return drop.Seqs(ctx, seqs, dryRun, ErrNotFound, func(ctx context.Context, seq uint64) (DropItem, error) {
 		s, err := r.Get(ctx, seq)
-		if errors.Is(err, ErrNotFound) {
-			sum.NotFound++
-			sum.Items = append(sum.Items, DropItem{Seq: seq, Result: "not-found"})
-			continue
-		}
 		if err != nil {
-			return sum, err
+			return DropItem{}, err
 		}
-		item := DropItem{Seq: seq, ProductID: s.ProductID, Reason: s.Reason, Result: "would-drop"}
-		if !dryRun {
-			if err := r.Remove(ctx, seq); err != nil {
-				return sum, err
-			}
-			item.Result = "dropped"
-			sum.Dropped++
-		}
-		sum.Items = append(sum.Items, item)
-	}
-	return sum, nil
+		return DropItem{ProductID: s.ProductID, Reason: s.Reason}, nil
+	}, r.Remove)
 }
