@@ -33,7 +33,7 @@ func TestUnknownEnv(t *testing.T) {
 		"NOEQUALS",
 	}
 	got := UnknownEnv(env)
-	want := []UnknownVar{{"RECEIVER_MAX_BODDY", "RECEIVER_MAX_BODY"}, {"RECEIVER_USERNAME_FILE", ""}, {"FETCH_THINGS", ""}, {"WATCH_SUBSCRIPTON_ID", "WATCH_SUBSCRIPTION_ID"}, {"COMPLETE_SUBJECT_PREFX", "COMPLETE_SUBJECT_PREFIX"}, {"RECEIVER_VERSION_MAX_AGE", "RECEIVER_VERSIONS_MAX_AGE"}}
+	want := []UnknownVar{{Name: "RECEIVER_MAX_BODDY", Suggest: "RECEIVER_MAX_BODY"}, {Name: "RECEIVER_USERNAME_FILE", Suggest: ""}, {Name: "FETCH_THINGS", Suggest: ""}, {Name: "WATCH_SUBSCRIPTON_ID", Suggest: "WATCH_SUBSCRIPTION_ID"}, {Name: "COMPLETE_SUBJECT_PREFX", Suggest: "COMPLETE_SUBJECT_PREFIX"}, {Name: "RECEIVER_VERSION_MAX_AGE", Suggest: "RECEIVER_VERSIONS_MAX_AGE"}}
 	if !slices.Equal(got, want) {
 		t.Errorf("UnknownEnv:\n got %v\nwant %v", got, want)
 	}
