@@ -104,6 +104,26 @@ type Config struct {
 	logging.Settings // LOG_LEVEL, LOG_FORMAT
 }
 
+// sourceGroup is what ValidateSources needs of a source's settings group
+// besides the webhook's: the setting that turns it on, whether it is on,
+// whether it reads the catalogue (the CDSE_* login), and its own problems.
+type sourceGroup struct {
+	name     string
+	on       bool
+	login    bool
+	problems error
+}
+
+// sources lists the sources' settings groups embedded above, one line a
+// source: adding a source touches this file and the app's list of
+// sources (internal/receiver/app/sources.go), not the checks.
+func (c Config) sources() []sourceGroup {
+	return []sourceGroup{
+		{"PULL_SUBSCRIPTION_ID", c.Pull.On(), true, c.Pull.Validate()},
+		{"RECONCILE_INTERVAL", c.Reconcile.On(), true, c.Reconcile.Validate(c.InterestsFile != "", c.DedupeWindow)},
+	}
+}
+
 // None is the value that turns off a setting whose default is on, where
 // the empty value cannot (empty means unset, which is the default).
 const None = "none"

@@ -307,17 +307,28 @@ func (c Config) ValidateCatalogueLogin() error {
 // (its own group's checks).
 func (c Config) ValidateSources() error {
 	var p problems
-	pull, reconciling := c.Pull.On(), c.Reconcile.On()
-	if !c.Webhook && !pull && !reconciling {
-		p.add("RECEIVER_WEBHOOK=false needs another source: PULL_SUBSCRIPTION_ID or RECONCILE_INTERVAL")
+	groups := c.sources()
+	var names, login []string
+	var on, onWithLogin bool
+	for _, g := range groups {
+		names = append(names, g.name)
+		if g.login {
+			login = append(login, g.name)
+		}
+		on = on || g.on
+		onWithLogin = onWithLogin || g.on && g.login
 	}
-	if pull || reconciling {
+	if !c.Webhook && !on {
+		p.add("RECEIVER_WEBHOOK=false needs another source: %s", strings.Join(names, " or "))
+	}
+	if onWithLogin {
 		if err := c.ValidateCatalogueLogin(); err != nil {
-			p = append(p, fmt.Errorf("PULL_SUBSCRIPTION_ID and RECONCILE_INTERVAL: %w", err))
+			p = append(p, fmt.Errorf("%s: %w", strings.Join(login, " and "), err))
 		}
 	}
-	p.join(c.Pull.Validate())
-	p.join(c.Reconcile.Validate(c.InterestsFile != "", c.DedupeWindow))
+	for _, g := range groups {
+		p.join(g.problems)
+	}
 	return p.err()
 }
 
