@@ -47,15 +47,7 @@ func TestFetchFiles(t *testing.T) {
 	}
 	w := startWorld(t, false, func(c *config.Config) { c.InterestsFile = interests })
 	store := s3test.Start(t)
-	p := w.sim.GenerateWith(cdsesim.Sentinel2, 1, func(p *cdsesim.Product) {
-		p.ContentLength = 6 << 20
-		p.Name = strings.Replace(p.Name, "MSIL1C", "MSIL2A", 1)
-		for i, a := range p.Attributes {
-			if a.Name == "productType" {
-				p.Attributes[i].Value = "S2MSI2A"
-			}
-		}
-	})[0]
+	p := l2aProduct(w, 6<<20)
 	w.notify(t, p)
 
 	dir := t.TempDir()
@@ -73,7 +65,10 @@ func TestFetchFiles(t *testing.T) {
 	for _, m := range fetched {
 		byInterest[m.Header.Get(event.HeaderInterest)] = m
 	}
-	folder := "SENTINEL-2/S2MSI2A/" + p.ContentStart.UTC().Format("2006/01/02") + "/" + p.Name + "/"
+	folder := folderOf(p)
+	// The bytes the two selections and their manifests weigh: what the
+	// download host is to have sent, and nothing more.
+	var selected int64
 	stored := func(m natstest.Msg, url string, patterns []string, read func(path string) []byte) {
 		t.Helper()
 		want := map[string]bool{}
@@ -96,6 +91,7 @@ func TestFetchFiles(t *testing.T) {
 			f.Files.ArchiveSize != p.ContentLength || !f.Verified() || f.Files.VerifiedAgainst != "manifest" {
 			t.Errorf("fetched event %s: %+v %+v, want %s, %d files and the manifest, %d bytes", f.Interest, f, f.Files, url, len(want)-1, size)
 		}
+		selected += size
 		for path := range want {
 			if got, content := read(path), fileContent(t, p, path); !bytes.Equal(got, content) {
 				t.Errorf("%s: %d bytes stored, not the Node's %d", path, len(got), len(content))
@@ -196,8 +192,8 @@ func TestFetchFiles(t *testing.T) {
 	}
 
 	d := w.sim.ProductDownloads(p.ID)
-	if d.Archives != 0 {
-		t.Errorf("the archive was downloaded: %+v", d)
+	if d.Archives != 0 || d.FileBytes != selected {
+		t.Errorf("the download host sent %+v, want no archive and %d bytes of files: the two selections and a manifest each", d, selected)
 	}
 	t.Logf("%d bytes of files fetched for two selections of a product of %d (%s %% each on average)", d.FileBytes, p.ContentLength,
 		strconv.FormatFloat(50*float64(d.FileBytes)/float64(p.ContentLength), 'f', 1, 64))

@@ -6,7 +6,6 @@ import (
 
 	"github.com/cdse-jetstream/receiver/event"
 	"github.com/cdse-jetstream/receiver/internal/cdse/cdsesim"
-	"github.com/cdse-jetstream/receiver/internal/testkit/s3test"
 )
 
 // TestLateChecksumVerifiedInPlace: a product the catalogue publishes
@@ -17,16 +16,11 @@ import (
 // directory and into the real S3 server.
 func TestLateChecksumVerifiedInPlace(t *testing.T) {
 	t.Parallel()
-	for _, into := range []string{"directory", "s3"} {
-		t.Run(into, func(t *testing.T) {
+	for _, where := range []string{"directory", "s3"} {
+		t.Run(where, func(t *testing.T) {
 			t.Parallel()
 			w := newWorld(t)
-			env := map[string]string{"FETCH_TARGET": "file://" + t.TempDir()}
-			if into == "s3" {
-				store := s3test.Start(t)
-				env = store.Env()
-				env["FETCH_TARGET"] = "s3://" + store.Bucket + "/products"
-			}
+			env, _, _ := into(t, where)
 			p := w.sim.GenerateWith(cdsesim.Sentinel2, 1, func(p *cdsesim.Product) { p.ChecksumForm = cdsesim.ChecksumNone })[0]
 			w.notify(t, p)
 			w.fetcher(t, env)
