@@ -385,3 +385,58 @@ func TestFilesSameBytesAsTheArchive(t *testing.T) {
 		t.Errorf("%d files compared, the tree has %d", compared, len(p.Files()))
 	}
 }
+
+// TestFilesDeletedRemovesTheFolder: with FETCH_ON_DELETE=delete, the
+// deleted event of a product stored by files removes its whole folder
+// (every file under the product's key, the manifest) and its STAC item,
+// from a directory (with what the fetcher kept beside the files) and
+// from the real S3 server: nothing of the product is left.
+func TestFilesDeletedRemovesTheFolder(t *testing.T) {
+	t.Parallel()
+	for _, where := range []string{"directory", "s3"} {
+		t.Run(where, func(t *testing.T) {
+			t.Parallel()
+			w := newWorld(t)
+			p := l2aProduct(w, 2<<20)
+			env, dir, store := into(t, where)
+			env["FETCH_FILES"], env["FETCH_ON_DELETE"] = l2aBands, "delete"
+			w.notify(t, p)
+			w.fetcher(t, env)
+			f := fetchedOne(t, w)
+			// What is stored of the product: in the directory every file,
+			// the hidden ones too (the sums beside each file); in the
+			// bucket every object.
+			left := func() []string {
+				var out []string
+				if store == nil {
+					_ = filepath.WalkDir(dir, func(path string, d os.DirEntry, err error) error {
+						if err == nil && !d.IsDir() {
+							out = append(out, strings.TrimPrefix(path, dir))
+						}
+						return nil
+					})
+					return out
+				}
+				list, err := store.Client().ListObjectsV2(context.Background(), &s3.ListObjectsV2Input{Bucket: aws.String(store.Bucket)})
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, o := range list.Contents {
+					out = append(out, aws.ToString(o.Key))
+				}
+				return out
+			}
+			if before := left(); len(before) < 7 || f.StacItem == "" {
+				t.Fatalf("stored before the deletion: %v, item %q; want the 5 files, the manifest and the item", before, f.StacItem)
+			}
+			w.notifyEvent(t, "deleted", p)
+			fetched, failed := w.events(t, 2)
+			if len(fetched) != 2 || len(failed) != 0 || !strings.HasPrefix(fetched[1].Subject, "cdse.fetched.deleted.") {
+				t.Fatalf("%d fetched, %d failed after the deletion", len(fetched), len(failed))
+			}
+			if got := left(); len(got) != 0 {
+				t.Errorf("left after the deleted event: %v", got)
+			}
+		})
+	}
+}

@@ -53,6 +53,12 @@ type Target interface {
 	// Delete removes key (and what is kept beside it); no error when
 	// nothing is there.
 	Delete(ctx context.Context, key string) error
+	// DeleteFolder removes every object under folder, at any depth (the
+	// files of a product stored by files, under its key without .zip),
+	// and what is kept beside them; no error when nothing is there. An
+	// object whose key only begins with folder's text ("<folder>.zip",
+	// its STAC item) is not under it, and stays.
+	DeleteFolder(ctx context.Context, folder string) error
 	// SweepPartials removes what unfinished downloads left untouched for
 	// maxAge (the file target's partial files, an S3 bucket's multipart
 	// uploads under the prefix), returning how many. A download in

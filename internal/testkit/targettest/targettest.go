@@ -16,7 +16,8 @@ import (
 )
 
 // Contract stores an object through Open, Write and Commit, and checks
-// what Stat and Read say of it, and of a key where nothing is.
+// what Stat and Read say of it, and of a key where nothing is; and what
+// DeleteFolder removes.
 func Contract(t *testing.T, tg target.Target) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -68,5 +69,69 @@ func Contract(t *testing.T, tg target.Target) {
 	}
 	if _, err := tg.Read(ctx, key); !errors.Is(err, target.ErrNotStored) {
 		t.Errorf("Read after Delete: %v, want ErrNotStored", err)
+	}
+	deleteFolder(ctx, t, tg)
+}
+
+// deleteFolder: DeleteFolder removes every object under a folder, at any
+// depth, and a partial left there, but no object beside it whose key
+// only begins with the folder's text.
+func deleteFolder(ctx context.Context, t *testing.T, tg target.Target) {
+	t.Helper()
+	const folder = "contract/S2B_MSIL2A_20261127T101329_N0511_R022_T32TQM_20261127T121200.SAFE"
+	put := func(key string) {
+		t.Helper()
+		body := []byte(key)
+		sum := md5.Sum(body)
+		s := target.Stored{Size: int64(len(body)), MD5: hex.EncodeToString(sum[:]), ProductID: "7f3c0b2e-1a2b-4c5d-8e9f-0a1b2c3d4e5f"}
+		up, err := tg.Open(ctx, key, s.Size, s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := up.Write(body); err != nil {
+			t.Fatal(err)
+		}
+		if err := up.Commit(ctx, s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	inside := []string{folder + "/manifest.safe", folder + "/GRANULE/L2A_T32TQM/IMG_DATA/R10m/T32TQM_B02_10m.jp2"}
+	beside := []string{folder + ".zip", folder + ".zip.json", folder + "2/manifest.safe"}
+	for _, k := range append(inside, beside...) {
+		put(k)
+	}
+	// A download under the folder cut short: its partial is the folder's.
+	cut := folder + "/GRANULE/L2A_T32TQM/IMG_DATA/R10m/T32TQM_B03_10m.jp2"
+	up, err := tg.Open(ctx, cut, 10, target.Stored{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := up.Write([]byte("part")); err != nil {
+		t.Fatal(err)
+	}
+	if err := up.Abort(true); err != nil {
+		t.Fatal(err)
+	}
+	if err := tg.DeleteFolder(ctx, folder); err != nil {
+		t.Fatalf("DeleteFolder: %v", err)
+	}
+	for _, k := range inside {
+		if _, ok, err := tg.Stat(ctx, k); ok || err != nil {
+			t.Errorf("%s after DeleteFolder: there %v, %v", k, ok, err)
+		}
+	}
+	if held, _ := tg.Partial(cut); held != 0 {
+		t.Errorf("the partial of %s after DeleteFolder: %d bytes", cut, held)
+	}
+	for _, k := range beside {
+		if _, ok, err := tg.Stat(ctx, k); !ok || err != nil {
+			t.Errorf("%s, beside the folder, after DeleteFolder: there %v, %v", k, ok, err)
+		}
+		if err := tg.Delete(ctx, k); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := tg.DeleteFolder(ctx, folder); err != nil {
+		t.Errorf("DeleteFolder where nothing is: %v", err)
 	}
 }

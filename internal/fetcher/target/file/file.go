@@ -160,6 +160,25 @@ func (t *Target) Delete(_ context.Context, key string) error {
 	return nil
 }
 
+// DeleteFolder implements Target: the folder's tree, its sums' and its
+// partials' (a download of it cut short). A file, not a folder, at its
+// path is no folder of files, and is left.
+func (t *Target) DeleteFolder(_ context.Context, folder string) error {
+	for _, p := range []string{t.path(folder), filepath.Join(t.dir, sumsDir, filepath.FromSlash(folder)), filepath.Join(t.dir, partialDir, filepath.FromSlash(folder))} {
+		st, err := os.Lstat(p)
+		if errors.Is(err, fs.ErrNotExist) || err == nil && !st.IsDir() {
+			continue
+		}
+		if err == nil {
+			err = os.RemoveAll(p)
+		}
+		if err != nil {
+			return fmt.Errorf("fetch target: %w", err)
+		}
+	}
+	return nil
+}
+
 // Open implements Target: the partial file of key is opened (made when
 // missing) and locked, so that two Fetches of one key never write it at
 // once; its bytes are kept to resume from.

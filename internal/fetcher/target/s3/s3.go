@@ -316,6 +316,40 @@ func (t *Target) Delete(ctx context.Context, key string) error {
 	return nil
 }
 
+// DeleteFolder implements Target: the objects under the folder's
+// prefix, a page of the listing (at most 1000 keys) at a time, each page
+// in one DeleteObjects. A removal cut midway leaves the rest for the
+// next (the deleted event is redelivered).
+func (t *Target) DeleteFolder(ctx context.Context, folder string) error {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
+	defer cancel()
+	in := &awss3.ListObjectsV2Input{Bucket: &t.bucket, Prefix: aws.String(t.key(folder) + "/")}
+	for {
+		out, err := t.client.ListObjectsV2(ctx, in)
+		if err != nil {
+			return fmt.Errorf("fetch target %s/: listing: %w", t.URL(folder), err)
+		}
+		if len(out.Contents) > 0 {
+			ids := make([]types.ObjectIdentifier, 0, len(out.Contents))
+			for _, o := range out.Contents {
+				ids = append(ids, types.ObjectIdentifier{Key: o.Key})
+			}
+			del, err := t.client.DeleteObjects(ctx, &awss3.DeleteObjectsInput{Bucket: &t.bucket, Delete: &types.Delete{Objects: ids, Quiet: aws.Bool(true)}})
+			if err != nil {
+				return fmt.Errorf("fetch target %s/: %w", t.URL(folder), err)
+			}
+			if len(del.Errors) > 0 {
+				e := del.Errors[0]
+				return fmt.Errorf("fetch target %s/: %d objects not deleted, the first %s: %s %s", t.URL(folder), len(del.Errors), aws.ToString(e.Key), aws.ToString(e.Code), aws.ToString(e.Message))
+			}
+		}
+		if !aws.ToBool(out.IsTruncated) {
+			return nil
+		}
+		in.ContinuationToken = out.NextContinuationToken
+	}
+}
+
 // Open implements Target: a multipart upload fed through a pipe, so that
 // the uploader reads the bytes as they arrive (a part at a time) and
 // completes only when Commit ends the stream; Abort ends it with an
