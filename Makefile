@@ -112,7 +112,7 @@ bench-headers: ## what the consumer headers cost: this tree's receiver against t
 	$(GO) run ./bench/cmd/bench -compare "$$d/receiver" $(or $(BENCHFLAGS),-rounds 12 -duration 5s)
 
 .PHONY: bench-fetch
-bench-fetch: ## the fetcher server against a plain copy of the same bytes at the live 20 MB/s a connection, 1 and 4 streams, into a directory and a real S3 store (and a plain copy into that store); the hashing ceiling; peak RSS of a 2 GiB product (BENCHFLAGS, e.g. -rounds 5 -mib 400 -rss-mib 4096 -streams 4 -phases)
+bench-fetch: ## the fetcher server against a plain copy of the same bytes at the live 20 MB/s a connection, 1 and 4 streams, into a directory and a real S3 store (and a plain copy into that store); a file selection (S2 L2A 10 m bands) against the whole archive, time and bytes; the hashing ceiling; peak RSS of a 2 GiB product (BENCHFLAGS, e.g. -rounds 5 -mib 400 -rss-mib 4096 -streams 4 -phases -files GLOBS)
 	$(GO) test ./bench/fetch -run '^$$' -bench Fetch -benchtime 1x -timeout 60m -v -args $(BENCHFLAGS)
 
 .PHONY: bench-grow

@@ -10,6 +10,8 @@
 //	make bench-fetch                      # 3 rounds of 200 MiB products, 2 GiB for the RSS
 //	make bench-fetch BENCHFLAGS='-rounds 5 -mib 400 -rss-mib 4096'
 //	make bench-fetch BENCHFLAGS='-rounds 2 -streams 4 -phases -rss-mib 0'  # where each run's time went
+//	make bench-fetch BENCHFLAGS='-rounds 1 -mib 16 -streams "" -unthrottled=false -rss-mib 0'  # the file selection alone, small
+//	go test ./bench/fetch -run '^$' -bench FetchSelections -benchtime 1x  # what common selections weigh, computed
 package fetch
 
 import (
@@ -41,6 +43,7 @@ import (
 	"github.com/cdse-jetstream/receiver/event"
 	"github.com/cdse-jetstream/receiver/internal/cdse/cdselogin"
 	"github.com/cdse-jetstream/receiver/internal/cdse/cdsesim"
+	"github.com/cdse-jetstream/receiver/internal/cdse/manifest"
 	"github.com/cdse-jetstream/receiver/internal/receiver/config"
 	"github.com/cdse-jetstream/receiver/internal/testkit/bins"
 	"github.com/cdse-jetstream/receiver/internal/testkit/natstest"
@@ -51,14 +54,16 @@ import (
 )
 
 var (
-	rounds  = flag.Int("rounds", 3, "rounds of the throttled comparison (the modes take turns in each)")
-	mib     = flag.Int64("mib", 200, "size of a product of the throttled comparison, MiB")
-	rate    = flag.Int64("rate", 20_000_000, "the simulator's rate per connection, bytes a second (the live general account's 20 MB/s)")
-	rssMiB  = flag.Int64("rss-mib", 2048, "size of the product whose peak RSS is measured, MiB (0: skip)")
-	partMiB = flag.Int64("part-mib", 5, "FETCH_S3_PART_SIZE of the runs, MiB")
-	s3Conc  = flag.Int("s3-concurrency", 2, "FETCH_S3_CONCURRENCY of the runs")
-	streams = flag.String("streams", "1,4", "the throttled comparison's numbers of concurrent streams, comma-separated")
-	phases  = flag.Bool("phases", false, "print where each run's time went: until the first download, the downloads themselves, after the last")
+	rounds      = flag.Int("rounds", 3, "rounds of the throttled comparison (the modes take turns in each)")
+	mib         = flag.Int64("mib", 200, "size of a product of the throttled comparison, MiB")
+	rate        = flag.Int64("rate", 20_000_000, "the simulator's rate per connection, bytes a second (the live general account's 20 MB/s)")
+	rssMiB      = flag.Int64("rss-mib", 2048, "size of the product whose peak RSS is measured, MiB (0: skip)")
+	partMiB     = flag.Int64("part-mib", 5, "FETCH_S3_PART_SIZE of the runs, MiB")
+	s3Conc      = flag.Int("s3-concurrency", 2, "FETCH_S3_CONCURRENCY of the runs")
+	streams     = flag.String("streams", "1,4", "the throttled comparison's numbers of concurrent streams, comma-separated")
+	phases      = flag.Bool("phases", false, "print where each run's time went: until the first download, the downloads themselves, after the last")
+	files       = flag.String("files", l2aBands, "FETCH_FILES of the file selection's runs against the whole archive, one S2 L2A product of -mib MiB each (empty: skip)")
+	unthrottled = flag.Bool("unthrottled", true, "the unthrottled runs: the hashing ceiling and 1 GiB into the directory")
 )
 
 func TestMain(m *testing.M) {
@@ -173,13 +178,13 @@ func (w *world) phasesOf(ps []*cdsesim.Product, startAt time.Time, wall time.Dur
 // the number of products, a consumer of its own that starts with what
 // arrives from now; the receiver is sent each product's created
 // notification, and the run ends when every fetched event is stored.
-func (w *world) serve(b *testing.B, target string, ps []*cdsesim.Product) run {
+func (w *world) serve(b *testing.B, target string, ps []*cdsesim.Product, extra ...string) run {
 	b.Helper()
 	w.runs++
 	admin := fmt.Sprintf("127.0.0.1:%d", natstest.FreePort(b))
 	cmd := exec.Command(w.fetcher)
-	cmd.Env = w.env(b, target, "FETCH_ADMIN_ADDR="+admin, "FETCH_START=new", fmt.Sprintf("FETCH_CONSUMER=bench-%d", w.runs),
-		fmt.Sprintf("FETCH_CONCURRENCY=%d", len(ps)))
+	cmd.Env = w.env(b, target, append([]string{"FETCH_ADMIN_ADDR=" + admin, "FETCH_START=new", fmt.Sprintf("FETCH_CONSUMER=bench-%d", w.runs),
+		fmt.Sprintf("FETCH_CONCURRENCY=%d", len(ps))}, extra...)...)
 	logs := &bins.SyncBuffer{}
 	cmd.Stdout, cmd.Stderr = logs, logs
 	if err := cmd.Start(); err != nil {
@@ -452,6 +457,9 @@ func BenchmarkFetch(b *testing.B) {
 		{"plain copy into S3", func(ps []*cdsesim.Product) run { return w.copyPlainS3(b, ps) }},
 	}
 	for _, f := range strings.Split(*streams, ",") {
+		if strings.TrimSpace(f) == "" {
+			continue // -streams "": no throttled comparison
+		}
 		streams, err := strconv.Atoi(strings.TrimSpace(f))
 		if err != nil || streams < 1 {
 			b.Fatalf("-streams: %q is not a number of streams", f)
@@ -498,14 +506,20 @@ func BenchmarkFetch(b *testing.B) {
 		fmt.Printf("%d stream(s) the fetcher into S3 / the plain copy into S3: median %.3f (rounds %.3f-%.3f)\n", streams, median(s3own), slices.Min(s3own), slices.Max(s3own))
 	}
 
+	if *files != "" {
+		w.selection(b, size)
+	}
+
 	// Unthrottled: what the hashes cost, and the fetcher's own ceiling.
 	w.sim.SetDownloadRate(cdsesim.Unthrottled)
-	hashCeiling(b)
-	big := w.products(1, 1<<30)
-	res := w.serve(b, "file://"+w.dir, big)
-	w.clean(b)
-	fmt.Printf("unthrottled, 1 GiB into the directory (server): %.0f MB/s, %.0f MB/s per core of the fetcher's CPU (%.2f s), peak RSS %.1f MiB\n",
-		res.mbps(), float64(res.bytes)/res.cpu.Seconds()/1e6, res.cpu.Seconds(), float64(res.maxRSS)/(1<<20))
+	if *unthrottled {
+		hashCeiling(b)
+		big := w.products(1, 1<<30)
+		res := w.serve(b, "file://"+w.dir, big)
+		w.clean(b)
+		fmt.Printf("unthrottled, 1 GiB into the directory (server): %.0f MB/s, %.0f MB/s per core of the fetcher's CPU (%.2f s), peak RSS %.1f MiB\n",
+			res.mbps(), float64(res.bytes)/res.cpu.Seconds()/1e6, res.cpu.Seconds(), float64(res.maxRSS)/(1<<20))
+	}
 
 	if *rssMiB > 0 {
 		for _, t := range []struct{ name, target string }{{"S3", "s3://" + w.s3.Bucket + "/bench"}, {"directory", "file://" + w.dir}} {
@@ -546,5 +560,99 @@ func hashCeiling(b *testing.B) {
 		_ = syscall.Getrusage(syscall.RUSAGE_THREAD, &after)
 		cpu := time.Duration(after.Utime.Nano() - before.Utime.Nano() + after.Stime.Nano() - before.Stime.Nano())
 		fmt.Printf("hashing ceiling, %-13s %6.0f MB/s per core\n", h.name+":", float64(times*len(buf))/cpu.Seconds()/1e6)
+	}
+}
+
+// l2aBands is the issue's selection: the four 10 m bands of a Sentinel-2
+// L2A product and its metadata.
+const l2aBands = "GRANULE/*/IMG_DATA/R10m/*_B0[2348]_10m.jp2,MTD_MSIL2A.xml"
+
+// l2a makes a generated Sentinel-2 product an L2A one.
+func l2a(p *cdsesim.Product) {
+	p.Name = strings.Replace(p.Name, "MSIL1C", "MSIL2A", 1)
+}
+
+// selection is the file selection against the whole archive: one S2 L2A
+// product of size bytes a run, at the throttled rate, into the directory
+// (the fetcher server either way, the modes taking turns each round);
+// the time each took and the bytes the download host sent for it.
+func (w *world) selection(b *testing.B, size int64) {
+	b.Helper()
+	type result struct {
+		wall  []float64 // seconds
+		bytes int64     // sent for the last product
+	}
+	got := map[string]*result{"whole archive": {}, "files": {}}
+	for r := range *rounds {
+		for i := range 2 {
+			name, extra := "whole archive", []string(nil)
+			if (i+r)%2 == 1 {
+				name, extra = "files", []string{"FETCH_FILES=" + *files}
+			}
+			ps := w.sim.GenerateWith(cdsesim.Sentinel2, 1, func(p *cdsesim.Product) { p.ContentLength = size; l2a(p) })
+			res := w.serve(b, "file://"+w.dir, ps, extra...)
+			w.clean(b)
+			d := w.sim.ProductDownloads(ps[0].ID)
+			got[name].wall = append(got[name].wall, res.wall.Seconds())
+			got[name].bytes = d.ArchiveBytes + d.FileBytes
+			if *phases {
+				fmt.Printf("    selection, %s: %.2f s, %d bytes; %s\n", name, res.wall.Seconds(), got[name].bytes, res.phases)
+			}
+		}
+	}
+	whole, sel := got["whole archive"], got["files"]
+	fmt.Printf("file selection %q of an S2 L2A product of %d MiB at %.0f MB/s a connection, into the directory, %d rounds:\n", *files, *mib, float64(*rate)/1e6, *rounds)
+	fmt.Printf("  whole archive: median %.2f s, %d bytes sent\n", median(whole.wall), whole.bytes)
+	fmt.Printf("  by files:      median %.2f s, %d bytes sent (%.1f %% of the archive's), time %.3f of the archive's\n",
+		median(sel.wall), sel.bytes, 100*float64(sel.bytes)/float64(whole.bytes), median(sel.wall)/median(whole.wall))
+	b.ReportMetric(float64(sel.bytes)/float64(whole.bytes), "files-bytes-ratio")
+	b.ReportMetric(median(sel.wall)/median(whole.wall), "files-time-ratio")
+}
+
+// BenchmarkFetchSelections prints what common selections weigh against
+// the archive, computed from the simulator's trees (their files in a real
+// product's proportions) at a real product's size: the files selected
+// and the manifest, which is what the fetcher downloads (the bytes a run
+// of the selection above counts at the download host). Nothing is
+// downloaded.
+func BenchmarkFetchSelections(b *testing.B) {
+	sim := cdsesim.New(cdsesim.Options{Seed: 1})
+	b.Cleanup(sim.Close)
+	for _, c := range []struct {
+		what     string
+		mission  cdsesim.Mission
+		adjust   func(*cdsesim.Product)
+		size     int64
+		patterns string
+	}{
+		{"S2 L2A, the four 10 m bands and MTD_MSIL2A.xml", cdsesim.Sentinel2, l2a, 1_100_000_000, l2aBands},
+		{"S1 IW GRDH, VV only (measurement, its annotation, calibration and noise)", cdsesim.Sentinel1, nil, 1_700_000_000, "measurement/*-vv-*.tiff,annotation/*-vv-*.xml,annotation/calibration/*-vv-*.xml"},
+		{"S3 OLCI EFR, four bands and the geo-coordinates", cdsesim.Sentinel3, nil, 550_000_000, "Oa0[468]_radiance.nc,Oa17_radiance.nc,geo_coordinates.nc"},
+	} {
+		p := sim.GenerateWith(c.mission, 1, func(p *cdsesim.Product) {
+			p.ContentLength = c.size
+			if c.adjust != nil {
+				c.adjust(p)
+			}
+		})[0]
+		sel, err := manifest.Compile(strings.Split(c.patterns, ","))
+		if err != nil {
+			b.Fatal(err)
+		}
+		var n, bytes int64
+		for _, f := range p.Files() {
+			switch {
+			case f.Path == manifest.Name(p.Name):
+				bytes += f.Size
+			case sel.Match(f.Path):
+				n++
+				bytes += f.Size
+			}
+		}
+		if n == 0 {
+			b.Fatalf("%s selects nothing of %s", c.patterns, p.Name)
+		}
+		fmt.Printf("%s: %d files and the manifest, %d of the archive's %d bytes (%.1f %%): %.0f %% less (%s)\n",
+			c.what, n, bytes, p.ContentLength, 100*float64(bytes)/float64(p.ContentLength), 100-100*float64(bytes)/float64(p.ContentLength), c.patterns)
 	}
 }
