@@ -30,8 +30,11 @@ answer, what the documentation leaves open: whether the catalogue accepts
 the filter forms users paste that the receiver accepts on an assumption
 (lower-case names, a lambda's value without its cast, Footprint= in
 Intersects), and whether the download service answers Range (one byte of a
-listed product, with the token sent to that host only). It creates and
-changes nothing. It prints
+listed product, with the token sent to that host only), and the Nodes API
+the fetcher's FETCH_FILES relies on, which the formal API description
+leaves out (for --product, or the first product listed): the listings'
+shape, the manifest by its path, and whether a folder URL without /Nodes
+is refused. It creates and changes nothing. It prints
 a line per request: its status and what came back, or why it failed (-o
 wide: also the request as sent and what was expected), and exits 1 when the catalogue refused something the receiver
 relies on (see docs/sources.md for what to do then).
@@ -70,6 +73,7 @@ relies on (see docs/sources.md for what to do then).
 	if download == "" {
 		download = cdse.DownloadURL
 	}
-	f.StringVar(&o.DownloadURL, "download-url", download, "the download service whose Range support is probed with one byte of a listed product (default $CDSE_DOWNLOAD_URL, the fetcher's; \"\" skips it)")
+	f.StringVar(&o.DownloadURL, "download-url", download, "the download service whose Range support is probed with one byte of a listed product, and its Nodes API (default $CDSE_DOWNLOAD_URL, the fetcher's; \"\" skips them)")
+	f.StringVar(&o.Product, "product", "", "the id of the product the download probes ask for (default: the first one listed); a Sentinel-1, -2 or -3 product for the Nodes probes")
 	return cmd
 }

@@ -393,6 +393,73 @@ func TestDoctorDownloadUnreachable(t *testing.T) {
 	}
 }
 
+// TestDoctorNodes: doctor asks the download service's Nodes API for one
+// product (--product): the listings' shape, the manifest by its path and
+// of its listed size, and whether a folder URL without /Nodes is refused;
+// the simulator refusing it (403, as reported of the live service) and
+// accepting it (SetNodeEntities) are both reported as holding. A product
+// without a tree (Sentinel-5P) is reported, and skips the rest; none of
+// it fails the command.
+func TestDoctorNodes(t *testing.T) {
+	h := newHarness(t)
+	p := h.sim.GenerateWith(cdsesim.Sentinel2, 1, func(p *cdsesim.Product) { p.ContentLength = 1 << 20 })[0]
+	s5p := h.sim.Generate(cdsesim.Sentinel5P, 1)[0]
+	rows := func(id string) map[string]doctor.Probe {
+		t.Helper()
+		code, out, errOut := h.run("doctor", "-o", "json", "--download-url", h.env["CDSE_CATALOGUE_URL"], "--product", id)
+		var r doctor.DoctorReport
+		if err := json.Unmarshal([]byte(out), &r); err != nil || code != 0 || !r.OK {
+			t.Fatalf("doctor --product %s: exit %d, %v\n%s\n%s", id, code, err, out, errOut)
+		}
+		got := map[string]doctor.Probe{}
+		for _, p := range r.Probes {
+			if strings.HasPrefix(p.Check, "nodes: ") {
+				if p.Required {
+					t.Errorf("%s is required: %+v", p.Check, p)
+				}
+				got[p.Check] = p // the last row of a check
+			}
+		}
+		return got
+	}
+	got := rows(p.ID)
+	if l := got["nodes: listing"]; !l.OK || l.Status != 200 || !strings.HasSuffix(l.Request, "/Nodes("+p.Name+")/Nodes") || !strings.Contains(l.Got, p.Name+": ") {
+		t.Errorf("nodes: listing: %+v", l)
+	}
+	if m := got["nodes: manifest by path"]; !m.OK || m.Status != 200 || !strings.HasSuffix(m.Request, "/Nodes("+p.Name+")/Nodes(manifest.safe)/$value") || !strings.Contains(m.Got, "as listed") {
+		t.Errorf("nodes: manifest by path: %+v", m)
+	}
+	if f := got["nodes: folder URL without /Nodes"]; !f.OK || f.Status != 403 || !strings.HasSuffix(f.Request, "/Nodes("+p.Name+")") || !strings.Contains(f.Got, "refused with 403") {
+		t.Errorf("nodes: folder URL without /Nodes, refused: %+v", f)
+	}
+	h.sim.SetNodeEntities(true)
+	if f := rows(p.ID)["nodes: folder URL without /Nodes"]; !f.OK || f.Status != 200 || !strings.Contains(f.Got, "accepted") {
+		t.Errorf("nodes: folder URL without /Nodes, accepted: %+v", f)
+	}
+	h.sim.SetNodeEntities(false)
+
+	// A listing refused is reported, informs, and skips the rest.
+	h.refuse = func(r *http.Request) bool { return strings.HasSuffix(r.URL.Path, "/Nodes") }
+	got = rows(p.ID)
+	if l := got["nodes: listing"]; l.OK || l.Status != 400 || !strings.Contains(l.Got, "this form is refused") {
+		t.Errorf("nodes: listing refused: %+v", l)
+	}
+	if f := got["nodes: folder URL without /Nodes"]; !f.OK || !strings.HasPrefix(f.Got, "not checked") {
+		t.Errorf("nodes: folder URL without /Nodes, after the listing refused: %+v", f)
+	}
+	h.refuse = nil
+
+	// A product without a tree lists nothing: said, and the manifest is
+	// not asked for.
+	got = rows(s5p.ID)
+	if l := got["nodes: listing"]; l.OK || !strings.Contains(l.Got, "0 entries") {
+		t.Errorf("nodes: listing of a product without a tree: %+v", l)
+	}
+	if m := got["nodes: manifest by path"]; !m.OK || !strings.HasPrefix(m.Got, "not checked") || m.Request != "" {
+		t.Errorf("nodes: manifest by path, after no listing: %+v", m)
+	}
+}
+
 // TestDoctor: against the simulator every probe passes; when the
 // catalogue refuses one form (here $count on DeletedProducts), doctor names
 // that request, its status and the catalogue's message, and exits 1.

@@ -30,8 +30,15 @@ import (
 // "entity", .../Nodes(<Name>)/Nodes(GRANULE)) is refused with 403, which
 // is what a user of a public client reports the live service answering
 // for a folder URL without the trailing /Nodes; so is a folder's
-// $value. Node names may be quoted, Nodes('x'), as some clients write
+// $value. Whether the live service does is not documented: with
+// SetNodeEntities(true) such a URL answers the node's entity instead, one
+// entry of a listing (200), as an OData service may; `register doctor`
+// reports either. Node names may be quoted, Nodes('x'), as some clients write
 // them. A product without a tree has no nodes: its listing is empty.
+
+// SetNodeEntities makes a node URL without /Nodes or /$value answer the
+// node's entity (on) or 403 (off, the default).
+func (s *Sim) SetNodeEntities(on bool) { s.nodeEntities.Store(on) }
 
 // nodeURL is the uri of a node's listing.
 func nodeURL(base, id string, node []string) string {
@@ -63,6 +70,10 @@ func (s *Sim) handleNodes(w http.ResponseWriter, r *http.Request, id, sub string
 				return
 			}
 			node, sub = append(node, name), rest
+			if sub == "" && s.nodeEntities.Load() {
+				s.nodeEntity(w, r, id, node)
+				return
+			}
 			if sub == "" {
 				downloadError(w, http.StatusForbidden, "Node "+strings.Join(node, "/")+": list a folder with /Nodes, download a file with /$value")
 				return
@@ -83,6 +94,49 @@ type nodeJSON struct {
 	Nodes          map[string]string `json:"Nodes"`
 }
 
+// nodesBase is the OData root the uris of a listing are on: the
+// download host's, else the host asked.
+func (s *Sim) nodesBase(r *http.Request) string {
+	s.dl.mu.Lock()
+	base := s.dl.url
+	s.dl.mu.Unlock()
+	if base == "" {
+		base = "http://" + r.Host + "/odata/v1"
+	}
+	return base
+}
+
+// nodeJSONOf is the entry of n, a child of the node at "at", in t.
+func nodeJSONOf(t *tree, base, id string, n node, at []string) nodeJSON {
+	e := nodeJSON{ID: n.name, Name: n.name, ChildrenNumber: n.children, Nodes: map[string]string{"uri": nodeURL(base, id, slices.Concat(at, []string{n.name}))}}
+	if n.file >= 0 {
+		e.ContentLength = t.files[n.file].size
+	}
+	return e
+}
+
+// nodeEntity answers the node at parts as one entity (SetNodeEntities).
+func (s *Sim) nodeEntity(w http.ResponseWriter, r *http.Request, id string, parts []string) {
+	p, ok := s.liveProduct(w, id)
+	if !ok {
+		return
+	}
+	t, _ := p.treeState(false)
+	if t == nil || parts[0] != p.Name {
+		notFound(w, "Node "+strings.Join(parts, "/")+" not found")
+		return
+	}
+	path := strings.Join(parts[1:], "/")
+	n := node{name: parts[len(parts)-1], file: t.find(path)}
+	if n.file < 0 {
+		if n.children = t.countChildren(path); n.children == 0 {
+			notFound(w, "Node "+strings.Join(parts, "/")+" not found")
+			return
+		}
+	}
+	writeJSON(w, http.StatusOK, nodeJSONOf(t, s.nodesBase(r), id, n, parts[:len(parts)-1]))
+}
+
 // listNodes answers the listing of the node at parts (nil: the
 // product's root).
 func (s *Sim) listNodes(w http.ResponseWriter, r *http.Request, id string, parts []string) {
@@ -90,21 +144,10 @@ func (s *Sim) listNodes(w http.ResponseWriter, r *http.Request, id string, parts
 	if !ok {
 		return
 	}
-	s.dl.mu.Lock()
-	base := s.dl.url
-	s.dl.mu.Unlock()
-	if base == "" {
-		base = "http://" + r.Host + "/odata/v1"
-	}
+	base := s.nodesBase(r)
 	result := []nodeJSON{}
 	t, _ := p.treeState(false)
-	toJSON := func(n node, at []string) nodeJSON {
-		e := nodeJSON{ID: n.name, Name: n.name, ChildrenNumber: n.children, Nodes: map[string]string{"uri": nodeURL(base, id, slices.Concat(at, []string{n.name}))}}
-		if n.file >= 0 {
-			e.ContentLength = t.files[n.file].size
-		}
-		return e
-	}
+	toJSON := func(n node, at []string) nodeJSON { return nodeJSONOf(t, base, id, n, at) }
 	switch {
 	case t == nil:
 	case len(parts) == 0:

@@ -148,11 +148,14 @@ type Sim struct {
 	rng      *rand.Rand
 
 	duplicate atomic.Bool
-	stats     struct{ pushed, lost, attempts, dropped, pending, queueDropped, logins atomic.Int64 }
-	dl        downloads
-	push      sync.WaitGroup
-	ctx       context.Context
-	cancel    context.CancelFunc
+	// nodeEntities: a node URL without /Nodes or /$value answers the
+	// node's entity instead of 403 (nodes.go).
+	nodeEntities atomic.Bool
+	stats        struct{ pushed, lost, attempts, dropped, pending, queueDropped, logins atomic.Int64 }
+	dl           downloads
+	push         sync.WaitGroup
+	ctx          context.Context
+	cancel       context.CancelFunc
 }
 
 type tokenEntry struct {

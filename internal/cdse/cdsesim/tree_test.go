@@ -260,6 +260,40 @@ func TestNodesListing(t *testing.T) {
 			t.Errorf("%s: %d, want %d", strings.TrimPrefix(c.url, e.catalogue.URL), status, c.status)
 		}
 	}
+	// SetNodeEntities: a node URL without /Nodes answers the node's
+	// entity, a listing's entry, instead of 403.
+	e.sim.SetNodeEntities(true)
+	for _, c := range []struct {
+		url     string
+		status  int
+		name    string
+		file    bool
+		listing string
+	}{
+		{nodes, 200, p.Name, false, nodes + "/Nodes"},
+		{nodes + "/Nodes(GRANULE)", 200, "GRANULE", false, nodes + "/Nodes(GRANULE)/Nodes"},
+		{nodes + "/Nodes(MTD_MSIL2A.xml)", 200, "MTD_MSIL2A.xml", true, nodes + "/Nodes(MTD_MSIL2A.xml)/Nodes"},
+		{nodes + "/Nodes(NOPE)", 404, "", false, ""},
+	} {
+		status, b := e.fetch(t, c.url)
+		var n nodeJSON
+		if status != c.status {
+			t.Errorf("entities on, %s: %d, want %d", strings.TrimPrefix(c.url, e.catalogue.URL), status, c.status)
+			continue
+		}
+		if status != 200 {
+			continue
+		}
+		if err := json.Unmarshal(b, &n); err != nil || n.Name != c.name || n.ID != c.name || (n.ContentLength > 0) != c.file || (n.ChildrenNumber > 0) == c.file ||
+			strings.TrimPrefix(n.Nodes["uri"], e.download.URL) != strings.TrimPrefix(c.listing, e.catalogue.URL) {
+			t.Errorf("entities on, %s: %v %s", strings.TrimPrefix(c.url, e.catalogue.URL), err, b)
+		}
+	}
+	e.sim.SetNodeEntities(false)
+	if status, _ := e.fetch(t, nodes); status != 403 {
+		t.Errorf("entities off again: %d, want 403", status)
+	}
+
 	// A product without a tree lists nothing.
 	s5p := e.sim.Generate(Sentinel5P, 1)[0]
 	if status, l := nodesList(t, e.catalogue.URL+"/odata/v1/Products("+s5p.ID+")/Nodes"); status != 200 || len(l) != 0 || s5p.Files() != nil {
