@@ -48,18 +48,22 @@ func SafePath(p string) ([]string, error) {
 	return els, nil
 }
 
-// SafeName says why name cannot be one element of a path, "" when it can:
-// 1 to MaxElementLen bytes of [A-Za-z0-9._-], not starting with a dot (so
-// neither "." nor ".."). It is the rule internal/fetcher/fetch's SafeName applies
-// to product names and object keys, written again here because this
-// package is a leaf the fetcher will import (importing internal/fetcher/fetch
-// would make a cycle of that and bring the AWS SDK into a parser).
-func SafeName(name string) string {
+// SafeName says why name cannot be one element of a manifest's path, ""
+// when it can: SafeElement within MaxElementLen.
+func SafeName(name string) string { return SafeElement(name, MaxElementLen) }
+
+// SafeElement says why name cannot be one element of a stored path, ""
+// when it can: 1 to maxLen bytes of [A-Za-z0-9._-], not starting with a
+// dot (so neither "." nor ".."). It is the one home of the rule: the
+// manifests' paths here, and the fetcher's product names and object keys
+// (internal/fetcher/target, which sets its own lengths and imports this
+// leaf; the reverse would bring the fetcher into a parser).
+func SafeElement(name string, maxLen int) string {
 	switch {
 	case name == "":
 		return "empty"
-	case len(name) > MaxElementLen:
-		return fmt.Sprintf("%d bytes, more than %d", len(name), MaxElementLen)
+	case len(name) > maxLen:
+		return fmt.Sprintf("%d bytes, more than %d", len(name), maxLen)
 	case name[0] == '.':
 		return fmt.Sprintf("%q starts with a dot", name)
 	}

@@ -4,7 +4,8 @@
 // a target is its package plus one line in the fetcher's scheme table
 // (internal/fetcher Schemes). The rule of safe names and the errors a
 // target answers live here too, so that the engine and every target share
-// them.
+// them (the rule of a safe name is internal/cdse/manifest's SafeElement,
+// one rule for the manifests' paths and the stored keys).
 package target
 
 import (
@@ -15,7 +16,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
-	"unicode/utf8"
+
+	"github.com/cdse-jetstream/receiver/internal/cdse/manifest"
 )
 
 // Target is where products are stored: a directory (file.New) or an S3
@@ -129,30 +131,11 @@ const MaxNameLen = 200
 // fixture fits it, and what does not (bidi overrides, zero-width or
 // full-width characters, a slash) is refused rather than stored as a
 // name that looks like another.
-func SafeName(name string) string { return safeElement(name, MaxNameLen) }
+func SafeName(name string) string { return manifest.SafeElement(name, MaxNameLen) }
 
 // maxKeyElement is the longest element of a key: the name and its
 // ".zip", under 255 with ".part", ".etag" or ".json" added.
 const maxKeyElement = 240
-
-func safeElement(name string, maxLen int) string {
-	switch {
-	case name == "":
-		return "empty"
-	case len(name) > maxLen:
-		return fmt.Sprintf("%d bytes, more than %d", len(name), maxLen)
-	case name[0] == '.':
-		return fmt.Sprintf("%q starts with a dot", name)
-	}
-	for i := 0; i < len(name); i++ {
-		c := name[i]
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '_' || c == '-') {
-			r, _ := utf8.DecodeRuneInString(name[i:])
-			return fmt.Sprintf("%U at byte %d is not one of [A-Za-z0-9._-]", r, i)
-		}
-	}
-	return ""
-}
 
 // CheckName refuses a product name that is not a SafeName, and a key any
 // of whose elements is not (a key that would leave the target or hide
@@ -168,7 +151,7 @@ func CheckName(name, key string) error {
 		return fmt.Errorf("%w: empty key", ErrBadName)
 	}
 	for _, el := range strings.Split(key, "/") {
-		if why := safeElement(el, maxKeyElement); why != "" {
+		if why := manifest.SafeElement(el, maxKeyElement); why != "" {
 			return fmt.Errorf("%w: key %q: element %s", ErrBadName, key, why)
 		}
 	}
