@@ -591,6 +591,47 @@ func TestFetcherFilesAndStac(t *testing.T) {
 	}
 }
 
+// TestFetcherReadsTheInterests: with interests, the fetcher gets their
+// ConfigMap mounted as INTERESTS_FILE (an interest's files: for its
+// copies), and its pods restart when it changes (the fetcher reads it at
+// start only); without, neither.
+func TestFetcherReadsTheInterests(t *testing.T) {
+	v := strings.Replace(interestValues, "\nregister:", "\nfetcher: {enabled: true, target: s3://products/cdse, s3: {existingSecret: s3-keys}}\nregister:", 1)
+	m := mustRender(t, values(t, v))
+	var dep appsv1.Deployment
+	m.get(t, "Deployment/cdse-receiver-fetcher", &dep)
+	spec := dep.Spec.Template.Spec
+	c := spec.Containers[0]
+	if got := env(c)["INTERESTS_FILE"].Value; got != "/etc/receiver/interests/interests.yaml" {
+		t.Errorf("INTERESTS_FILE %q", got)
+	}
+	var mounted bool
+	for _, vm := range c.VolumeMounts {
+		for _, vol := range spec.Volumes {
+			if vm.Name == vol.Name && vm.MountPath == "/etc/receiver/interests" && vm.SubPath == "" && vol.ConfigMap != nil && vol.ConfigMap.Name == "cdse-receiver-interests" {
+				mounted = true
+			}
+		}
+	}
+	if !mounted {
+		t.Errorf("the interests' ConfigMap is not mounted at /etc/receiver/interests: %+v %+v", c.VolumeMounts, spec.Volumes)
+	}
+	var cm corev1.ConfigMap
+	m.get(t, "ConfigMap/cdse-receiver-interests", &cm)
+	if !strings.Contains(cm.Data["interests.yaml"], "measurement/*-vv-*.tiff") {
+		t.Errorf("the interests' files: are not in the ConfigMap:\n%s", cm.Data["interests.yaml"])
+	}
+	if dep.Spec.Template.Annotations["checksum/interests"] == "" {
+		t.Error("no checksum/interests on the fetcher's pods: a change of the interests would not reach it")
+	}
+
+	dep = appsv1.Deployment{}
+	mustRender(t, values(t, fetcherValues)).get(t, "Deployment/cdse-receiver-fetcher", &dep)
+	if _, ok := env(dep.Spec.Template.Spec.Containers[0])["INTERESTS_FILE"]; ok || dep.Spec.Template.Annotations["checksum/interests"] != "" {
+		t.Error("INTERESTS_FILE or its checksum without interests")
+	}
+}
+
 func TestFetcherQueriesMetricsThatExist(t *testing.T) {
 	registered := map[string]bool{}
 	for _, dir := range []string{"fetcher/fetch", "fetcher"} {

@@ -30,10 +30,12 @@ interests:
   - name: s1-grd
     filter: "Collection/Name eq 'SENTINEL-1' and contains(Name,'GRD')"
     maxSensingAge: 30d
+    files: ["measurement/*-vv-*.tiff", "annotation/*-vv-*.xml"]
 `
 
 // TestInterests: interests become a ConfigMap the receiver itself accepts
-// (receiver interests check on the rendered file), mounted as a directory
+// (receiver interests check on the rendered file, an interest's files:
+// included), mounted as a directory
 // (so the kubelet's updates reach the running receiver) into the receiver
 // and the register Job, which then runs apply instead of create; the
 // reconciler, on, takes the interests' union (no RECONCILE_FILTER) and the
