@@ -13,6 +13,7 @@ import (
 	"github.com/sirupsen/logrus"
 
 	"github.com/cdse-jetstream/receiver/event"
+	"github.com/cdse-jetstream/receiver/internal/cdse/manifest"
 	"github.com/cdse-jetstream/receiver/internal/fetcher/target"
 	"github.com/cdse-jetstream/receiver/internal/stream/supersede"
 	"github.com/cdse-jetstream/receiver/internal/stream/topology"
@@ -232,12 +233,12 @@ func (a *App) handleNotice(ctx context.Context, log logrus.FieldLogger, m jetstr
 		n := &event.Notification{ProductID: s.Superseded.ID, ProductName: s.Superseded.Name, Collection: s.Collection, ProductType: s.ProductType}
 		a.retryLater(ctx, log, m, md, n, err)
 		return
-	case !removed:
+	case removed == "":
 		done("notice")
 		return
 	}
 	log.Info("superseded product removed from the target")
-	pub := supersededMsg(a.cfg.FetchedPrefix, a.cfg.FetchConsumer, s, m.Data(), m.Headers(), a.parts.Target.URL(key))
+	pub := supersededMsg(a.cfg.FetchedPrefix, a.cfg.FetchConsumer, s, m.Data(), m.Headers(), removed)
 	if err := a.publish(ctx, pub); err != nil {
 		// The product is gone: a redelivery finds nothing to remove,
 		// and this event is not published again (docs/fetching.md).
@@ -250,34 +251,56 @@ func (a *App) handleNotice(ctx context.Context, log logrus.FieldLogger, m jetstr
 
 // removeSuperseded removes what is stored under key when it is s's
 // superseded product (its STAC item first, then the product), holding the
-// key as a download does: a download of it under way ends first. false
-// when nothing of it is stored.
-func (a *App) removeSuperseded(ctx context.Context, log logrus.FieldLogger, m jetstream.Msg, s *event.Superseded, key string) (bool, error) {
+// key as a download does: a download of it under way ends first. It
+// returns the URL of what it removed (the archive's, or the folder's with
+// a trailing /, as the product's fetched event named it); "" when nothing
+// of it is stored.
+func (a *App) removeSuperseded(ctx context.Context, log logrus.FieldLogger, m jetstream.Msg, s *event.Superseded, key string) (string, error) {
 	ctx, release, err := a.hold(ctx, log, m, key)
 	if err != nil {
-		return false, err
+		return "", err
 	}
 	defer release()
-	st, ok, err := a.parts.Target.Stat(ctx, key)
+	st, url, err := a.storedUnder(ctx, key, s.Superseded.Name)
 	switch {
 	case err != nil:
-		return false, err
-	case !ok:
+		return "", err
+	case url == "":
 		log.Debug("superseded product not stored here")
-		return false, nil
+		return "", nil
 	case st.ProductID != "" && st.ProductID != s.Superseded.ID:
 		log.WithField("stored_product_id", st.ProductID).Warn("another product is stored under the superseded one's key: kept")
-		return false, nil
+		return "", nil
 	}
 	// The item first: a product left without its item (the removal cut
 	// midway) is found and removed again on redelivery.
 	if err := a.parts.Target.Delete(ctx, ItemKey(key)); err != nil {
-		return false, err
+		return "", err
 	}
 	if err := a.parts.Engine.Delete(ctx, key); err != nil {
-		return false, err
+		return "", err
 	}
-	return true, nil
+	return url, nil
+}
+
+// storedUnder is what is stored under key, and its URL ("" when
+// nothing): the archive, else the folder a product fetched by files is
+// stored as (its key without .zip), found by its manifest, which is
+// stored with the product's id as the archive is.
+func (a *App) storedUnder(ctx context.Context, key, name string) (target.Stored, string, error) {
+	st, ok, err := a.parts.Target.Stat(ctx, key)
+	if err != nil || ok {
+		return st, a.parts.Target.URL(key), err
+	}
+	base, zip := strings.CutSuffix(key, ".zip")
+	mname := manifest.Name(name)
+	if !zip || mname == "" {
+		return st, "", nil
+	}
+	if st, ok, err = a.parts.Target.Stat(ctx, base+"/"+mname); err != nil || !ok {
+		return st, "", err
+	}
+	return st, a.parts.Target.URL(base) + "/", nil
 }
 
 // SupersededKey is the key the superseded product of s is stored under by

@@ -300,18 +300,26 @@ func TestLatestWithoutABucket(t *testing.T) {
 // arrives (the receiver's notice), and a fetched event on the deleted
 // subject says so: its body the notice, Cdse-Superseded-By, the object's
 // URL; event.DecodeFetched reads it as a deleted product with the notice.
-// The newer stays.
+// The newer stays. So for a product stored whole and one stored as the
+// folder of its selected files (FETCH_FILES).
 func TestOnSupersededDelete(t *testing.T) {
+	for _, files := range []string{"", "MTD_MSIL1C.xml"} {
+		t.Run("files="+files, func(t *testing.T) { onSupersededDelete(t, files) })
+	}
+}
+
+func onSupersededDelete(t *testing.T, files string) {
 	dir := t.TempDir()
-	b, r := versionsWorld(t, dir, true, func(c *fetchconfig.Config) { c.OnSuperseded = "delete" }, nil)
+	b, r := versionsWorld(t, dir, true, func(c *fetchconfig.Config) { c.OnSuperseded, c.Files = "delete", files }, nil)
 	older, newer := r.version(t, s2Older, time.Time{}), r.version(t, s2Newer, time.Time{})
 	r.store(t, older)
 	first := b.fetchedEvents(t, 1)[0]
-	oldPath := strings.TrimPrefix(first.Header.Get(event.HeaderObjectURL), "file://")
+	oldPath := strings.TrimSuffix(strings.TrimPrefix(first.Header.Get(event.HeaderObjectURL), "file://"), "/")
 	if _, err := os.Stat(oldPath); err != nil {
 		t.Fatalf("the older version is not stored: %v", err)
 	}
-	if _, err := os.Stat(oldPath + ".json"); err != nil {
+	itemPath := filepath.Join(dir, keyOf(t, b.cfg, older)) + ".json" // ItemKey: beside the archive's key, either way
+	if _, err := os.Stat(itemPath); err != nil {
 		t.Fatalf("the older version's STAC item: %v", err)
 	}
 	r.caughtUp(t) // the bucket knows the older one: the newer supersedes it
@@ -337,12 +345,16 @@ func TestOnSupersededDelete(t *testing.T) {
 	if !f.Deleted || f.Superseded == nil || f.Superseded.Reason != event.NewerArrived || f.ProductID != older.ID || f.Superseded.By.Name != s2Newer {
 		t.Errorf("decoded removal %+v", f)
 	}
-	for _, p := range []string{oldPath, oldPath + ".json"} {
+	for _, p := range []string{oldPath, itemPath} {
 		if _, err := os.Stat(p); !os.IsNotExist(err) {
 			t.Errorf("%s after the notice: %v", p, err)
 		}
 	}
-	if _, err := os.Stat(filepath.Join(dir, keyOf(t, b.cfg, newer))); err != nil {
+	newerKey := keyOf(t, b.cfg, newer)
+	if files != "" {
+		newerKey = strings.TrimSuffix(newerKey, ".zip")
+	}
+	if _, err := os.Stat(filepath.Join(dir, newerKey)); err != nil {
 		t.Errorf("the newer version: %v", err)
 	}
 	if got := testutil.ToFloat64(b.app.outcomes.WithLabelValues("superseded")); got != 1 {
