@@ -184,7 +184,7 @@ func (t *Target) DeleteFolder(_ context.Context, folder string) error {
 // once; its bytes are kept to resume from.
 func (t *Target) Open(_ context.Context, key string, size int64, _ target.Stored, opts ...target.OpenOption) (target.Upload, error) {
 	part := t.part(key)
-	if err := os.MkdirAll(filepath.Dir(part), 0o755); err != nil {
+	if err := makePartialDirs(filepath.Dir(part)); err != nil {
 		return nil, target.Refused(fmt.Errorf("fetch target: %w", err))
 	}
 	if slices.Contains(opts, target.TakeOver) {
@@ -197,10 +197,10 @@ func (t *Target) Open(_ context.Context, key string, size int64, _ target.Stored
 		}
 	}
 	f, err := os.OpenFile(part, os.O_RDWR|os.O_CREATE, 0o644)
-	if errors.Is(err, fs.ErrNotExist) {
+	for try := 0; errors.Is(err, fs.ErrNotExist) && try < pruneRaces; try++ {
 		// Its folder pruned by a download of the same folder that just
 		// ended (pruneEmpty): made again.
-		if err = os.MkdirAll(filepath.Dir(part), 0o755); err == nil {
+		if err = makePartialDirs(filepath.Dir(part)); err == nil {
 			f, err = os.OpenFile(part, os.O_RDWR|os.O_CREATE, 0o644)
 		}
 	}
@@ -495,6 +495,22 @@ func (u *fileUpload) Abort(keep bool) error {
 	}
 	u.t.pruneEmpty(filepath.Dir(u.f.Name()))
 	return nil
+}
+
+// pruneRaces bounds how often a folder under .partial/ is made again
+// after a neighbour's pruneEmpty removed it: each loss means that
+// neighbour ended, so a handful of concurrent downloads never needs more.
+const pruneRaces = 16
+
+// makePartialDirs is os.MkdirAll for a folder under .partial/, which a
+// neighbour's pruneEmpty may remove between the parent made and the child
+// (empty for that instant): made again, a bounded number of times.
+func makePartialDirs(dir string) error {
+	err := os.MkdirAll(dir, 0o755)
+	for try := 0; errors.Is(err, fs.ErrNotExist) && try < pruneRaces; try++ {
+		err = os.MkdirAll(dir, 0o755)
+	}
+	return err
 }
 
 // pruneEmpty removes dir and its parents up to .partial/ while they are

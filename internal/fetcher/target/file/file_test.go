@@ -3,6 +3,7 @@ package file
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -116,4 +117,43 @@ func TestContract(t *testing.T) {
 		t.Fatal(err)
 	}
 	targettest.Contract(t, tg)
+}
+
+// TestNeighboursInOneFolder: keys of one folder opened, written and
+// committed at once never fail for the folders under .partial/, which a
+// neighbour's commit prunes the moment they are empty (a product and its
+// STAC item, two products of one day: seen in make test as "mkdir
+// .partial/…: no such file or directory").
+func TestNeighboursInOneFolder(t *testing.T) {
+	ft, err := New(t.TempDir(), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	const workers, each = 4, 200
+	errs := make(chan error, workers)
+	for w := range workers {
+		go func() {
+			for i := range each {
+				key := fmt.Sprintf("SENTINEL-1/IW_GRDH_1S/2023/12/07/p%d-%d.zip", w, i)
+				up, err := ft.Open(ctx, key, 1, target.Stored{})
+				if err == nil {
+					_, err = up.Write([]byte("x"))
+				}
+				if err == nil {
+					err = up.Commit(ctx, target.Stored{})
+				}
+				if err != nil {
+					errs <- fmt.Errorf("%s: %w", key, err)
+					return
+				}
+			}
+			errs <- nil
+		}()
+	}
+	for range workers { // every worker ends before the folder goes
+		if err := <-errs; err != nil {
+			t.Error(err)
+		}
+	}
 }
