@@ -278,7 +278,7 @@ func (a *App) Start(ctx context.Context) error {
 	if err := a.buildWatch(); err != nil {
 		return err
 	}
-	if a.versions, err = wiring.Versions(a.topo, cfg, a.reg, a.log); err != nil {
+	if a.versions, err = wiring.Versions(a.topo, cfg, &a.route, a.interests, a.reg, a.log); err != nil {
 		return err
 	}
 	a.run()

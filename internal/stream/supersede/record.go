@@ -31,6 +31,10 @@ type known struct {
 	// Undecided: its version could not be ordered with the latest known
 	// when it arrived (versions.Undecided); it is never linked.
 	Undecided bool `json:"undecided,omitempty"`
+	// Interests are the interests taking the latest versions only whose
+	// filter matched it when it was taken in (Copier.Interests): a notice
+	// naming it is copied to them.
+	Interests []string `json:"interests,omitempty"`
 }
 
 // maxKnown bounds the products a record keeps: past it, the first one
@@ -180,6 +184,25 @@ func (r *record) latest(id versions.Identity) []int {
 		}
 	}
 	return out
+}
+
+// decision is whether the product event of productID (ev) is copied to the
+// interests that take the latest versions only, as the record stands
+// after it was taken in: not when it is known superseded.
+func (r *record) decision(productID string, ev event.Kind) string {
+	if ev == event.Deleted {
+		return CopyDeleted
+	}
+	i := r.index(productID)
+	switch {
+	case i < 0:
+		return CopyLatest // forgotten already (maxKnown): nothing says it is superseded
+	case r.Products[i].By != "":
+		return CopySkipped
+	case r.Products[i].Undecided:
+		return CopyUndecided
+	}
+	return CopyLatest
 }
 
 func (r *record) index(productID string) int {

@@ -62,6 +62,9 @@ type Options struct {
 	// AckWait is how long a message may be held before JetStream gives it
 	// to another replica (0: 30 s).
 	AckWait time.Duration
+	// Copier, when set, makes the copies of the interests that take the
+	// latest versions only (copies.go), stored after each decision.
+	Copier Copier
 }
 
 // Tracker keeps the versions bucket from the product stream and publishes
@@ -71,8 +74,8 @@ type Tracker struct {
 	topo *topology.Topology
 	log  logrus.FieldLogger
 
-	undecided, notices *prometheus.CounterVec
-	failures           prometheus.Counter
+	undecided, notices, copies *prometheus.CounterVec
+	failures                   prometheus.Counter
 	// running: the consumer is set up (the pending gauge reads it).
 	running atomic.Bool
 }
@@ -91,12 +94,14 @@ func New(o Options, topo *topology.Topology, reg prometheus.Registerer, log logr
 			Help: "Products of a known acquisition whose version could not be ordered with the latest known (no notice, no link), by reason: date_sources (Sentinel-1 versions dated from different attributes), other."}, []string{"reason"}),
 		notices: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "cdse_receiver_versions_notices_total",
 			Help: "Notices of supersession stored (not counting duplicates), by reason: newer_arrived, arrived_older, deleted_obsolete."}, []string{"reason"}),
+		copies: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "cdse_receiver_versions_interest_copies_total",
+			Help: "Copies for the interests that take the latest versions only (versions: latest), made by the versions consumer after its decision (not counting duplicates), by interest and decision: latest, unversioned (no naming rule: its own latest), undecided, deleted, notice; skipped_superseded counts the products not copied."}, []string{"interest", "decision"}),
 		failures: prometheus.NewCounter(prometheus.CounterOpts{Name: "cdse_receiver_versions_failures_total",
 			Help: "Product events the versions consumer could not handle (the versions bucket or the notice's publish failed); each is taken again."}),
 	}
 	pending := pendingCollector{t: t, desc: prometheus.NewDesc("cdse_receiver_versions_pending_messages",
 		"Product events the versions consumer has yet to take in (its pending and unacknowledged messages), read from JetStream at scrape time; absent while it is not running.", nil, nil)}
-	for _, c := range []prometheus.Collector{t.undecided, t.notices, t.failures, pending} {
+	for _, c := range []prometheus.Collector{t.undecided, t.notices, t.copies, t.failures, pending} {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("register versions metrics: %w", err)
 		}
@@ -240,23 +245,37 @@ func (t *Tracker) handle(ctx context.Context, kv jetstream.KeyValue, m jetstream
 		t.log.WithError(err).WithField("subject", m.Subject()).Debug("versions consumer: not a notification; skipped")
 		return nil
 	}
+	stored := Product{Subject: m.Subject(), Header: m.Headers(), Data: m.Data(), N: &n}
 	id, ok := versions.Identify(n.ProductName, versions.Attrs{ProcessingDate: n.ProcessingDate, PublicationDate: n.Published})
 	if !ok {
-		return nil // no naming rule decides (counted by the ingest path)
+		// No naming rule decides (counted by the ingest path): nothing
+		// supersedes it, it is its own latest.
+		decision := CopyUnversioned
+		if n.Event == event.Deleted {
+			decision = CopyDeleted
+		}
+		return t.copyProduct(ctx, stored, decision)
 	}
 	p := known{ID: n.ProductID, Name: n.ProductName, Version: id.Version, Collection: n.Collection, ProductType: n.ProductType}
+	if t.o.Copier != nil {
+		p.Interests = t.o.Copier.Interests(&n)
+	}
 	var cause string
 	if n.Event == event.Deleted {
 		cause, _ = jsonscan.String(n.Entity.Members[notification.MemberDeletionCause].Bytes(n.Value))
 	}
-	return t.apply(ctx, kv, id, p, n.Event, cause)
+	return t.apply(ctx, kv, id, p, n.Event, cause, stored)
 }
 
 // apply decides on the acquisition's record as stored, publishes the
-// notices, then stores the record where it was read (a replica that
-// changed it meanwhile: read again, decide again; the notices are the
-// same pairs, the duplicate window keeps one).
-func (t *Tracker) apply(ctx context.Context, kv jetstream.KeyValue, id versions.Identity, p known, ev event.Kind, cause string) error {
+// notices (and their copies), then stores the record where it was read (a
+// replica that changed it meanwhile: read again, decide again; the
+// notices are the same pairs, the duplicate window keeps one), then the
+// product's copies as the stored record decides them: a product taken
+// again after a crash past the store is decided from the record alone,
+// the same way, while its notices, which the record no longer gives, were
+// stored with their copies before it.
+func (t *Tracker) apply(ctx context.Context, kv jetstream.KeyValue, id versions.Identity, p known, ev event.Kind, cause string, stored Product) error {
 	for attempt := 0; ; attempt++ {
 		r, rev, err := read(ctx, kv, id.Acquisition)
 		if err != nil {
@@ -264,12 +283,16 @@ func (t *Tracker) apply(ctx context.Context, kv jetstream.KeyValue, id versions.
 		}
 		o := decide(&r, id, p, ev, cause)
 		for _, n := range o.notices {
-			if err := t.publish(ctx, id.Acquisition, n); err != nil {
+			m, err := t.publish(ctx, id.Acquisition, n)
+			if err != nil {
+				return err
+			}
+			if err := t.copyNotice(ctx, m, n); err != nil {
 				return err
 			}
 		}
 		if !o.changed {
-			return nil
+			return t.copyProduct(ctx, stored, r.decision(p.ID, ev))
 		}
 		b, err := json.Marshal(r)
 		if err != nil {
@@ -291,7 +314,7 @@ func (t *Tracker) apply(ctx context.Context, kv jetstream.KeyValue, id versions.
 			t.log.WithFields(logrus.Fields{"acquisition": id.Acquisition, "product_id": p.ID, "product_name": p.Name, "reason": o.undecided}).
 				Info("versions: a product's version cannot be ordered with the latest known; no link made")
 		}
-		return nil
+		return t.copyProduct(ctx, stored, r.decision(p.ID, ev))
 	}
 }
 
@@ -312,15 +335,16 @@ func read(ctx context.Context, kv jetstream.KeyValue, key string) (record, uint6
 	return r, e.Revision(), nil
 }
 
-// publish puts one notice on the product stream.
-func (t *Tracker) publish(ctx context.Context, acquisition string, n notice) error {
+// publish puts one notice on the product stream, and returns it (for its
+// copies).
+func (t *Tracker) publish(ctx context.Context, acquisition string, n notice) (*nats.Msg, error) {
 	s := event.Superseded{Notice: event.NoticeSuperseded, Reason: n.reason, Acquisition: acquisition,
 		Superseded:    event.VersionedProduct{ID: n.superseded.ID, Name: n.superseded.Name, Version: n.superseded.Version},
 		By:            event.VersionedProduct{ID: n.by.ID, Name: n.by.Name, Version: n.by.Version},
 		DeletionCause: n.cause}
 	body, err := json.Marshal(s)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	m := nats.NewMsg(t.topo.SupersededSubject(n.superseded.Collection, n.superseded.ProductType))
 	m.Data = body
@@ -342,13 +366,13 @@ func (t *Tracker) publish(ctx context.Context, acquisition string, n notice) err
 	}
 	ack, err := t.topo.JetStream().PublishMsg(ctx, m, jetstream.WithExpectStream(t.topo.ProductStream()))
 	if err != nil {
-		return fmt.Errorf("publish the notice %s: %w", m.Header.Get(event.HeaderMsgID), err)
+		return nil, fmt.Errorf("publish the notice %s: %w", m.Header.Get(event.HeaderMsgID), err)
 	}
 	if !ack.Duplicate {
 		t.notices.WithLabelValues(string(n.reason)).Inc()
 		t.log.WithFields(logrus.Fields{"acquisition": acquisition, "superseded": n.superseded.Name, "by": n.by.Name, "reason": n.reason}).Debug("notice of supersession stored")
 	}
-	return nil
+	return m, nil
 }
 
 // pendingCollector is cdse_receiver_versions_pending_messages: how far the
