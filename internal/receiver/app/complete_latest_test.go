@@ -16,6 +16,7 @@ import (
 	"github.com/cdse-jetstream/receiver/internal/stream/complete"
 	"github.com/cdse-jetstream/receiver/internal/stream/supersede"
 	"github.com/cdse-jetstream/receiver/internal/stream/topology"
+	"github.com/cdse-jetstream/receiver/internal/testkit/fixtures"
 	"github.com/cdse-jetstream/receiver/internal/testkit/natstest"
 	"github.com/cdse-jetstream/receiver/internal/testkit/versionstest"
 )
@@ -102,5 +103,38 @@ func TestLatestRangesWaitForTheVersionsConsumer(t *testing.T) {
 	}
 	if n := testutil.ToFloat64(ranges.deferrals.WithLabelValues("created")); n != 1 {
 		t.Errorf("deferrals %v, want still 1", n)
+	}
+}
+
+// TestStatusSaysWhatTheVersionsConsumerDoes: /status's versions section
+// says the consumer runs, what it has yet to take in, and when it last
+// decided; with RECEIVER_VERSIONS off there is none.
+func TestStatusSaysWhatTheVersionsConsumerDoes(t *testing.T) {
+	c := testConfig(t, t.TempDir())
+	a, _ := startApp(t, c)
+	if code := post(t, a, c, fixtures.Notification(t, "created-s2.json")); code != 200 {
+		t.Fatalf("post: %d", code)
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		v := a.Status(context.Background()).Versions
+		if v != nil && v.Running && v.Pending != nil && *v.Pending == 0 && v.LastDecision != nil {
+			if v.Notices != 0 || v.Undecided != 0 {
+				t.Errorf("one product: %d notices, %d undecided", v.Notices, v.Undecided)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("/status's versions within 20 s: %+v", v)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	_ = a.Shutdown(context.Background())
+
+	c = testConfig(t, t.TempDir())
+	c.Versions = false
+	b, _ := startApp(t, c)
+	if v := b.Status(context.Background()).Versions; v != nil {
+		t.Errorf("versions off: %+v", v)
 	}
 }

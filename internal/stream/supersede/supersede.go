@@ -28,6 +28,11 @@
 // again, so a replay past the window announces nothing twice. Nothing is
 // removed from the product stream.
 //
+// With a Copier (copies.go), it also stores, after each decision, the
+// copies of the interests that take the latest versions only (versions:
+// latest): the product event unless it is known superseded, and the
+// notices of their acquisitions.
+//
 // It is off the webhook's path: the ingest path never waits on it, and
 // readiness does not read it.
 package supersede
@@ -78,6 +83,54 @@ type Tracker struct {
 	failures                   prometheus.Counter
 	// running: the consumer is set up (the pending gauge reads it).
 	running atomic.Bool
+	// For State: the notices stored and the products undecided since
+	// the start (the counters' totals), and when the last product event
+	// was decided (Unix nanoseconds, 0: none yet).
+	noticesStored, undecidedSeen atomic.Uint64
+	lastDecision                 atomic.Int64
+}
+
+// State is what the Tracker says of itself, for /status.
+type State struct {
+	// Running: its consumer is set up and taking product events.
+	Running bool
+	// Pending are the product events it has yet to take in (pending and
+	// unacknowledged), -1 when JetStream cannot tell.
+	Pending int64
+	// LastDecision is when it last decided on a product event (zero:
+	// none since the start).
+	LastDecision time.Time
+	// Notices and Undecided count, since the start, the notices stored
+	// (not duplicates) and the products whose version could not be
+	// ordered.
+	Notices, Undecided uint64
+}
+
+// State reads the Tracker's state; the pending count is asked of
+// JetStream within ctx.
+func (t *Tracker) State(ctx context.Context) State {
+	s := State{Running: t.running.Load(), Pending: -1, Notices: t.noticesStored.Load(), Undecided: t.undecidedSeen.Load()}
+	if ns := t.lastDecision.Load(); ns != 0 {
+		s.LastDecision = time.Unix(0, ns).UTC()
+	}
+	if n, ok := t.pending(ctx); ok {
+		s.Pending = n
+	}
+	return s
+}
+
+// pending are the product events the consumer has yet to take in, read
+// from JetStream; false when it cannot tell (not running, no answer).
+func (t *Tracker) pending(ctx context.Context) (int64, bool) {
+	if !t.running.Load() {
+		return 0, false
+	}
+	cons, err := t.topo.JetStream().Consumer(ctx, t.topo.ProductStream(), topology.VersionsConsumer)
+	if err != nil {
+		return 0, false
+	}
+	info := cons.CachedInfo()
+	return int64(info.NumPending) + int64(info.NumAckPending), true
 }
 
 // New returns a Tracker of topo's product stream; its metrics are
@@ -186,6 +239,7 @@ func (t *Tracker) take(ctx context.Context, kv jetstream.KeyValue, m jetstream.M
 		return
 	}
 	backoff.Reset()
+	t.lastDecision.Store(time.Now().UnixNano())
 	if err := m.DoubleAck(ctx); err != nil && ctx.Err() == nil {
 		// Delivered again after AckWait: handling it twice does
 		// nothing twice.
@@ -311,6 +365,7 @@ func (t *Tracker) apply(ctx context.Context, kv jetstream.KeyValue, id versions.
 		}
 		if o.undecided != "" {
 			t.undecided.WithLabelValues(o.undecided).Inc()
+			t.undecidedSeen.Add(1)
 			t.log.WithFields(logrus.Fields{"acquisition": id.Acquisition, "product_id": p.ID, "product_name": p.Name, "reason": o.undecided}).
 				Info("versions: a product's version cannot be ordered with the latest known; no link made")
 		}
@@ -370,6 +425,7 @@ func (t *Tracker) publish(ctx context.Context, acquisition string, n notice) (*n
 	}
 	if !ack.Duplicate {
 		t.notices.WithLabelValues(string(n.reason)).Inc()
+		t.noticesStored.Add(1)
 		t.log.WithFields(logrus.Fields{"acquisition": acquisition, "superseded": n.superseded.Name, "by": n.by.Name, "reason": n.reason}).Debug("notice of supersession stored")
 	}
 	return m, nil
@@ -385,15 +441,9 @@ type pendingCollector struct {
 func (c pendingCollector) Describe(ch chan<- *prometheus.Desc) { ch <- c.desc }
 
 func (c pendingCollector) Collect(ch chan<- prometheus.Metric) {
-	if !c.t.running.Load() {
-		return
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
-	cons, err := c.t.topo.JetStream().Consumer(ctx, c.t.topo.ProductStream(), topology.VersionsConsumer)
-	if err != nil {
-		return
+	if n, ok := c.t.pending(ctx); ok {
+		ch <- prometheus.MustNewConstMetric(c.desc, prometheus.GaugeValue, float64(n))
 	}
-	info := cons.CachedInfo()
-	ch <- prometheus.MustNewConstMetric(c.desc, prometheus.GaugeValue, float64(info.NumPending)+float64(info.NumAckPending))
 }
