@@ -85,7 +85,7 @@ func TestLatestRangesWaitForTheVersionsConsumer(t *testing.T) {
 	if rs := held(); rs["all"].Until.IsZero() || !rs["latest"].Until.IsZero() {
 		t.Fatalf("no versions consumer: ranges %+v, want all's alone", rs)
 	}
-	if n := testutil.ToFloat64(ranges.deferrals.WithLabelValues("created")); n != 1 {
+	if n := testutil.ToFloat64(ranges.latest.Deferrals().WithLabelValues("created")); n != 1 {
 		t.Errorf("deferrals %v, want 1", n)
 	}
 
@@ -101,7 +101,7 @@ func TestLatestRangesWaitForTheVersionsConsumer(t *testing.T) {
 	if a := rs["all"]; !a.From.Equal(start) || !a.Until.Equal(start.Add(50*time.Minute)) {
 		t.Errorf("all's range %v to %v", a.From, a.Until)
 	}
-	if n := testutil.ToFloat64(ranges.deferrals.WithLabelValues("created")); n != 1 {
+	if n := testutil.ToFloat64(ranges.latest.Deferrals().WithLabelValues("created")); n != 1 {
 		t.Errorf("deferrals %v, want still 1", n)
 	}
 }

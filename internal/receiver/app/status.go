@@ -14,7 +14,6 @@ import (
 	"github.com/cdse-jetstream/receiver/internal/platform/buildinfo"
 	"github.com/cdse-jetstream/receiver/internal/receiver/status"
 	"github.com/cdse-jetstream/receiver/internal/stream/publish"
-	"github.com/cdse-jetstream/receiver/internal/stream/supersede"
 )
 
 // stamped is the publisher a source is given: it notes when JetStream last
@@ -165,7 +164,8 @@ func (a *App) Status(ctx context.Context) status.Receiver {
 		st.Complete = ranges.status(ctx)
 	}
 	if a.versions != nil {
-		st.Versions = versionsStatus(a.versions.State(ctx))
+		v := a.versions.State(ctx)
+		st.Versions = &status.Versions{Running: v.Running, Pending: v.Pending, LastDecision: v.LastDecision, Notices: v.Notices, Undecided: v.Undecided}
 	}
 	st.Stream = a.streamState(ctx, cfg.Stream)
 	st.Quarantine = a.streamState(ctx, cfg.QuarantineStream)
@@ -253,16 +253,4 @@ func (c *streamCollector) Collect(ch chan<- prometheus.Metric) {
 			ch <- prometheus.MustNewConstMetric(c.bytes, prometheus.GaugeValue, float64(st.Bytes), name)
 		}
 	}
-}
-
-// versionsStatus is the versions consumer's section of /status.
-func versionsStatus(s supersede.State) *status.Versions {
-	v := &status.Versions{Running: s.Running, Notices: s.Notices, Undecided: s.Undecided}
-	if s.Pending >= 0 {
-		v.Pending = &s.Pending
-	}
-	if !s.LastDecision.IsZero() {
-		v.LastDecision = &s.LastDecision
-	}
-	return v
 }

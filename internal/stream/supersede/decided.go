@@ -56,3 +56,23 @@ func WaitDecided(ctx context.Context, js jetstream.JetStream, stream string, seq
 		}
 	}
 }
+
+// StreamDecided is a wait for the decisions on stream (for
+// complete.Deferred): WaitDecided up to the stream's last sequence when it
+// is called (a reconcile pass that just ended: everything it stored is at
+// or below it), asking every fiftieth of bound.
+func StreamDecided(js jetstream.JetStream, stream string, bound time.Duration) func(context.Context) (bool, error) {
+	return func(ctx context.Context) (bool, error) { return waitStreamDecided(ctx, js, stream, bound) }
+}
+
+func waitStreamDecided(ctx context.Context, js jetstream.JetStream, stream string, bound time.Duration) (bool, error) {
+	s, err := js.Stream(ctx, stream)
+	if err != nil {
+		return false, fmt.Errorf("stream %s: %w", stream, err)
+	}
+	info, err := s.Info(ctx)
+	if err != nil {
+		return false, fmt.Errorf("stream %s: %w", stream, err)
+	}
+	return WaitDecided(ctx, js, stream, info.State.LastSeq, bound, bound/50)
+}

@@ -95,11 +95,11 @@ type State struct {
 	// Running: its consumer is set up and taking product events.
 	Running bool
 	// Pending are the product events it has yet to take in (pending and
-	// unacknowledged), -1 when JetStream cannot tell.
-	Pending int64
-	// LastDecision is when it last decided on a product event (zero:
+	// unacknowledged), nil when JetStream cannot tell.
+	Pending *int64
+	// LastDecision is when it last decided on a product event (nil:
 	// none since the start).
-	LastDecision time.Time
+	LastDecision *time.Time
 	// Notices and Undecided count, since the start, the notices stored
 	// (not duplicates) and the products whose version could not be
 	// ordered.
@@ -109,12 +109,13 @@ type State struct {
 // State reads the Tracker's state; the pending count is asked of
 // JetStream within ctx.
 func (t *Tracker) State(ctx context.Context) State {
-	s := State{Running: t.running.Load(), Pending: -1, Notices: t.noticesStored.Load(), Undecided: t.undecidedSeen.Load()}
+	s := State{Running: t.running.Load(), Notices: t.noticesStored.Load(), Undecided: t.undecidedSeen.Load()}
 	if ns := t.lastDecision.Load(); ns != 0 {
-		s.LastDecision = time.Unix(0, ns).UTC()
+		at := time.Unix(0, ns).UTC()
+		s.LastDecision = &at
 	}
 	if n, ok := t.pending(ctx); ok {
-		s.Pending = n
+		s.Pending = &n
 	}
 	return s
 }
