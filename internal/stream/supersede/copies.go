@@ -70,12 +70,13 @@ const (
 )
 
 // copyProduct stores the copies of p after the decision: none when it is
-// superseded (counted as skipped).
-func (t *Tracker) copyProduct(ctx context.Context, p Product, decision string) error {
+// superseded (counted as skipped). It returns how many interests take it.
+func (t *Tracker) copyProduct(ctx context.Context, p Product, decision string) (int, error) {
 	if t.o.Copier == nil {
-		return nil
+		return 0, nil
 	}
-	for _, c := range t.o.Copier.Copies(p) {
+	copies := t.o.Copier.Copies(p)
+	for _, c := range copies {
 		name := c.Header.Get(event.HeaderInterest)
 		if decision == CopySkipped {
 			t.copies.WithLabelValues(name, decision).Inc()
@@ -84,10 +85,28 @@ func (t *Tracker) copyProduct(ctx context.Context, p Product, decision string) e
 			continue
 		}
 		if err := t.store(ctx, c, decision); err != nil {
-			return err
+			return 0, err
 		}
 	}
-	return nil
+	return len(copies), nil
+}
+
+// copyOnce stores the copies of the product event stored (of productID,
+// event ev) as the record r decides them, unless r notes them made, and
+// notes them; true when r changed.
+func (t *Tracker) copyOnce(ctx context.Context, r *record, productID string, ev event.Kind, stored Product) (bool, error) {
+	if t.o.Copier == nil {
+		return false, nil
+	}
+	msgID := stored.Header.Get(event.HeaderMsgID)
+	if r.copied(productID, msgID) {
+		return false, nil
+	}
+	n, err := t.copyProduct(ctx, stored, r.decision(productID, ev))
+	if err != nil || n == 0 {
+		return false, err // nothing to note: no record written for it
+	}
+	return r.noteCopied(productID, msgID), nil
 }
 
 // copyNotice stores the notice m's copies to the interests of both its

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/sirupsen/logrus/hooks/test"
 
@@ -18,6 +19,10 @@ import (
 	"github.com/cdse-jetstream/receiver/internal/stream/topology"
 	"github.com/cdse-jetstream/receiver/internal/testkit/natstest"
 )
+
+// window is the duplicate window of copyEnv's stream: short, so that a
+// test can replay past it.
+const window = time.Second
 
 // latestInterests: the same filter taking every version and the latest
 // only, deletions included.
@@ -35,7 +40,7 @@ const latestInterests = `interests:
 // ingest path and copied by the Tracker.
 func copyEnv(t *testing.T) (*env, *interest.Router) {
 	t.Helper()
-	e := newEnvWith(t, 10*time.Minute, event.DefaultInterestPrefix)
+	e := newEnvWith(t, window, event.DefaultInterestPrefix)
 	file := filepath.Join(t.TempDir(), "interests.yaml")
 	if err := os.WriteFile(file, []byte(latestInterests), 0o600); err != nil {
 		t.Fatal(err)
@@ -92,8 +97,9 @@ func (e *env) held(t *testing.T, name string) []string {
 // Sentinel-2 versions (internal/cdse/versions/testdata/names.json); the
 // interest beside it that takes all versions holds both, copied by the
 // ingest path. A product no naming rule identifies is its own latest, and
-// a deletion is copied as a deletion. Taken in again from the start (the
-// durable lost, within the duplicate window), nothing is stored twice.
+// a deletion is copied as a deletion. Taken in again from the start past
+// the stream's duplicate window (the durable lost), no copy is stored
+// twice but the unversioned product's, which no record notes.
 func TestLatestInterestCopies(t *testing.T) {
 	old := byName(t, "versions", "S2A_MSIL1C_20150704T101006_N0204_R022_T32TPS_20150704T101337.SAFE")
 	newer := byName(t, "versions", "S2A_MSIL1C_20150704T101006_N0500_R022_T32TPS_20231011T134419.SAFE")
@@ -139,18 +145,49 @@ func TestLatestInterestCopies(t *testing.T) {
 				}
 			}
 
-			// The durable lost: a new one takes every product event in
-			// again, and nothing is stored twice.
+			// The durable lost, past the duplicate window: a new one
+			// takes every product event in again.
 			before := len(natstest.StreamMessages(t, e.js, event.DefaultStream))
+			e.pastWindow(t)
+			// The running tracker makes it again and takes every
+			// product event in from the start.
 			if err := e.js.DeleteConsumer(context.Background(), event.DefaultStream, topology.VersionsConsumer); err != nil {
 				t.Fatal(err)
 			}
-			e.trackWith(t, r.Latest(&e.route))
 			e.caughtUp(t)
-			if after := len(natstest.StreamMessages(t, e.js, event.DefaultStream)); after != before {
-				t.Errorf("taken in again: %d messages, were %d", after, before)
+			var again []string
+			for _, m := range natstest.StreamMessages(t, e.js, event.DefaultStream)[before:] {
+				if m.Subject != "cdse.interest.probe" {
+					again = append(again, m.Subject+" "+m.Header.Get(event.HeaderProductName))
+				}
+			}
+			if want := "cdse.interest.s2-latest.created.SENTINEL-2.S2MSI2A " + odd.Name; len(again) != 1 || again[0] != want {
+				t.Errorf("taken in again past the window, stored %q, want %q alone", again, want)
 			}
 		})
+	}
+}
+
+// pastWindow waits, at most 20 s, until the duplicate window of the
+// stream has passed over what it holds: a probe's id stored again is not
+// a duplicate.
+func (e *env) pastWindow(t *testing.T) {
+	t.Helper()
+	first := true
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		ack, err := e.js.Publish(context.Background(), "cdse.interest.probe", nil, jetstream.WithMsgID("probe"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !first && !ack.Duplicate {
+			return
+		}
+		first = false
+		if time.Now().After(deadline) {
+			t.Fatal("the duplicate window did not pass within 20 s")
+		}
+		time.Sleep(window / 10)
 	}
 }
 

@@ -1,6 +1,7 @@
 package supersede
 
 import (
+	"slices"
 	"strings"
 
 	"github.com/cdse-jetstream/receiver/event"
@@ -35,6 +36,36 @@ type known struct {
 	// filter matched it when it was taken in (Copier.Interests): a notice
 	// naming it is copied to them.
 	Interests []string `json:"interests,omitempty"`
+	// Copied are the Nats-Msg-Id of its product messages whose copies
+	// to those interests were decided (made or skipped), the last
+	// maxCopied: a replay does not copy them again.
+	Copied []string `json:"copied,omitempty"`
+}
+
+// maxCopied bounds the product messages a product notes as copied: its
+// created event, a few modifications, its deletion.
+const maxCopied = 8
+
+// copied says whether the copies of the product message msgID of
+// productID were decided.
+func (r *record) copied(productID, msgID string) bool {
+	i := r.index(productID)
+	return i >= 0 && msgID != "" && slices.Contains(r.Products[i].Copied, msgID)
+}
+
+// noteCopied notes them; false when the product is not kept (forgotten,
+// maxKnown) or the message has no id.
+func (r *record) noteCopied(productID, msgID string) bool {
+	i := r.index(productID)
+	if i < 0 || msgID == "" {
+		return false
+	}
+	k := &r.Products[i]
+	k.Copied = append(k.Copied, msgID)
+	if len(k.Copied) > maxCopied {
+		k.Copied = k.Copied[len(k.Copied)-maxCopied:]
+	}
+	return true
 }
 
 // maxKnown bounds the products a record keeps: past it, the first one

@@ -309,7 +309,10 @@ func (t *Tracker) handle(ctx context.Context, kv jetstream.KeyValue, m jetstream
 		if n.Event == event.Deleted {
 			decision = CopyDeleted
 		}
-		return t.copyProduct(ctx, stored, decision)
+		// No record notes it: a replay past the duplicate window (a
+		// durable made anew) copies it again.
+		_, err := t.copyProduct(ctx, stored, decision)
+		return err
 	}
 	p := known{ID: n.ProductID, Name: n.ProductName, Version: id.Version, Collection: n.Collection, ProductType: n.ProductType}
 	if t.o.Copier != nil {
@@ -323,13 +326,13 @@ func (t *Tracker) handle(ctx context.Context, kv jetstream.KeyValue, m jetstream
 }
 
 // apply decides on the acquisition's record as stored, publishes the
-// notices (and their copies), then stores the record where it was read (a
-// replica that changed it meanwhile: read again, decide again; the
-// notices are the same pairs, the duplicate window keeps one), then the
-// product's copies as the stored record decides them: a product taken
-// again after a crash past the store is decided from the record alone,
-// the same way, while its notices, which the record no longer gives, were
-// stored with their copies before it.
+// notices (and their copies) and the product's copies (copies.go), then
+// stores the record where it was read (a replica that changed it
+// meanwhile: read again, decide again; the notices and copies are the
+// same messages, the duplicate window keeps one). The record notes each
+// product message whose copies were made: a replay past the duplicate
+// window (a durable made anew) copies nothing twice, as it announces
+// nothing twice.
 func (t *Tracker) apply(ctx context.Context, kv jetstream.KeyValue, id versions.Identity, p known, ev event.Kind, cause string, stored Product) error {
 	for attempt := 0; ; attempt++ {
 		r, rev, err := read(ctx, kv, id.Acquisition)
@@ -346,8 +349,13 @@ func (t *Tracker) apply(ctx context.Context, kv jetstream.KeyValue, id versions.
 				return err
 			}
 		}
+		if copied, err := t.copyOnce(ctx, &r, p.ID, ev, stored); err != nil {
+			return err
+		} else if copied {
+			o.changed = true
+		}
 		if !o.changed {
-			return t.copyProduct(ctx, stored, r.decision(p.ID, ev))
+			return nil
 		}
 		b, err := json.Marshal(r)
 		if err != nil {
@@ -370,7 +378,7 @@ func (t *Tracker) apply(ctx context.Context, kv jetstream.KeyValue, id versions.
 			t.log.WithFields(logrus.Fields{"acquisition": id.Acquisition, "product_id": p.ID, "product_name": p.Name, "reason": o.undecided}).
 				Info("versions: a product's version cannot be ordered with the latest known; no link made")
 		}
-		return t.copyProduct(ctx, stored, r.decision(p.ID, ev))
+		return nil
 	}
 }
 
