@@ -31,11 +31,12 @@ interests:
     filter: "Collection/Name eq 'SENTINEL-1' and contains(Name,'GRD')"
     maxSensingAge: 30d
     files: ["measurement/*-vv-*.tiff", "annotation/*-vv-*.xml"]
+    versions: latest
 `
 
 // TestInterests: interests become a ConfigMap the receiver itself accepts
 // (receiver interests check on the rendered file, an interest's files:
-// included), mounted as a directory
+// and versions: included), mounted as a directory
 // (so the kubelet's updates reach the running receiver) into the receiver
 // and the register Job, which then runs apply instead of create; the
 // reconciler, on, takes the interests' union (no RECONCILE_FILTER) and the
@@ -54,7 +55,7 @@ func TestInterests(t *testing.T) {
 	check := exec.CommandContext(ctx, "go", "run", "./cmd/receiver", "interests", "check", "--file", file)
 	check.Dir = filepath.Join("..", "..")
 	out, err := check.CombinedOutput()
-	if err != nil || !strings.Contains(string(out), "l2a-alps") || !strings.Contains(string(out), "s1-grd") {
+	if err != nil || !strings.Contains(string(out), "l2a-alps") || !strings.Contains(string(out), "s1-grd") || !strings.Contains(string(out), "latest") {
 		t.Fatalf("receiver interests check on the rendered ConfigMap: %v\n%s\n--- file:\n%s", err, out, cm.Data["interests.yaml"])
 	}
 

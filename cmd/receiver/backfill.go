@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -9,6 +10,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -169,7 +171,19 @@ func backfillRun(ctx context.Context, o backfillOptions, getenv func(string) str
 		return err
 	}
 	api := wiring.Catalogue(cfg)
-	bf := backfill.New(backfill.Options{Filter: o.filter, Since: from, Until: to, Events: evs, Route: route, DryRun: o.dryRun, Interest: one},
+	var versions jetstream.KeyValue
+	if one != nil && one.Latest() {
+		// What the receiver's versions consumer decided: a product it
+		// knows superseded gets no copy.
+		versions, err = topo.JetStream().KeyValue(ctx, topo.VersionsBucket())
+		switch {
+		case errors.Is(err, jetstream.ErrBucketNotFound):
+			log.WithField("bucket", topo.VersionsBucket()).Warn("no versions bucket: the receiver's versions consumer has not run on this stream, so no product is known superseded; every product the interest takes is copied")
+		case err != nil:
+			return cli.Interrupted(ctx, fmt.Errorf("versions bucket %s: %w", topo.VersionsBucket(), err))
+		}
+	}
+	bf := backfill.New(backfill.Options{Filter: o.filter, Since: from, Until: to, Events: evs, Route: route, DryRun: o.dryRun, Interest: one, Versions: versions},
 		catalogclient.NewLister(api, o.pageSize, o.rate), pub, qu, topo, log)
 
 	tty := o.out.Format == "table" && isTerminal(stderr)
@@ -203,12 +217,20 @@ func backfillRun(ctx context.Context, o backfillOptions, getenv func(string) str
 		if sum.DryRun {
 			verb = "WOULD-PUBLISH"
 		}
-		if sum.Interest != "" {
+		switch {
+		case one != nil && one.Latest():
+			// The interest takes the latest versions only: what the
+			// versions bucket knows superseded is skipped, and said.
+			fmt.Fprintf(tw, "EVENT\tLISTED\t%s\tON-INTEREST\tNOT-TAKEN\tSUPERSEDED\tQUARANTINED\tUNCHANGED\n", verb)
+			for _, p := range sum.Events {
+				fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\n", p.Event, p.Listed, p.Published, p.OnStream, p.NotTaken, p.Superseded, p.Quarantined, p.Unchanged)
+			}
+		case sum.Interest != "":
 			fmt.Fprintf(tw, "EVENT\tLISTED\t%s\tON-INTEREST\tNOT-TAKEN\tQUARANTINED\tUNCHANGED\n", verb)
 			for _, p := range sum.Events {
 				fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\t%d\n", p.Event, p.Listed, p.Published, p.OnStream, p.NotTaken, p.Quarantined, p.Unchanged)
 			}
-		} else {
+		default:
 			fmt.Fprintf(tw, "EVENT\tLISTED\t%s\tON-STREAM\tQUARANTINED\tUNCHANGED\n", verb)
 			for _, p := range sum.Events {
 				fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\n", p.Event, p.Listed, p.Published, p.OnStream, p.Quarantined, p.Unchanged)

@@ -204,12 +204,13 @@ func printInterests(w io.Writer, out *cli.Output, set *interestfile.Set) error {
 		Name          string   `json:"name"`
 		Events        []string `json:"events"`
 		MaxSensingAge string   `json:"maxSensingAge,omitempty"`
+		Versions      string   `json:"versions"`
 		Filter        string   `json:"filter"`
 	}
 	c := set.Compile()
 	var rows []row
 	for _, in := range set.Interests {
-		r := row{Name: in.Name, Filter: in.Filter.String()}
+		r := row{Name: in.Name, Filter: in.Filter.String(), Versions: string(in.Versions)}
 		for _, e := range in.Events {
 			r.Events = append(r.Events, string(e))
 		}
@@ -225,9 +226,9 @@ func printInterests(w io.Writer, out *cli.Output, set *interestfile.Set) error {
 	}{rows, kindStrings(c.Events), c.Filter}
 	return out.Print(w, doc, func(w io.Writer) error {
 		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "NAME\tEVENTS\tMAX SENSING AGE\tFILTER")
+		fmt.Fprintln(tw, "NAME\tEVENTS\tMAX SENSING AGE\tVERSIONS\tFILTER")
 		for _, r := range rows {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", r.Name, strings.Join(r.Events, ","), cli.OrDash(r.MaxSensingAge), r.Filter)
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", r.Name, strings.Join(r.Events, ","), cli.OrDash(r.MaxSensingAge), r.Versions, r.Filter)
 		}
 		if err := tw.Flush(); err != nil {
 			return err

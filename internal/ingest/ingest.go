@@ -65,6 +65,11 @@ type Routed struct {
 	// or the interest has none. The copy is routed failing open, and
 	// event.HeaderAreaUnevaluated tells its consumer.
 	AreaUnevaluated string
+	// Later: the interest takes the latest versions only, and its copy
+	// is made after the versions consumer's decision
+	// (internal/stream/supersede), not with the product message. The
+	// route is kept so that the product counts as routed.
+	Later bool
 }
 
 // Messages builds one message per notification, its data the notification's
@@ -120,13 +125,61 @@ func (m *message) copies() []publish.Message {
 	// The subject after the prefix (Template.Subject writes the prefix,
 	// then ".<token>" each): the same for every copy.
 	tokens := m.subject[len(m.r.Prefix):]
-	copies := make([]publish.Message, len(routes))
-	for i, to := range routes {
-		cid := InterestMsgID(to.Name, m.id)
-		copies[i] = publish.Message{Subject: m.r.InterestPrefix + "." + to.Name + tokens, MsgID: cid, Data: m.n.Raw,
-			Header: copyHeaders(product, cid, to)}
+	// Not nil, even when every route is Later: the product was routed
+	// (internal/ingest/interest counts a nil one as unmatched).
+	copies := make([]publish.Message, 0, len(routes))
+	for _, to := range routes {
+		if !to.Later {
+			copies = append(copies, m.r.copyOf(tokens, m.id, m.n.Raw, product, to))
+		}
 	}
 	return copies
+}
+
+// copyOf is the copy to the interest to of the product message whose
+// subject is Prefix+tokens, dedupe key id, data and headers product.
+func (r *Route) copyOf(tokens, id string, data []byte, product map[string][]string, to Routed) publish.Message {
+	cid := InterestMsgID(to.Name, id)
+	return publish.Message{Subject: r.InterestPrefix + "." + to.Name + tokens, MsgID: cid, Data: data, Header: copyHeaders(product, cid, to)}
+}
+
+// CopyOfStored is the copy to the interest to of a product message as the
+// product stream stored it (its subject, headers and data), for an
+// interest that takes the latest versions only, whose copies the versions
+// consumer makes after its decision: the copy the ingest path would have
+// made, with the same subject, headers and Nats-Msg-Id. False when the
+// message is not one of this route's (its subject is not under Prefix,
+// or it has no Nats-Msg-Id) or the route has no interest prefix.
+func (r *Route) CopyOfStored(subject string, h map[string][]string, data []byte, to Routed) (publish.Message, bool) {
+	tokens, ok := strings.CutPrefix(subject, r.Prefix)
+	ids := h[event.HeaderMsgID]
+	if !ok || !strings.HasPrefix(tokens, ".") || len(ids) == 0 || ids[0] == "" || r.InterestPrefix == "" {
+		return publish.Message{}, false
+	}
+	return r.copyOf(tokens, ids[0], data, h, to), true
+}
+
+// NoticeToken is the subject token under an interest's own subjects
+// (<InterestPrefix>.<name>.superseded.<collection>.<productType>) of the
+// copies of the notices of supersession (event.Superseded) of the
+// acquisitions of an interest that takes the latest versions only: a
+// consumer of <InterestPrefix>.<name>.> gets them with the products. No
+// subject template token is ever "superseded" at that place (the event,
+// the collection, ...).
+const NoticeToken = "superseded"
+
+// NoticeCopy is the copy to the interest name of a notice of
+// supersession with subject and headers h as stored (its Nats-Msg-Id
+// event.SupersededMsgID), collection and productType those of its
+// superseded product.
+func (r *Route) NoticeCopy(h map[string][]string, data []byte, name, collection, productType string) publish.Message {
+	var id string
+	if ids := h[event.HeaderMsgID]; len(ids) > 0 {
+		id = ids[0]
+	}
+	cid := InterestMsgID(name, id)
+	return publish.Message{Subject: event.SupersededSubject(r.InterestPrefix+"."+name+"."+NoticeToken, collection, productType),
+		MsgID: cid, Data: data, Header: copyHeaders(h, cid, Routed{Name: name})}
 }
 
 // InterestMsgID is the dedupe key of an interest's copy: its own, so that

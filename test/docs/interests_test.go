@@ -107,3 +107,15 @@ func TestREADMEInterestConsumer(t *testing.T) {
 		t.Fatalf("team-a's consumer got %d copies of l2a-alps (want the created and the modified tile): %v\n%s", got, err, out)
 	}
 }
+
+// TestInterestsLatestExample: docs/interests.md's example of an interest
+// that takes the latest versions only is valid and says so.
+func TestInterestsLatestExample(t *testing.T) {
+	set, err := interestfile.Parse([]byte(firstYAML(t, "docs/interests.md", "### Reprocessed scenes: `versions: latest`")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if set.Len() != 1 || !set.Interests[0].Latest() {
+		t.Errorf("the example's interests: %+v", set.Interests)
+	}
+}

@@ -26,7 +26,12 @@
 // the product message's id, the id live ingest gives it), so a copy stored
 // live and one stored here are one. What the interest's subjects already
 // hold is read first, as the product ids are for a plain backfill (its ids
-// only: bounded by the interest's messages since the range began).
+// only: bounded by the interest's messages since the range began). For an
+// interest that takes the latest versions only, a product the versions
+// bucket knows superseded gets no copy (counted: Progress.Superseded), as
+// the versions consumer would have made none; a product it does not know
+// yet is copied (nothing says it is superseded). The notices of its
+// acquisitions are not backfilled: they are on the notices' subjects.
 package backfill
 
 import (
@@ -40,6 +45,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/sirupsen/logrus"
 
@@ -52,6 +58,7 @@ import (
 	"github.com/cdse-jetstream/receiver/internal/ingest/quarantine"
 	"github.com/cdse-jetstream/receiver/internal/ingest/reconcile"
 	"github.com/cdse-jetstream/receiver/internal/stream/publish"
+	"github.com/cdse-jetstream/receiver/internal/stream/supersede"
 	"github.com/cdse-jetstream/receiver/internal/stream/topology"
 )
 
@@ -69,6 +76,11 @@ type Options struct {
 	// live ingest evaluated it when the event arrived (maxSensingAge
 	// against the event's own time, not the run's).
 	Interest *interestfile.Interest
+	// Versions is the versions bucket (topology.VersionsBucket), read
+	// when Interest takes the latest versions only: a product it knows
+	// superseded gets no copy (supersede.Lookup), as the versions
+	// consumer would have made none. Nil: nothing is known superseded.
+	Versions jetstream.KeyValue
 }
 
 // Streams is what a run needs of internal/stream/topology: the product stream,
@@ -97,6 +109,10 @@ type Progress struct {
 	// the listing that the interest does not take (the receiver's
 	// evaluation of its filter, its events, its maxSensingAge): no copy.
 	NotTaken int `json:"notTaken,omitempty"`
+	// Superseded, for the backfill of an interest that takes the latest
+	// versions only, are the product events it takes whose product the
+	// versions bucket knows superseded: no copy.
+	Superseded int `json:"superseded,omitempty"`
 }
 
 // Summary is what a run did.
@@ -281,6 +297,16 @@ func (b *Backfill) event(ctx context.Context, k catalogclient.Kind, at *cursorAt
 				if len(copies) == 0 {
 					p.NotTaken++
 				}
+				if len(copies) > 0 && b.o.Interest.Latest() {
+					superseded, err := b.superseded(ctx, &copies[0])
+					if err != nil {
+						return fmt.Errorf("%s: %w", k.Event, err)
+					}
+					if superseded {
+						p.Superseded++
+						continue
+					}
+				}
 				for _, c := range copies {
 					if seen[c.MsgID] {
 						p.OnStream++
@@ -334,6 +360,20 @@ func (b *Backfill) event(ctx context.Context, k catalogclient.Kind, at *cursorAt
 	}
 	at.Done = true
 	return save()
+}
+
+// superseded says whether the versions bucket knows the product of the
+// copy c superseded (a deletion is never: it is copied as a deletion).
+func (b *Backfill) superseded(ctx context.Context, c *publish.Message) (bool, error) {
+	h := nats.Header(c.MessageHeader())
+	if b.o.Versions == nil || h.Get(event.HeaderEvent) == string(event.Deleted) {
+		return false, nil
+	}
+	st, err := supersede.Lookup(ctx, b.o.Versions, h.Get(event.HeaderAcquisition), h.Get(event.HeaderProductID))
+	if err != nil {
+		return false, fmt.Errorf("versions bucket: %w", err)
+	}
+	return st.SupersededBy != nil, nil
 }
 
 // scanMargin is how long before the range's start a message about a product

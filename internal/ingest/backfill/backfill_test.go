@@ -5,14 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"net/http/httptest"
-	"os"
-	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
 	"github.com/sirupsen/logrus/hooks/test"
 
 	"github.com/cdse-jetstream/receiver/internal/cdse/catalogclient"
@@ -152,32 +149,16 @@ func TestBackfillInterest(t *testing.T) {
 	if _, err := st.EnsureProduct(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	file := filepath.Join(t.TempDir(), "interests.yaml")
-	if err := os.WriteFile(file, []byte(`interests:
+	router := routerOf(t, `interests:
   - name: old
     filter: Collection/Name eq 'SENTINEL-2'
   - name: new
     filter: Collection/Name eq 'SENTINEL-2'
     maxSensingAge: 6h
-`), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	log, _ := test.NewNullLogger()
-	router, err := interest.NewRouter(file, prometheus.NewRegistry(), log)
-	if err != nil {
-		t.Fatal(err)
-	}
+`)
 	route := ingest.Route{Prefix: "cdse.product", Interests: router, InterestPrefix: "cdse.interest"}
 	since := time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
-	run := func(o backfill.Options) ([]string, backfill.Summary) {
-		t.Helper()
-		rec := &recorder{BatchPublisher: env.Publisher}
-		sum, err := backfill.New(o, catalogclient.NewLister(api, 10, 1000), rec, env.Quarantine, st, log).Run(context.Background())
-		if err != nil {
-			t.Fatal(err)
-		}
-		return rec.sent, sum
-	}
+	run := runner(t, api, env, st)
 	in := &router.Current().Interests[1]
 	// A month after the products: sensed more than 6 h before the run,
 	// within 6 h of their publication, when live ingest evaluated them.

@@ -1,7 +1,10 @@
 // Package interest is the receiver's side of the interests
 // (internal/ingest/interestfile): the file in force, reloaded when it changes (a broken
 // file refused, the last good one kept), evaluated for every product event
-// stored, with its metrics.
+// stored, with its metrics. An interest that takes the latest versions
+// only (versions: latest) gets no copy on the ingest path: the versions
+// consumer (internal/stream/supersede) makes its copies after deciding,
+// through the Copier of latest.go.
 package interest
 
 import (
@@ -49,6 +52,10 @@ type Router struct {
 	// collection, product type): once each, at most maxTold.
 	toldMu sync.Mutex
 	told   map[[3]string]bool
+	// noVersions: the versions consumer is off (RECEIVER_VERSIONS=false),
+	// and a file with an interest that takes the latest versions only is
+	// refused on reload, as the configuration's check refuses it at start.
+	noVersions bool
 }
 
 const maxTold = 1000
@@ -102,6 +109,11 @@ func (r *Router) install(s *interestfile.Set, sum [32]byte) {
 	}
 }
 
+// NoVersions says the versions consumer is off: a reloaded file with an
+// interest that takes the latest versions only is refused (the last good
+// one stays in force), nothing being there to decide what is the latest.
+func (r *Router) NoVersions() { r.noVersions = true }
+
 // Current is the set in force.
 func (r *Router) Current() *interestfile.Set { return r.set.Load() }
 
@@ -121,6 +133,11 @@ func (r *Router) Reload(force bool) (bool, error) {
 		return false, nil
 	}
 	s, err := interestfile.ParseFile(r.path, b)
+	if err == nil && r.noVersions {
+		if err = s.RequireVersions(); err != nil {
+			err = fmt.Errorf("interests %s: %w", r.path, err)
+		}
+	}
 	if err != nil {
 		r.reloads.WithLabelValues("failed").Inc()
 		r.sum = sum // told once per change, not every check
@@ -133,14 +150,15 @@ func (r *Router) Reload(force bool) (bool, error) {
 
 // route appends the interests a product event is routed to, each with why
 // its area was not evaluated when it is routed failing open (no strings
-// built: the request path).
+// built: the request path); those that take the latest versions only are
+// marked Later: the versions consumer copies them.
 func route(s *interestfile.Set, ev event.Kind, p *productfilter.Product, now time.Time, routes []ingest.Routed) []ingest.Routed {
 	if p == nil {
 		return routes
 	}
 	for i := range s.Interests {
 		if ok, why := s.Interests[i].Takes(ev, p, now); ok {
-			routes = append(routes, ingest.Routed{Name: s.Interests[i].Name, AreaUnevaluated: string(why)})
+			routes = append(routes, ingest.Routed{Name: s.Interests[i].Name, AreaUnevaluated: string(why), Later: s.Interests[i].Latest()})
 		}
 	}
 	return routes
@@ -166,7 +184,7 @@ func (r *Router) Match(n *notification.Notification, routes []ingest.Routed) []i
 		r.tell(n)
 	}
 	for i := before; i < len(routes); i++ {
-		if routes[i].AreaUnevaluated != "" {
+		if routes[i].AreaUnevaluated != "" && !routes[i].Later {
 			r.unevaluatedArea(n, routes[before:])
 			break
 		}
@@ -181,7 +199,7 @@ func (r *Router) unevaluatedArea(n *notification.Notification, routes []ingest.R
 	var names []string
 	why := ""
 	for _, to := range routes {
-		if to.AreaUnevaluated == "" {
+		if to.AreaUnevaluated == "" || to.Later {
 			continue
 		}
 		r.unevaluated.WithLabelValues(to.AreaUnevaluated).Inc()
@@ -198,12 +216,14 @@ func (r *Router) unevaluatedArea(n *notification.Notification, routes []ingest.R
 // interest, and each product message stored anew that matched none.
 // Duplicates (the catalogue's resends, the reconciler's overlap, a retry
 // after a publish that stored only part) are not counted: the metrics say
-// what each interest's subjects received.
+// what each interest's subjects received. A product routed only to
+// interests that take the latest versions only has copies, none of them
+// made here (not nil): it is not unmatched.
 func (r *Router) Count(msgs []publish.Message, res []publish.Result) {
 	for i := range res {
 		m := &msgs[i]
 		if len(m.Copies) == 0 {
-			if !res[i].Duplicate {
+			if m.Copies == nil && !res[i].Duplicate {
 				r.unmatched.WithLabelValues(m.Event).Inc()
 			}
 			continue

@@ -52,6 +52,38 @@ type Interest struct {
 	// root folder (internal/cdse/manifest.Compile). The receiver routes
 	// by the filter alone and reads them only to check them.
 	Files []string
+	// Versions says which versions of an acquisition (internal/cdse/
+	// versions) the interest takes: VersionsAll (the default) every
+	// product as it is stored, VersionsLatest those the receiver's versions
+	// consumer (internal/stream/supersede) did not know superseded when it
+	// took them in, with the notices of their acquisitions.
+	Versions Versions
+	// Line is where the interest starts in its file (0 when unknown), for
+	// the errors that name it after parsing.
+	Line int
+}
+
+// Versions is an interest's versions: field.
+type Versions string
+
+// The values of versions:.
+const (
+	VersionsAll    Versions = "all"
+	VersionsLatest Versions = "latest"
+)
+
+// Latest says whether the interest takes the latest versions only: its
+// copies are made by the versions consumer after its decision, not by the
+// ingest path.
+func (in *Interest) Latest() bool { return in.Versions == VersionsLatest }
+
+// At names the interest as the parser's errors do: its name and its line.
+func (in *Interest) At() string {
+	at := "interest " + strconv.Quote(in.Name)
+	if in.Line > 0 {
+		at += " (line " + strconv.Itoa(in.Line) + ")"
+	}
+	return at
 }
 
 // Set is the interests of one file, in its order.
@@ -80,6 +112,7 @@ type file struct {
 		Filter        yaml.Node `yaml:"filter"`
 		MaxSensingAge string    `yaml:"maxSensingAge"`
 		Files         yaml.Node `yaml:"files"`
+		Versions      string    `yaml:"versions"`
 	} `yaml:"interests"`
 }
 
@@ -156,7 +189,10 @@ func Parse(b []byte) (*Set, error) {
 		bad := func(format string, a ...any) {
 			errs = append(errs, fmt.Errorf("%s: %s", at, fmt.Sprintf(format, a...)))
 		}
-		it := Interest{Name: in.Name}
+		it := Interest{Name: in.Name, Versions: VersionsAll}
+		if i < len(lines) {
+			it.Line = lines[i]
+		}
 		switch {
 		case !nameRE.MatchString(in.Name):
 			bad("name %q must be 1 to 32 of [a-z0-9-]: it becomes a subject token", in.Name)
@@ -199,6 +235,13 @@ func Parse(b []byte) (*Set, error) {
 				bad("maxSensingAge %q: want a positive duration such as 30d, 12h", in.MaxSensingAge)
 			}
 			it.MaxSensingAge = d
+		}
+		switch v := Versions(in.Versions); v {
+		case "", VersionsAll:
+		case VersionsLatest:
+			it.Versions = v
+		default:
+			bad("versions %q: want all (every product stored, the default) or latest (the latest version of each acquisition, decided by the versions consumer)", in.Versions)
 		}
 		if in.Files.Kind != 0 {
 			files, problems := parseFiles(&in.Files)
@@ -278,6 +321,32 @@ func parseAge(s string) (time.Duration, error) {
 		return time.Duration(n * float64(24*time.Hour)), nil
 	}
 	return time.ParseDuration(s)
+}
+
+// RequireVersions refuses the interests that take the latest versions
+// only, each named with its line: without the versions consumer
+// (RECEIVER_VERSIONS=false) nothing decides which product is the latest,
+// and copying every product instead would silently give such an interest
+// what it asked not to get.
+func (s *Set) RequireVersions() error {
+	var errs []error
+	for i := range s.Interests {
+		if in := &s.Interests[i]; in.Latest() {
+			errs = append(errs, fmt.Errorf("%s: versions: latest needs the versions consumer (RECEIVER_VERSIONS=true), which decides which product of an acquisition is the latest", in.At()))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// HasLatest says whether an interest of the set takes the latest versions
+// only.
+func (s *Set) HasLatest() bool {
+	for i := range s.Interests {
+		if s.Interests[i].Latest() {
+			return true
+		}
+	}
+	return false
 }
 
 // wants says whether in takes events of kind ev.

@@ -29,6 +29,8 @@ func TestParseRefusesWithNameAndPosition(t *testing.T) {
 		{"bad event", "interests:\n  - name: a\n    events: [Created]\n    filter: Name eq 'x'\n", []string{`event "Created"`}},
 		{"bad age", "interests:\n  - name: a\n    maxSensingAge: a month\n    filter: Name eq 'x'\n", []string{"maxSensingAge"}},
 		{"unknown member", "interests:\n  - name: a\n    filters: Name eq 'x'\n", []string{"field filters not found"}},
+		{"bad versions", "interests:\n  - name: a\n    filter: Name eq 'x'\n  - name: b\n    versions: newest\n    filter: Name eq 'x'\n", []string{`interest "b" (line 4): versions "newest": want all`, "or latest"}},
+		{"versions a list", "interests:\n  - name: a\n    versions: [latest]\n    filter: Name eq 'x'\n", []string{"line 3"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -157,5 +159,38 @@ func TestFiles(t *testing.T) {
 	}
 	if err != nil && strings.Contains(err.Error(), "ok.xml") {
 		t.Errorf("a good pattern named: %v", err)
+	}
+}
+
+func TestVersions(t *testing.T) {
+	s, err := Parse([]byte(`interests:
+  - name: every
+    filter: Name eq 'x'
+  - name: said-all
+    versions: all
+    filter: Name eq 'x'
+  - name: newest
+    versions: latest
+    filter: Name eq 'x'
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, want := range []Versions{VersionsAll, VersionsAll, VersionsLatest} {
+		if got := s.Interests[i].Versions; got != want {
+			t.Errorf("%s: versions %q, want %q", s.Interests[i].Name, got, want)
+		}
+	}
+	if !s.HasLatest() || s.Interests[1].Latest() || !s.Interests[2].Latest() {
+		t.Errorf("HasLatest %v, latest %v %v", s.HasLatest(), s.Interests[1].Latest(), s.Interests[2].Latest())
+	}
+	err = s.RequireVersions()
+	if err == nil || !strings.Contains(err.Error(), `interest "newest" (line 7): versions: latest needs the versions consumer (RECEIVER_VERSIONS=true)`) ||
+		strings.Contains(err.Error(), "said-all") {
+		t.Errorf("RequireVersions: %v", err)
+	}
+	all := Set{Interests: s.Interests[:2]}
+	if err := all.RequireVersions(); err != nil || all.HasLatest() {
+		t.Errorf("a set without latest: %v, HasLatest %v", err, all.HasLatest())
 	}
 }

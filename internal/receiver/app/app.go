@@ -263,6 +263,11 @@ func (a *App) Start(ctx context.Context) error {
 		a.log.WithField("max_payload", mp).Warn("NATS max_payload is smaller than RECEIVER_MAX_BODY: larger notifications will get 413")
 	}
 
+	// Before the admin port serves: /status reads it.
+	if a.versions, err = wiring.Versions(a.topo, cfg, &a.route, a.interests, a.reg, a.log); err != nil {
+		return err
+	}
+
 	a.admin = &http.Server{Handler: a.adminHandler(), ReadHeaderTimeout: 5 * time.Second, ErrorLog: logging.StdLog(a.log)}
 	if a.adminLn, err = listen("admin", cfg.AdminAddr); err != nil {
 		return err
@@ -276,9 +281,6 @@ func (a *App) Start(ctx context.Context) error {
 		return err
 	}
 	if err := a.buildWatch(); err != nil {
-		return err
-	}
-	if a.versions, err = wiring.Versions(a.topo, cfg, a.reg, a.log); err != nil {
 		return err
 	}
 	a.run()

@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"strings"
 	"time"
@@ -13,6 +14,7 @@ import (
 	"github.com/cdse-jetstream/receiver/internal/receiver/status"
 	"github.com/cdse-jetstream/receiver/internal/receiver/wiring"
 	"github.com/cdse-jetstream/receiver/internal/stream/complete"
+	"github.com/cdse-jetstream/receiver/internal/stream/supersede"
 )
 
 // completeRanges joins the reconciler's passes to the complete ranges
@@ -26,19 +28,36 @@ type completeRanges struct {
 	// (filterOf, at its start); listed compares it with the set in force
 	// at its end. Only the reconciler's pass, one at a time, touches it.
 	listing *interestfile.Set
+
+	// latest advances the ranges of the interests that take the latest
+	// versions only, once the versions consumer has decided what the
+	// pass stored.
+	latest *complete.Deferred
 }
+
+// latestWait bounds how long a pass's end waits for the versions consumer
+// to decide what the pass stored, before it leaves the ranges of the
+// interests that take the latest versions only to a later pass; tests
+// shorten it.
+var latestWait = 10 * time.Second
 
 func newCompleteRanges(d Deps, events []event.Kind) (*completeRanges, error) {
 	t, err := complete.New(d.Topology, d.Registry, d.Log)
 	if err != nil {
 		return nil, err
 	}
-	return &completeRanges{cfg: d.Config, interests: d.Interests, events: events, t: t}, nil
+	latest, err := complete.NewDeferred(t, supersede.StreamDecided(d.Topology.JetStream(), d.Topology.ProductStream(), latestWait), d.Registry, d.Log)
+	if err != nil {
+		return nil, err
+	}
+	return &completeRanges{cfg: d.Config, interests: d.Interests, events: events, t: t, latest: latest}, nil
 }
 
 // listed is the reconciler's Options.Listed: the product stream's range
 // (the pass's filter is its filter), and the interests' when the pass
-// listed their union.
+// listed their union; those of the interests that take the latest
+// versions only once the versions consumer has decided what the pass
+// stored (complete.Deferred).
 func (c *completeRanges) listed(ctx context.Context, ev event.Kind, filter string, from, until time.Time) error {
 	scopes := []complete.Scope{{Name: event.CompleteProducts, Filter: filter, Events: c.events}}
 	if set, ok := c.covered(); ok && set == c.listing && set.Compile().Filter == filter {
@@ -48,7 +67,8 @@ func (c *completeRanges) listed(ctx context.Context, ev event.Kind, filter strin
 		// for the next pass.
 		scopes = append(scopes, interestScopes(set)...)
 	}
-	return c.t.Advance(ctx, complete.Listed{Event: ev, From: from, Until: until}, scopes)
+	l := complete.Listed{Event: ev, From: from, Until: until}
+	return errors.Join(c.t.Advance(ctx, l, scopes), c.latest.Advance(ctx, l, scopes))
 }
 
 // filterOf is the reconciler's Options.FilterOf: wiring.ListingFilter,
@@ -76,7 +96,7 @@ func (c *completeRanges) covered() (*interestfile.Set, bool) {
 func interestScopes(set *interestfile.Set) []complete.Scope {
 	var out []complete.Scope
 	for _, in := range set.Interests {
-		out = append(out, complete.Scope{Name: in.Name, Filter: strings.TrimSpace(in.Filter.String()), Events: in.Events})
+		out = append(out, complete.Scope{Name: in.Name, Filter: strings.TrimSpace(in.Filter.String()), Events: in.Events, Later: in.Latest()})
 	}
 	return out
 }

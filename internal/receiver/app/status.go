@@ -163,6 +163,10 @@ func (a *App) Status(ctx context.Context) status.Receiver {
 	if ranges != nil {
 		st.Complete = ranges.status(ctx)
 	}
+	if a.versions != nil {
+		v := a.versions.State(ctx)
+		st.Versions = &status.Versions{Running: v.Running, Pending: v.Pending, LastDecision: v.LastDecision, Notices: v.Notices, Undecided: v.Undecided}
+	}
 	st.Stream = a.streamState(ctx, cfg.Stream)
 	st.Quarantine = a.streamState(ctx, cfg.QuarantineStream)
 	for _, w := range watermarks {

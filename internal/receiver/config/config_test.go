@@ -221,6 +221,12 @@ func TestValidate(t *testing.T) {
 	if err := os.WriteFile(interests, []byte("interests:\n  - name: s2\n    filter: Collection/Name eq 'SENTINEL-2'\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	// An interest that takes the latest versions only needs the versions
+	// consumer: refused without it, never routed as all.
+	latest := filepath.Join(t.TempDir(), "latest.yaml")
+	if err := os.WriteFile(latest, []byte("interests:\n  - name: s2\n    filter: Collection/Name eq 'SENTINEL-2'\n  - name: s2-latest\n    versions: latest\n    filter: Collection/Name eq 'SENTINEL-2'\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	tests := []struct {
 		name   string
 		mutate func(*Config)
@@ -289,6 +295,9 @@ func TestValidate(t *testing.T) {
 			[]string{"overlaps COMPLETE_SUBJECT_PREFIX", "overlaps the fetcher's retries"}},
 		{"notices in the interests'", func(c *Config) { c.InterestsFile, c.VersionsPrefix = interests, c.InterestPrefix },
 			[]string{"RECEIVER_VERSIONS_SUBJECT_PREFIX", "overlaps INTEREST_SUBJECT_PREFIX"}},
+		{"a latest interest with the versions consumer", func(c *Config) { c.InterestsFile = latest }, nil},
+		{"a latest interest without the versions consumer", func(c *Config) { c.InterestsFile, c.Versions = latest, false },
+			[]string{`INTERESTS_FILE ` + latest + `: interest "s2-latest" (line 4): versions: latest needs the versions consumer (RECEIVER_VERSIONS=true)`}},
 		{"versions off: their settings unread", func(c *Config) { c.Versions, c.VersionsMaxAge, c.VersionsPrefix = false, 0, c.SubjectPrefix }, nil},
 		{"acme", func(c *Config) {
 			c.ACMEDomains, c.ACMEHTTPAddr, c.ACMEEmail = "hooks.example.org, hooks2.example.org", ":80", "ops@example.org"

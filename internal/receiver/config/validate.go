@@ -259,8 +259,15 @@ func (c Config) overlapping(name, prefix, why string) problems {
 func (c Config) ValidateRoute() error {
 	p := c.routeProblems()
 	if c.InterestsFile != "" {
-		if _, err := interestfile.Load(c.InterestsFile); err != nil {
+		set, err := interestfile.Load(c.InterestsFile)
+		if err != nil {
 			p.add("INTERESTS_FILE: %v", err)
+		} else if !c.Versions {
+			// Refused rather than routed as all: an interest that asked
+			// for the latest versions only must not get every product.
+			if err := set.RequireVersions(); err != nil {
+				p.add("INTERESTS_FILE %s: %v", c.InterestsFile, err)
+			}
 		}
 	}
 	return p.err()

@@ -42,6 +42,27 @@ type Receiver struct {
 	// Complete are the complete ranges of the product stream and of each
 	// interest, by event, and why a range is missing.
 	Complete *Complete `json:"complete,omitempty"`
+	// Versions is the versions consumer (nil when RECEIVER_VERSIONS is
+	// off).
+	Versions *Versions `json:"versions,omitempty"`
+}
+
+// Versions is the receiver's versions consumer (internal/stream/supersede):
+// whether it runs, how far it trails the product stream, and what it
+// decided since the receiver started.
+type Versions struct {
+	Running bool `json:"running"`
+	// Pending are the product events it has yet to take in; absent when
+	// JetStream cannot tell (not running).
+	Pending *int64 `json:"pending,omitempty"`
+	// LastDecision is when it last decided on a product event (absent:
+	// none since the start).
+	LastDecision *time.Time `json:"lastDecision,omitempty"`
+	// Notices and Undecided count, since the start, the notices of
+	// supersession stored and the products whose version could not be
+	// ordered with the latest known.
+	Notices   uint64 `json:"notices"`
+	Undecided uint64 `json:"undecided"`
 }
 
 // Complete is what is known complete (docs/consumers.md): a range per

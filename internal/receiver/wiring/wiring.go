@@ -61,6 +61,9 @@ func Interests(c config.Config, route *ingest.Route, reg prometheus.Registerer, 
 	if err != nil {
 		return nil, err
 	}
+	if !c.Versions {
+		r.NoVersions()
+	}
 	route.Interests, route.InterestPrefix = r, c.InterestPrefix
 	return r, nil
 }
@@ -117,12 +120,18 @@ func SupersededPrefix(c config.Config) string {
 }
 
 // Versions is the versions consumer of the server (nil when
-// RECEIVER_VERSIONS is off), its metrics on reg.
-func Versions(t *topology.Topology, c config.Config, reg prometheus.Registerer, log logrus.FieldLogger) (*supersede.Tracker, error) {
+// RECEIVER_VERSIONS is off), its metrics on reg; with interests (r, nil
+// without INTERESTS_FILE) it makes the copies of those that take the
+// latest versions only, shaped by route.
+func Versions(t *topology.Topology, c config.Config, route *ingest.Route, r *interest.Router, reg prometheus.Registerer, log logrus.FieldLogger) (*supersede.Tracker, error) {
 	if !c.Versions {
 		return nil, nil
 	}
-	return supersede.New(supersede.Options{MaxAge: c.VersionsMaxAge}, t, reg, log)
+	o := supersede.Options{MaxAge: c.VersionsMaxAge}
+	if r != nil {
+		o.Copier = r.Latest(route)
+	}
+	return supersede.New(o, t, reg, log)
 }
 
 // interestPrefix is the interests' subject prefix when there are

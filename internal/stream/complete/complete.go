@@ -11,7 +11,9 @@
 // bucket (one key per interest and event), so they survive restarts; each
 // advance is announced on the receiver's complete subject
 // (event.CompleteSubjectIn its COMPLETE_SUBJECT_PREFIX) in its
-// COMPLETE_STREAM, and shown by a gauge.
+// COMPLETE_STREAM, and shown by a gauge. The ranges of the interests that
+// take the latest versions only (Scope.Later) advance once the versions
+// consumer has decided what the pass stored (Deferred, deferred.go).
 package complete
 
 import (
@@ -36,6 +38,10 @@ type Scope struct {
 	Name   string
 	Filter string
 	Events []event.Kind
+	// Later: its copies are made after a decision that trails the pass
+	// (an interest that takes the latest versions only): Advance leaves
+	// it, Deferred advances it once decided.
+	Later bool
 }
 
 // Listed is what a pass listed and stored for one event: every product of
@@ -155,7 +161,7 @@ func (t *Tracker) Advance(ctx context.Context, l Listed, scopes []Scope) error {
 	}
 	var errs []error
 	for _, s := range scopes {
-		if !slices.Contains(s.Events, l.Event) {
+		if !slices.Contains(s.Events, l.Event) || s.Later {
 			continue
 		}
 		r, _, err := t.update(ctx, kv, s.Name, l.Event, func(old record, ok bool) (record, bool) {

@@ -74,14 +74,14 @@ func TestNoticeBeforeStore(t *testing.T) {
 		t.Fatalf("identities %+v %+v", id, newID)
 	}
 	old.Version, newer.Version = id.Version, newID.Version
-	if err := tr.apply(ctx, kv, id, old, event.Created, ""); err != nil {
+	if err := tr.apply(ctx, kv, id, old, event.Created, "", Product{}); err != nil {
 		t.Fatal(err)
 	}
 	lost := &failingStore{KeyValue: kv, fail: true}
-	if err := tr.apply(ctx, lost, newID, newer, event.Created, ""); !errors.Is(err, errStore) {
+	if err := tr.apply(ctx, lost, newID, newer, event.Created, "", Product{}); !errors.Is(err, errStore) {
 		t.Fatalf("the lost store: %v", err)
 	}
-	if err := tr.apply(ctx, kv, newID, newer, event.Created, ""); err != nil {
+	if err := tr.apply(ctx, kv, newID, newer, event.Created, "", Product{}); err != nil {
 		t.Fatalf("taken again: %v", err)
 	}
 	var notices []natstest.Msg

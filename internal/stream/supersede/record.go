@@ -1,6 +1,7 @@
 package supersede
 
 import (
+	"slices"
 	"strings"
 
 	"github.com/cdse-jetstream/receiver/event"
@@ -31,6 +32,40 @@ type known struct {
 	// Undecided: its version could not be ordered with the latest known
 	// when it arrived (versions.Undecided); it is never linked.
 	Undecided bool `json:"undecided,omitempty"`
+	// Interests are the interests taking the latest versions only whose
+	// filter matched it when it was taken in (Copier.Interests): a notice
+	// naming it is copied to them.
+	Interests []string `json:"interests,omitempty"`
+	// Copied are the Nats-Msg-Id of its product messages whose copies
+	// to those interests were decided (made or skipped), the last
+	// maxCopied: a replay does not copy them again.
+	Copied []string `json:"copied,omitempty"`
+}
+
+// maxCopied bounds the product messages a product notes as copied: its
+// created event, a few modifications, its deletion.
+const maxCopied = 8
+
+// copied says whether the copies of the product message msgID of
+// productID were decided.
+func (r *record) copied(productID, msgID string) bool {
+	i := r.index(productID)
+	return i >= 0 && msgID != "" && slices.Contains(r.Products[i].Copied, msgID)
+}
+
+// noteCopied notes them; false when the product is not kept (forgotten,
+// maxKnown) or the message has no id.
+func (r *record) noteCopied(productID, msgID string) bool {
+	i := r.index(productID)
+	if i < 0 || msgID == "" {
+		return false
+	}
+	k := &r.Products[i]
+	k.Copied = append(k.Copied, msgID)
+	if len(k.Copied) > maxCopied {
+		k.Copied = k.Copied[len(k.Copied)-maxCopied:]
+	}
+	return true
 }
 
 // maxKnown bounds the products a record keeps: past it, the first one
@@ -180,6 +215,25 @@ func (r *record) latest(id versions.Identity) []int {
 		}
 	}
 	return out
+}
+
+// decision is whether the product event of productID (ev) is copied to the
+// interests that take the latest versions only, as the record stands
+// after it was taken in: not when it is known superseded.
+func (r *record) decision(productID string, ev event.Kind) string {
+	if ev == event.Deleted {
+		return CopyDeleted
+	}
+	i := r.index(productID)
+	switch {
+	case i < 0:
+		return CopyLatest // forgotten already (maxKnown): nothing says it is superseded
+	case r.Products[i].By != "":
+		return CopySkipped
+	case r.Products[i].Undecided:
+		return CopyUndecided
+	}
+	return CopyLatest
 }
 
 func (r *record) index(productID string) int {

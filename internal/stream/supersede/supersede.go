@@ -28,6 +28,11 @@
 // again, so a replay past the window announces nothing twice. Nothing is
 // removed from the product stream.
 //
+// With a Copier (copies.go), it also stores, after each decision, the
+// copies of the interests that take the latest versions only (versions:
+// latest): the product event unless it is known superseded, and the
+// notices of their acquisitions.
+//
 // It is off the webhook's path: the ingest path never waits on it, and
 // readiness does not read it.
 package supersede
@@ -62,6 +67,9 @@ type Options struct {
 	// AckWait is how long a message may be held before JetStream gives it
 	// to another replica (0: 30 s).
 	AckWait time.Duration
+	// Copier, when set, makes the copies of the interests that take the
+	// latest versions only (copies.go), stored after each decision.
+	Copier Copier
 }
 
 // Tracker keeps the versions bucket from the product stream and publishes
@@ -71,10 +79,59 @@ type Tracker struct {
 	topo *topology.Topology
 	log  logrus.FieldLogger
 
-	undecided, notices *prometheus.CounterVec
-	failures           prometheus.Counter
+	undecided, notices, copies *prometheus.CounterVec
+	failures                   prometheus.Counter
 	// running: the consumer is set up (the pending gauge reads it).
 	running atomic.Bool
+	// For State: the notices stored and the products undecided since
+	// the start (the counters' totals), and when the last product event
+	// was decided (Unix nanoseconds, 0: none yet).
+	noticesStored, undecidedSeen atomic.Uint64
+	lastDecision                 atomic.Int64
+}
+
+// State is what the Tracker says of itself, for /status.
+type State struct {
+	// Running: its consumer is set up and taking product events.
+	Running bool
+	// Pending are the product events it has yet to take in (pending and
+	// unacknowledged), nil when JetStream cannot tell.
+	Pending *int64
+	// LastDecision is when it last decided on a product event (nil:
+	// none since the start).
+	LastDecision *time.Time
+	// Notices and Undecided count, since the start, the notices stored
+	// (not duplicates) and the products whose version could not be
+	// ordered.
+	Notices, Undecided uint64
+}
+
+// State reads the Tracker's state; the pending count is asked of
+// JetStream within ctx.
+func (t *Tracker) State(ctx context.Context) State {
+	s := State{Running: t.running.Load(), Notices: t.noticesStored.Load(), Undecided: t.undecidedSeen.Load()}
+	if ns := t.lastDecision.Load(); ns != 0 {
+		at := time.Unix(0, ns).UTC()
+		s.LastDecision = &at
+	}
+	if n, ok := t.pending(ctx); ok {
+		s.Pending = &n
+	}
+	return s
+}
+
+// pending are the product events the consumer has yet to take in, read
+// from JetStream; false when it cannot tell (not running, no answer).
+func (t *Tracker) pending(ctx context.Context) (int64, bool) {
+	if !t.running.Load() {
+		return 0, false
+	}
+	cons, err := t.topo.JetStream().Consumer(ctx, t.topo.ProductStream(), topology.VersionsConsumer)
+	if err != nil {
+		return 0, false
+	}
+	info := cons.CachedInfo()
+	return int64(info.NumPending) + int64(info.NumAckPending), true
 }
 
 // New returns a Tracker of topo's product stream; its metrics are
@@ -91,12 +148,14 @@ func New(o Options, topo *topology.Topology, reg prometheus.Registerer, log logr
 			Help: "Products of a known acquisition whose version could not be ordered with the latest known (no notice, no link), by reason: date_sources (Sentinel-1 versions dated from different attributes), other."}, []string{"reason"}),
 		notices: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "cdse_receiver_versions_notices_total",
 			Help: "Notices of supersession stored (not counting duplicates), by reason: newer_arrived, arrived_older, deleted_obsolete."}, []string{"reason"}),
+		copies: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "cdse_receiver_versions_interest_copies_total",
+			Help: "Copies for the interests that take the latest versions only (versions: latest), made by the versions consumer after its decision (not counting duplicates), by interest and decision: latest, unversioned (no naming rule: its own latest), undecided, deleted, notice; skipped_superseded counts the products not copied."}, []string{"interest", "decision"}),
 		failures: prometheus.NewCounter(prometheus.CounterOpts{Name: "cdse_receiver_versions_failures_total",
 			Help: "Product events the versions consumer could not handle (the versions bucket or the notice's publish failed); each is taken again."}),
 	}
 	pending := pendingCollector{t: t, desc: prometheus.NewDesc("cdse_receiver_versions_pending_messages",
 		"Product events the versions consumer has yet to take in (its pending and unacknowledged messages), read from JetStream at scrape time; absent while it is not running.", nil, nil)}
-	for _, c := range []prometheus.Collector{t.undecided, t.notices, t.failures, pending} {
+	for _, c := range []prometheus.Collector{t.undecided, t.notices, t.copies, t.failures, pending} {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("register versions metrics: %w", err)
 		}
@@ -181,6 +240,7 @@ func (t *Tracker) take(ctx context.Context, kv jetstream.KeyValue, m jetstream.M
 		return
 	}
 	backoff.Reset()
+	t.lastDecision.Store(time.Now().UnixNano())
 	if err := m.DoubleAck(ctx); err != nil && ctx.Err() == nil {
 		// Delivered again after AckWait: handling it twice does
 		// nothing twice.
@@ -240,23 +300,40 @@ func (t *Tracker) handle(ctx context.Context, kv jetstream.KeyValue, m jetstream
 		t.log.WithError(err).WithField("subject", m.Subject()).Debug("versions consumer: not a notification; skipped")
 		return nil
 	}
+	stored := Product{Subject: m.Subject(), Header: m.Headers(), Data: m.Data(), N: &n}
 	id, ok := versions.Identify(n.ProductName, versions.Attrs{ProcessingDate: n.ProcessingDate, PublicationDate: n.Published})
 	if !ok {
-		return nil // no naming rule decides (counted by the ingest path)
+		// No naming rule decides (counted by the ingest path): nothing
+		// supersedes it, it is its own latest.
+		decision := CopyUnversioned
+		if n.Event == event.Deleted {
+			decision = CopyDeleted
+		}
+		// No record notes it: a replay past the duplicate window (a
+		// durable made anew) copies it again.
+		_, err := t.copyProduct(ctx, stored, decision)
+		return err
 	}
 	p := known{ID: n.ProductID, Name: n.ProductName, Version: id.Version, Collection: n.Collection, ProductType: n.ProductType}
+	if t.o.Copier != nil {
+		p.Interests = t.o.Copier.Interests(&n)
+	}
 	var cause string
 	if n.Event == event.Deleted {
 		cause, _ = jsonscan.String(n.Entity.Members[notification.MemberDeletionCause].Bytes(n.Value))
 	}
-	return t.apply(ctx, kv, id, p, n.Event, cause)
+	return t.apply(ctx, kv, id, p, n.Event, cause, stored)
 }
 
 // apply decides on the acquisition's record as stored, publishes the
-// notices, then stores the record where it was read (a replica that
-// changed it meanwhile: read again, decide again; the notices are the
-// same pairs, the duplicate window keeps one).
-func (t *Tracker) apply(ctx context.Context, kv jetstream.KeyValue, id versions.Identity, p known, ev event.Kind, cause string) error {
+// notices (and their copies) and the product's copies (copies.go), then
+// stores the record where it was read (a replica that changed it
+// meanwhile: read again, decide again; the notices and copies are the
+// same messages, the duplicate window keeps one). The record notes each
+// product message whose copies were made: a replay past the duplicate
+// window (a durable made anew) copies nothing twice, as it announces
+// nothing twice.
+func (t *Tracker) apply(ctx context.Context, kv jetstream.KeyValue, id versions.Identity, p known, ev event.Kind, cause string, stored Product) error {
 	for attempt := 0; ; attempt++ {
 		r, rev, err := read(ctx, kv, id.Acquisition)
 		if err != nil {
@@ -264,9 +341,18 @@ func (t *Tracker) apply(ctx context.Context, kv jetstream.KeyValue, id versions.
 		}
 		o := decide(&r, id, p, ev, cause)
 		for _, n := range o.notices {
-			if err := t.publish(ctx, id.Acquisition, n); err != nil {
+			m, err := t.publish(ctx, id.Acquisition, n)
+			if err != nil {
 				return err
 			}
+			if err := t.copyNotice(ctx, m, n); err != nil {
+				return err
+			}
+		}
+		if copied, err := t.copyOnce(ctx, &r, p.ID, ev, stored); err != nil {
+			return err
+		} else if copied {
+			o.changed = true
 		}
 		if !o.changed {
 			return nil
@@ -288,6 +374,7 @@ func (t *Tracker) apply(ctx context.Context, kv jetstream.KeyValue, id versions.
 		}
 		if o.undecided != "" {
 			t.undecided.WithLabelValues(o.undecided).Inc()
+			t.undecidedSeen.Add(1)
 			t.log.WithFields(logrus.Fields{"acquisition": id.Acquisition, "product_id": p.ID, "product_name": p.Name, "reason": o.undecided}).
 				Info("versions: a product's version cannot be ordered with the latest known; no link made")
 		}
@@ -312,15 +399,16 @@ func read(ctx context.Context, kv jetstream.KeyValue, key string) (record, uint6
 	return r, e.Revision(), nil
 }
 
-// publish puts one notice on the product stream.
-func (t *Tracker) publish(ctx context.Context, acquisition string, n notice) error {
+// publish puts one notice on the product stream, and returns it (for its
+// copies).
+func (t *Tracker) publish(ctx context.Context, acquisition string, n notice) (*nats.Msg, error) {
 	s := event.Superseded{Notice: event.NoticeSuperseded, Reason: n.reason, Acquisition: acquisition,
 		Superseded:    event.VersionedProduct{ID: n.superseded.ID, Name: n.superseded.Name, Version: n.superseded.Version},
 		By:            event.VersionedProduct{ID: n.by.ID, Name: n.by.Name, Version: n.by.Version},
 		DeletionCause: n.cause}
 	body, err := json.Marshal(s)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	m := nats.NewMsg(t.topo.SupersededSubject(n.superseded.Collection, n.superseded.ProductType))
 	m.Data = body
@@ -342,13 +430,14 @@ func (t *Tracker) publish(ctx context.Context, acquisition string, n notice) err
 	}
 	ack, err := t.topo.JetStream().PublishMsg(ctx, m, jetstream.WithExpectStream(t.topo.ProductStream()))
 	if err != nil {
-		return fmt.Errorf("publish the notice %s: %w", m.Header.Get(event.HeaderMsgID), err)
+		return nil, fmt.Errorf("publish the notice %s: %w", m.Header.Get(event.HeaderMsgID), err)
 	}
 	if !ack.Duplicate {
 		t.notices.WithLabelValues(string(n.reason)).Inc()
+		t.noticesStored.Add(1)
 		t.log.WithFields(logrus.Fields{"acquisition": acquisition, "superseded": n.superseded.Name, "by": n.by.Name, "reason": n.reason}).Debug("notice of supersession stored")
 	}
-	return nil
+	return m, nil
 }
 
 // pendingCollector is cdse_receiver_versions_pending_messages: how far the
@@ -361,15 +450,9 @@ type pendingCollector struct {
 func (c pendingCollector) Describe(ch chan<- *prometheus.Desc) { ch <- c.desc }
 
 func (c pendingCollector) Collect(ch chan<- prometheus.Metric) {
-	if !c.t.running.Load() {
-		return
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
-	cons, err := c.t.topo.JetStream().Consumer(ctx, c.t.topo.ProductStream(), topology.VersionsConsumer)
-	if err != nil {
-		return
+	if n, ok := c.t.pending(ctx); ok {
+		ch <- prometheus.MustNewConstMetric(c.desc, prometheus.GaugeValue, float64(n))
 	}
-	info := cons.CachedInfo()
-	ch <- prometheus.MustNewConstMetric(c.desc, prometheus.GaugeValue, float64(info.NumPending)+float64(info.NumAckPending))
 }

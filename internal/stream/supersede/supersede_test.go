@@ -135,6 +135,13 @@ type env struct {
 
 func newEnv(t *testing.T, duplicates time.Duration) *env {
 	t.Helper()
+	return newEnvWith(t, duplicates, "")
+}
+
+// newEnvWith is newEnv whose product stream takes the interests' copies
+// too, under interestPrefix ("": none).
+func newEnvWith(t *testing.T, duplicates time.Duration, interestPrefix string) *env {
+	t.Helper()
 	srv := natstest.RunJetStream(t)
 	log, _ := test.NewNullLogger()
 	nc, err := natsconn.Connect(natsconn.Options{URL: srv.ClientURL()}, log)
@@ -147,7 +154,7 @@ func newEnv(t *testing.T, duplicates time.Duration) *env {
 		t.Fatal(err)
 	}
 	topo := topology.New(pub.JetStream(), topology.Options{Stream: event.DefaultStream, SubjectPrefix: event.DefaultPrefix,
-		Duplicates: duplicates, SupersededPrefix: event.DefaultSupersededPrefix})
+		Duplicates: duplicates, SupersededPrefix: event.DefaultSupersededPrefix, InterestPrefix: interestPrefix})
 	if _, err := topo.EnsureProduct(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -184,6 +191,12 @@ func (e *env) created(t *testing.T, ps ...product) {
 // metrics are on the registry returned.
 func (e *env) track(t *testing.T) *prometheus.Registry {
 	t.Helper()
+	return e.trackWith(t, nil)
+}
+
+// trackWith is track with a Copier (nil: none).
+func (e *env) trackWith(t *testing.T, copier supersede.Copier) *prometheus.Registry {
+	t.Helper()
 	reg := prometheus.NewRegistry()
 	log, hook := test.NewNullLogger()
 	log.SetLevel(logrus.DebugLevel)
@@ -194,7 +207,7 @@ func (e *env) track(t *testing.T) *prometheus.Registry {
 			}
 		}
 	})
-	tr, err := supersede.New(supersede.Options{MaxAge: 24 * time.Hour, AckWait: 5 * time.Second}, e.topo, reg, log)
+	tr, err := supersede.New(supersede.Options{MaxAge: 24 * time.Hour, AckWait: 5 * time.Second, Copier: copier}, e.topo, reg, log)
 	if err != nil {
 		t.Fatal(err)
 	}

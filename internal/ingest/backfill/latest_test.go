@@ -1,0 +1,120 @@
+package backfill_test
+
+import (
+	"context"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/sirupsen/logrus/hooks/test"
+
+	"github.com/cdse-jetstream/receiver/internal/cdse/catalogclient"
+	"github.com/cdse-jetstream/receiver/internal/cdse/cdselogin"
+	"github.com/cdse-jetstream/receiver/internal/cdse/cdsesim"
+	"github.com/cdse-jetstream/receiver/internal/ingest"
+	"github.com/cdse-jetstream/receiver/internal/ingest/backfill"
+	"github.com/cdse-jetstream/receiver/internal/ingest/interest"
+	"github.com/cdse-jetstream/receiver/internal/stream/supersede"
+	"github.com/cdse-jetstream/receiver/internal/stream/topology"
+	"github.com/cdse-jetstream/receiver/internal/testkit/publishtest"
+	"github.com/cdse-jetstream/receiver/internal/testkit/versionstest"
+)
+
+// TestBackfillLatestInterest: the backfill of an interest that takes the
+// latest versions only copies no product the versions bucket knows
+// superseded, and says how many it skipped. Two real versions of one
+// Sentinel-2 acquisition (internal/cdse/versions/testdata/names.json) and
+// a product of another are stored by a plain backfill (which makes no
+// copy for that interest: the versions consumer would), taken in by the
+// versions consumer, then the interest's backfill copies the newer version
+// and the other product.
+func TestBackfillLatestInterest(t *testing.T) {
+	const (
+		older = "S2A_MSIL1C_20150704T101006_N0204_R022_T32TPS_20150704T101337.SAFE"
+		newer = "S2A_MSIL1C_20150704T101006_N0500_R022_T32TPS_20231011T134419.SAFE"
+	)
+	clock := cdsesim.NewClock(time.Date(2026, 11, 1, 6, 0, 0, 0, time.UTC))
+	sim := cdsesim.New(cdsesim.Options{Users: map[string]cdsesim.User{"u": {Password: "pw"}}, Now: clock.Now})
+	srv := httptest.NewServer(sim.Handler())
+	t.Cleanup(func() { srv.Close(); sim.Close() })
+	api := catalogclient.New(srv.URL+"/odata/v1", cdselogin.NewPasswordSource(cdselogin.PasswordConfig{TokenURL: srv.URL + cdsesim.TokenPath, Username: "u", Password: "pw"}), nil)
+	named := func(name string) *cdsesim.Product {
+		return sim.GenerateWith(cdsesim.Sentinel2, 1, func(p *cdsesim.Product) { p.Name = name })[0]
+	}
+	old := named(older)
+	clock.Add(time.Minute)
+	other := sim.Generate(cdsesim.Sentinel2, 1)[0]
+	clock.Add(time.Minute)
+	nw := named(newer)
+
+	env := publishtest.New(t, nil)
+	opts := publishtest.Topology
+	opts.InterestPrefix, opts.SupersededPrefix = "cdse.interest", "cdse.superseded"
+	st := topology.New(env.JS, opts)
+	ctx := context.Background()
+	if _, err := st.EnsureProduct(ctx); err != nil {
+		t.Fatal(err)
+	}
+	router := routerOf(t, "interests:\n  - name: newest\n    versions: latest\n    filter: Collection/Name eq 'SENTINEL-2'\n")
+	route := ingest.Route{Prefix: "cdse.product", Interests: router, InterestPrefix: "cdse.interest"}
+	since := time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
+	run := runner(t, api, env, st)
+	in := &router.Current().Interests[0]
+	if sent, _ := run(backfill.Options{Filter: in.Filter.String(), Since: since, Events: in.Events, Route: route}); len(sent) != 3 {
+		t.Fatalf("the plain backfill sent %v, want the 3 product messages alone", sent)
+	}
+
+	// The versions consumer decides.
+	versionstest.Run(t, st, supersede.Options{})
+	versionstest.Decided(t, st, 3)
+	kv, err := env.JS.KeyValue(ctx, st.VersionsBucket())
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	sent, sum := run(backfill.Options{Filter: in.Filter.String(), Since: since, Events: in.Events, Route: route, Interest: in, Versions: kv})
+	want := map[string]bool{"interest/newest/created:" + nw.ID: true, "interest/newest/created:" + other.ID: true}
+	if len(sent) != len(want) || sum.Events[0].Superseded != 1 || sum.Events[0].Published != 2 {
+		t.Errorf("the interest's backfill sent %v, want the copies of %s and another product; %+v", sent, newer, sum)
+	}
+	for _, s := range sent {
+		if _, id, _ := strings.Cut(s, " "); !want[id] || strings.Contains(id, old.ID) {
+			t.Errorf("the interest's backfill sent %s", s)
+		}
+	}
+}
+
+// routerOf is the Router of an interests file holding content.
+func routerOf(t *testing.T, content string) *interest.Router {
+	t.Helper()
+	file := filepath.Join(t.TempDir(), "interests.yaml")
+	if err := os.WriteFile(file, []byte(content), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	log, _ := test.NewNullLogger()
+	router, err := interest.NewRouter(file, prometheus.NewRegistry(), log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return router
+}
+
+// runner runs backfills listing api into env's stream through st, each
+// returning what it sent ("subject Nats-Msg-Id", copies included) and its
+// summary.
+func runner(t *testing.T, api catalogclient.Lists, env *publishtest.Env, st *topology.Topology) func(backfill.Options) ([]string, backfill.Summary) {
+	log, _ := test.NewNullLogger()
+	return func(o backfill.Options) ([]string, backfill.Summary) {
+		t.Helper()
+		rec := &recorder{BatchPublisher: env.Publisher}
+		sum, err := backfill.New(o, catalogclient.NewLister(api, 10, 1000), rec, env.Quarantine, st, log).Run(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return rec.sent, sum
+	}
+}

@@ -1,0 +1,140 @@
+package app
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/sirupsen/logrus/hooks/test"
+
+	"github.com/cdse-jetstream/receiver/event"
+	"github.com/cdse-jetstream/receiver/internal/ingest/interest"
+	"github.com/cdse-jetstream/receiver/internal/stream/complete"
+	"github.com/cdse-jetstream/receiver/internal/stream/supersede"
+	"github.com/cdse-jetstream/receiver/internal/stream/topology"
+	"github.com/cdse-jetstream/receiver/internal/testkit/fixtures"
+	"github.com/cdse-jetstream/receiver/internal/testkit/natstest"
+	"github.com/cdse-jetstream/receiver/internal/testkit/versionstest"
+)
+
+// TestLatestRangesWaitForTheVersionsConsumer: after a pass, the range of
+// an interest that takes the latest versions only advances only once the
+// versions consumer has decided every product event stored by the pass's
+// end; before that (here: no consumer yet) it is left, counted, while the
+// range of the interest of all versions beside it advances. Once the
+// consumer has caught up, the next pass advances it over both passes'
+// listings: one range, from the first pass's start.
+func TestLatestRangesWaitForTheVersionsConsumer(t *testing.T) {
+	defer func(w time.Duration) { latestWait = w }(latestWait)
+	latestWait = 300 * time.Millisecond
+	file := filepath.Join(t.TempDir(), "interests.yaml")
+	const f = "interests:\n  - name: all\n    filter: Collection/Name eq 'SENTINEL-1'\n  - name: latest\n    versions: latest\n    filter: Collection/Name eq 'SENTINEL-1'\n"
+	if err := os.WriteFile(file, []byte(f), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	log, _ := test.NewNullLogger()
+	router, err := interest.NewRouter(file, prometheus.NewRegistry(), log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := natstest.RunJetStream(t)
+	js, closeNC := natstest.JetStream(t, srv.ClientURL())
+	defer closeNC()
+	topo := topology.New(js, topology.Options{Stream: "P", SubjectPrefix: "p", Duplicates: time.Minute, SupersededPrefix: "s"})
+	ctx := context.Background()
+	if _, err := topo.EnsureProduct(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := js.Publish(ctx, "p.created.SENTINEL-1.IW_GRDH_1S", []byte(`{}`)); err != nil {
+		t.Fatal(err)
+	}
+	c := testConfig(t, t.TempDir())
+	c.ReconcileInterval = time.Hour
+	reg := prometheus.NewRegistry()
+	ranges, err := newCompleteRanges(Deps{Config: c, Interests: router, Topology: topo, Registry: reg, Log: log}, []event.Kind{event.Created})
+	if err != nil {
+		t.Fatal(err)
+	}
+	scopes := interestScopes(router.Current())
+	start := time.Now().Add(-time.Hour).Truncate(time.Second)
+	pass := func(from, until time.Time) {
+		t.Helper()
+		filter := ranges.filterOf()
+		if err := ranges.listed(ctx, event.Created, filter, from, until); err != nil {
+			t.Fatal(err)
+		}
+	}
+	held := func() map[string]complete.Range {
+		t.Helper()
+		rs, _, err := ranges.t.Ranges(ctx, scopes)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := map[string]complete.Range{}
+		for _, r := range rs {
+			out[r.Scope] = r
+		}
+		return out
+	}
+
+	pass(start, start.Add(30*time.Minute))
+	if rs := held(); rs["all"].Until.IsZero() || !rs["latest"].Until.IsZero() {
+		t.Fatalf("no versions consumer: ranges %+v, want all's alone", rs)
+	}
+	if n := testutil.ToFloat64(ranges.latest.Deferrals().WithLabelValues("created")); n != 1 {
+		t.Errorf("deferrals %v, want 1", n)
+	}
+
+	// The versions consumer takes the product event in.
+	versionstest.Run(t, topo, supersede.Options{})
+	versionstest.Decided(t, topo, 1)
+
+	pass(start.Add(20*time.Minute), start.Add(50*time.Minute))
+	rs := held()
+	if l := rs["latest"]; !l.From.Equal(start) || !l.Until.Equal(start.Add(50*time.Minute)) {
+		t.Errorf("the latest interest's range %v to %v, want %v to %v (both passes)", l.From, l.Until, start, start.Add(50*time.Minute))
+	}
+	if a := rs["all"]; !a.From.Equal(start) || !a.Until.Equal(start.Add(50*time.Minute)) {
+		t.Errorf("all's range %v to %v", a.From, a.Until)
+	}
+	if n := testutil.ToFloat64(ranges.latest.Deferrals().WithLabelValues("created")); n != 1 {
+		t.Errorf("deferrals %v, want still 1", n)
+	}
+}
+
+// TestStatusSaysWhatTheVersionsConsumerDoes: /status's versions section
+// says the consumer runs, what it has yet to take in, and when it last
+// decided; with RECEIVER_VERSIONS off there is none.
+func TestStatusSaysWhatTheVersionsConsumerDoes(t *testing.T) {
+	c := testConfig(t, t.TempDir())
+	a, _ := startApp(t, c)
+	if code := post(t, a, c, fixtures.Notification(t, "created-s2.json")); code != 200 {
+		t.Fatalf("post: %d", code)
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		v := a.Status(context.Background()).Versions
+		if v != nil && v.Running && v.Pending != nil && *v.Pending == 0 && v.LastDecision != nil {
+			if v.Notices != 0 || v.Undecided != 0 {
+				t.Errorf("one product: %d notices, %d undecided", v.Notices, v.Undecided)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("/status's versions within 20 s: %+v", v)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	_ = a.Shutdown(context.Background())
+
+	c = testConfig(t, t.TempDir())
+	c.Versions = false
+	b, _ := startApp(t, c)
+	if v := b.Status(context.Background()).Versions; v != nil {
+		t.Errorf("versions off: %+v", v)
+	}
+}
