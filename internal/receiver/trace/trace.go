@@ -1,8 +1,10 @@
 // Package trace finds where one product is on the streams: its events on
 // the product stream (and the source that brought each), its copies per
 // interest, the fetcher's retries, its bodies in the quarantine, and the
-// fetcher's fetched and failed events. It answers `receiver trace`:
-// "did product X arrive, and where did it go?".
+// fetcher's fetched and failed events; and its versions: its
+// acquisition, what the versions bucket knows of it and the notices of
+// supersession that name it (versions.go). It answers `receiver trace`:
+// "did product X arrive, where did it go, and is it the latest?".
 //
 // Every stream is read once, with an ordered consumer (no state on the
 // server), up to the last message there was when the read began; the
@@ -115,6 +117,16 @@ type Result struct {
 	Hits  []Hit  `json:"hits"`
 	More  int    `json:"more,omitempty"`
 	Reads []Read `json:"streams"`
+	// Versions is the product's acquisition and its versions, when
+	// Options.VersionsBucket is set.
+	Versions *Versions `json:"versions,omitempty"`
+}
+
+// Found says whether anything was found of the product: a message about
+// it, a notice naming it, or the versions bucket's record of it (a
+// product whose messages aged out of the stream).
+func (r Result) Found() bool {
+	return len(r.Hits) > 0 || r.Versions != nil && (len(r.Versions.Notices) > 0 || r.Versions.Standing != "" && r.Versions.Standing != StandingUnknown)
 }
 
 // Options say where to look.
@@ -130,6 +142,13 @@ type Options struct {
 	MaxBody int64
 	// MaxHits bounds the hits kept (default 1000): a product has a few.
 	MaxHits int
+	// VersionsBucket is the versions bucket (topology.VersionsBucketOf
+	// the product stream; "": the versions are not looked at). A missing
+	// one (RECEIVER_VERSIONS off) is no error.
+	VersionsBucket string
+	// MaxNotices bounds the notices of supersession kept (default 100):
+	// a product is named by a few.
+	MaxNotices int
 }
 
 // ErrIncomplete: a stream could not be read to its end; the result holds
@@ -142,11 +161,18 @@ func Find(ctx context.Context, js jetstream.JetStream, o Options, q Query) (Resu
 	if o.MaxHits <= 0 {
 		o.MaxHits = 1000
 	}
+	if o.MaxNotices <= 0 {
+		o.MaxNotices = 100
+	}
 	f := &finder{o: o, q: q, res: Result{Query: q.String(), By: "name", Hits: []Hit{}, Reads: []Read{}}, ids: map[string]bool{}}
+	if o.VersionsBucket != "" {
+		f.res.Versions = &Versions{Bucket: o.VersionsBucket, Versions: []Version{}, Notices: []Notice{}}
+	}
 	if q.ID != "" {
 		f.res.By = "id"
 		f.ids[q.ID] = true
 	}
+	f.name = q.Name
 	// The product stream and the fetcher's first: by name, they say the
 	// product's ids, which the quarantine's headers name it by.
 	err := f.stream(ctx, js, o.ProductStream, true, f.product)
@@ -155,6 +181,9 @@ func Find(ctx context.Context, js jetstream.JetStream, o Options, q Query) (Resu
 	}
 	if err == nil {
 		err = f.stream(ctx, js, o.QuarantineStream, false, f.quarantined)
+	}
+	if err == nil && f.res.Versions != nil {
+		err = f.versions(ctx, js)
 	}
 	slices.SortStableFunc(f.res.Hits, func(a, b Hit) int { return a.Time.Compare(b.Time) })
 	if err != nil && !errors.Is(err, ErrIncomplete) {
@@ -170,6 +199,11 @@ type finder struct {
 	// ids are the product's ids: the query's, or those its name has on
 	// the streams read so far (lower case).
 	ids map[string]bool
+	// name is the product's name: the query's, or the first its
+	// messages give; acquisition is the first Cdse-Acquisition they
+	// carry, and acquisitionFrom where it was read (FromMessage,
+	// FromNotice).
+	name, acquisition, acquisitionFrom string
 }
 
 func (f *finder) add(h Hit) {
@@ -206,9 +240,16 @@ func hit(stream string, m jetstream.Msg, md *jetstream.MsgMetadata, what string)
 
 func (f *finder) product(stream string, m jetstream.Msg, md *jetstream.MsgMetadata) {
 	h := m.Headers()
+	if f.res.Versions != nil && event.IsNotice(h) && h.Get(event.HeaderInterest) == "" {
+		// A notice of supersession: the versions section lists it (its
+		// copies to interests stay hits, as the interests' copies).
+		f.notice(m, md)
+		return
+	}
 	if !f.matches(h) {
 		return
 	}
+	f.learn(h, FromMessage)
 	x := hit(stream, m, md, WhatProduct)
 	switch {
 	case h.Get(event.HeaderInterest) != "":
