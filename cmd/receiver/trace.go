@@ -34,6 +34,16 @@ about it, oldest first, in one table:
 The fetched and failed events are read from the fetcher's stream
 (--fetched-stream, its FETCH_STREAM; none there yet is no error).
 
+Below, its versions: its acquisition (its messages' Cdse-Acquisition, else
+computed from its name; "no acquisition" when no naming rule applies),
+every version the versions bucket (<NATS_STREAM>_VERSIONS) holds of it,
+oldest first, when each place was decided (as a notice tells), which is the
+latest and what the product is (latest, superseded by, undecided), and the
+notices of supersession naming it (RECEIVER_VERSIONS_SUBJECT_PREFIX.>, read
+with the product stream). No bucket (RECEIVER_VERSIONS off) is said, not an
+error; the bucket trails the stream by what the versions consumer has yet
+to decide.
+
 Each stream is read once, up to its last message when the read began: the
 product and fetcher streams by their headers only, the quarantine a few
 bodies at a time (a refused body names its product in a header only when
@@ -89,14 +99,14 @@ func newTrace(getenv func(string) string, configFile *string) *cobra.Command {
 		defer cancel()
 		res, ferr := trace.Find(ctx, topo.JetStream(), trace.Options{
 			ProductStream: topo.ProductStream(), QuarantineStream: topo.QuarantineStream(),
-			FetchedStream: fetched, MaxBody: cfg.MaxBody,
+			FetchedStream: fetched, MaxBody: cfg.MaxBody, VersionsBucket: topo.VersionsBucket(),
 		}, q)
 		if ferr != nil && cmd.Context().Err() != nil {
 			ferr = cli.Interrupted(cmd.Context(), ferr)
 		} else if ferr != nil && ctx.Err() != nil {
 			ferr = fmt.Errorf("timed out after %s: %w", timeout, ferr)
 		}
-		if len(res.Hits) > 0 || out.Format == "json" || out.Format == "yaml" {
+		if res.Found() || out.Format == "json" || out.Format == "yaml" {
 			if err := out.Print(cmd.OutOrStdout(), res, func(w io.Writer) error { return traceTable(w, res, out.Wide()) }); err != nil {
 				return err
 			}
@@ -104,7 +114,7 @@ func newTrace(getenv func(string) string, configFile *string) *cobra.Command {
 		if ferr != nil {
 			return ferr
 		}
-		if len(res.Hits) == 0 {
+		if !res.Found() {
 			return errors.New("product " + q.String() + ": no message about it on " + readStreams(res))
 		}
 		return nil
@@ -142,7 +152,114 @@ func traceTable(w io.Writer, res trace.Result, wide bool) error {
 	if res.More > 0 {
 		fmt.Fprintf(tw, "… and %d more\n", res.More)
 	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if res.Versions != nil {
+		return versionsTable(w, res.Versions, wide)
+	}
+	return nil
+}
+
+// acquisitionFrom says where a trace read the acquisition key.
+var acquisitionFrom = map[string]string{
+	trace.FromMessage: "its messages' Cdse-Acquisition",
+	trace.FromNotice:  "a notice's Cdse-Acquisition",
+	trace.FromName:    "computed from its name",
+}
+
+// versionsTable is the versions section of a trace, below its hits: the
+// acquisition, its versions oldest first (the traced one marked *), the
+// product's standing and the notices naming it; wide adds the ids.
+func versionsTable(w io.Writer, v *trace.Versions, wide bool) error {
+	fmt.Fprintln(w)
+	if v.Acquisition == "" {
+		_, err := fmt.Fprintf(w, "VERSIONS: %s\n", v.Note)
+		return err
+	}
+	head := fmt.Sprintf("VERSIONS of acquisition %s (%s); bucket %s", v.Acquisition, acquisitionFrom[v.From], v.Bucket)
+	if v.Changed != nil {
+		head += ", last changed " + v.Changed.Format(time.RFC3339)
+	}
+	if v.Note != "" {
+		head += ": " + v.Note
+	}
+	fmt.Fprintln(w, head)
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	if len(v.Versions) > 0 {
+		cols := "\tVERSION\tDECIDED\tNAME\tSTANDING"
+		if wide {
+			cols += "\tID"
+		}
+		fmt.Fprintln(tw, cols)
+		for _, x := range v.Versions {
+			mark, decided := "", "-"
+			if x.Traced {
+				mark = "*"
+			}
+			if x.Decided != nil {
+				decided = x.Decided.Format(time.RFC3339)
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s", mark, x.Version, decided, x.Name, versionStanding(x, wide))
+			if wide {
+				fmt.Fprintf(tw, "\t%s", x.ID)
+			}
+			fmt.Fprintln(tw)
+		}
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	switch v.Standing {
+	case "", trace.StandingUnknown:
+	case trace.StandingSuperseded:
+		fmt.Fprintf(w, "This product (*): superseded by %s (%s)\n", cli.OrDash(v.SupersededBy.Name), v.SupersededBy.ID)
+	case trace.StandingUndecided:
+		fmt.Fprintln(w, "This product (*): undecided: its version cannot be ordered with the latest known, so nothing supersedes it nor is superseded by it")
+	default:
+		fmt.Fprintf(w, "This product (*): %s\n", v.Standing)
+	}
+	if len(v.Notices) == 0 {
+		_, err := fmt.Fprintln(w, "No notice of supersession names it.")
+		return err
+	}
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "Notices of supersession naming it (on the product stream):")
+	tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "SEQ\tTIME\tSUBJECT\tREASON\tSUPERSEDED\tBY")
+	for _, n := range v.Notices {
+		sup, by := cli.OrDash(n.Superseded.Name), cli.OrDash(n.By.Name)
+		if wide {
+			sup, by = sup+" "+n.Superseded.ID, by+" "+n.By.ID
+		}
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\n", n.Seq, n.Time.Format(time.RFC3339), n.Subject, n.Reason, sup, by)
+	}
+	if v.MoreNotices > 0 {
+		fmt.Fprintf(tw, "… and %d more\n", v.MoreNotices)
+	}
 	return tw.Flush()
+}
+
+// versionStanding is a version's STANDING.
+func versionStanding(x trace.Version, wide bool) string {
+	var s string
+	switch {
+	case x.SupersededBy != nil:
+		s = "superseded by " + cli.OrDash(x.SupersededBy.Name)
+		if wide {
+			s += " (" + x.SupersededBy.ID + ")"
+		}
+	case x.Undecided:
+		s = "undecided"
+	case x.Latest:
+		s = "latest"
+	default:
+		s = "older"
+	}
+	if x.Deleted {
+		s += ", deleted"
+	}
+	return s
 }
 
 // readStreams names the streams a trace read, and those missing.

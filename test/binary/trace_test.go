@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -29,6 +30,14 @@ type traced struct {
 		Stream  string
 		Missing bool
 		Done    bool
+	}
+	Versions *struct {
+		Acquisition, From, Standing, Note string
+		Versions                          []struct {
+			ID, Name, Version string
+			Latest, Traced    bool
+		}
+		Notices []struct{ Reason string }
 	}
 }
 
@@ -147,7 +156,7 @@ func TestTrace(t *testing.T) {
 	if code != 1 || out != "" || !strings.Contains(errOut, "no message about it on CDSE_PRODUCTS") {
 		t.Errorf("not found: exit %d, stdout %q, stderr %q", code, out, errOut)
 	}
-	if tr, _, code := runTrace(t, env, "NOT_A_PRODUCT.SAFE"); code != 1 || len(tr.Hits) != 0 || tr.By != "name" {
+	if tr, _, code := runTrace(t, env, "NOT_A_PRODUCT.SAFE"); code != 1 || len(tr.Hits) != 0 || tr.By != "name" || tr.Versions == nil || tr.Versions.Note != "no acquisition (no naming rule applies)" {
 		t.Errorf("not found -o json: exit %d %+v", code, tr)
 	}
 	// Usage errors exit 2.
@@ -155,6 +164,30 @@ func TestTrace(t *testing.T) {
 		if _, errOut, code := command(t, env, args...); code != 2 || !strings.Contains(errOut, "receiver trace") {
 			t.Errorf("%q: exit %d, stderr %q", args, code, errOut)
 		}
+	}
+
+	// Two versions of one acquisition (issue 42): the older's trace shows
+	// the acquisition, both versions oldest first, the newer the latest,
+	// and the notice between them, once the versions consumer decided.
+	for _, n := range []string{olderL1C, newerL1C} {
+		b := bytes.ReplaceAll(bytes.ReplaceAll(body, []byte(name), []byte(n)), []byte(id), []byte(uuid.NewSHA1(uuid.NameSpaceURL, []byte(n)).String()))
+		if code, resp := p.post(t, b); code != 200 {
+			t.Fatalf("post %s: %d %s", n, code, resp)
+		}
+	}
+	decided(t, js, 4)
+	out, errOut, code = command(t, env, "trace", olderL1C)
+	older := strings.Index(out, "0204  ")
+	newer := strings.Index(out, "0500  ")
+	if code != 0 || !strings.Contains(out, "VERSIONS of acquisition S2A_MSIL1C_20150704T101006_R022_T32TPS (its messages' Cdse-Acquisition)") ||
+		older < 0 || newer < older || !strings.Contains(out[older:newer], "superseded by "+newerL1C) || !strings.Contains(out[newer:], newerL1C+"  latest") ||
+		!strings.Contains(out, "This product (*): superseded by "+newerL1C) || !strings.Contains(out, "newer_arrived") {
+		t.Errorf("trace %s: exit %d %s; want the acquisition, both versions in order, the newer the latest, the notice:\n%s", olderL1C, code, errOut, out)
+	}
+	tr, errOut, code = runTrace(t, env, olderL1C)
+	if v := tr.Versions; code != 0 || v == nil || v.Acquisition != "S2A_MSIL1C_20150704T101006_R022_T32TPS" || v.Standing != "superseded" || len(v.Versions) != 2 ||
+		v.Versions[0].Name != olderL1C || !v.Versions[0].Traced || v.Versions[1].Name != newerL1C || !v.Versions[1].Latest || len(v.Notices) != 1 {
+		t.Errorf("trace %s -o json: exit %d %s; versions %+v", olderL1C, code, errOut, v)
 	}
 	p.stop(t)
 }
