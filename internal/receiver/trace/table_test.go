@@ -1,4 +1,4 @@
-package main
+package trace_test
 
 import (
 	"strings"
@@ -35,7 +35,7 @@ func TestVersionsTable(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			var b strings.Builder
-			if err := traceTable(&b, trace.Result{Versions: tt.v}, tt.wide); err != nil {
+			if err := trace.Table(&b, trace.Result{Versions: tt.v}, tt.wide); err != nil {
 				t.Fatal(err)
 			}
 			for _, w := range tt.want {
