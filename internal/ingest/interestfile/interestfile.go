@@ -349,6 +349,12 @@ func (s *Set) HasLatest() bool {
 	return false
 }
 
+// Has says whether the set has an interest of that name, whatever it
+// takes.
+func (s *Set) Has(name string) bool {
+	return slices.ContainsFunc(s.Interests, func(in Interest) bool { return in.Name == name })
+}
+
 // wants says whether in takes events of kind ev.
 func (in Interest) wants(ev event.Kind) bool { return slices.Contains(in.Events, ev) }
 

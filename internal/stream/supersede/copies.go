@@ -14,21 +14,20 @@ import (
 
 // Copier makes the copies of the interests that take the latest versions
 // only (versions: latest; internal/ingest/interest implements it): the
-// ingest path makes no copy for them, the Tracker stores these after its
-// decision on each product event, before it acks the event. Every copy
-// carries a Nats-Msg-Id derived from the product message's (or the
-// notice's), so that an event taken again after a crash stores nothing
-// twice.
+// ingest path makes no copy for them but names them on the product
+// message (event.HeaderLatestInterests) as it routed it when it stored
+// it; the Tracker stores these after its decision on each product event,
+// before it acks the event. Every copy carries a Nats-Msg-Id derived from
+// the product message's (or the notice's), so that an event taken again
+// after a crash stores nothing twice.
 type Copier interface {
-	// Interests are the names of those interests whose filter matches
-	// the product of n, whatever its event: the notices of its
-	// acquisition are copied to them. The Tracker keeps them with the
-	// product in the versions bucket, so that a notice reaches the
-	// interests of both its products.
-	Interests(n *notification.Notification) []string
+	// Interests are the names of those interests the product message p
+	// names: the notices of its acquisition are copied to them. The
+	// Tracker keeps them with the product in the versions bucket, so
+	// that a notice reaches the interests of both its products.
+	Interests(p Product) []string
 	// Copies are the copies of the product message p to those
-	// interests that take its event (their filter, events and
-	// maxSensingAge, at the event's own time), each as the ingest path
+	// interests it names that still exist, each as the ingest path
 	// would have made it: the same subject, headers and Nats-Msg-Id.
 	Copies(p Product) []*nats.Msg
 	// Notice is the copy of the notice m to the interest name, on a

@@ -41,8 +41,17 @@ const latestInterests = `interests:
 func copyEnv(t *testing.T) (*env, *interest.Router) {
 	t.Helper()
 	e := newEnvWith(t, window, event.DefaultInterestPrefix)
+	r, _ := routerAt(t, latestInterests)
+	e.route.Interests, e.route.InterestPrefix = r, event.DefaultInterestPrefix
+	return e, r
+}
+
+// routerAt is a Router of an interests file holding content, and the
+// file's path.
+func routerAt(t *testing.T, content string) (*interest.Router, string) {
+	t.Helper()
 	file := filepath.Join(t.TempDir(), "interests.yaml")
-	if err := os.WriteFile(file, []byte(latestInterests), 0o600); err != nil {
+	if err := os.WriteFile(file, []byte(content), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	log, _ := test.NewNullLogger()
@@ -50,8 +59,7 @@ func copyEnv(t *testing.T) (*env, *interest.Router) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e.route.Interests, e.route.InterestPrefix = r, event.DefaultInterestPrefix
-	return e, r
+	return r, file
 }
 
 // held is what the subjects of one interest hold, in order: the product

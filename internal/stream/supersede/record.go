@@ -32,9 +32,9 @@ type known struct {
 	// Undecided: its version could not be ordered with the latest known
 	// when it arrived (versions.Undecided); it is never linked.
 	Undecided bool `json:"undecided,omitempty"`
-	// Interests are the interests taking the latest versions only whose
-	// filter matched it when it was taken in (Copier.Interests): a notice
-	// naming it is copied to them.
+	// Interests are the interests taking the latest versions only the
+	// ingest path routed it to, as the message that took it in names
+	// them (Copier.Interests): a notice naming it is copied to them.
 	Interests []string `json:"interests,omitempty"`
 	// Copied are the Nats-Msg-Id of its product messages whose copies
 	// to those interests were decided (made or skipped), the last

@@ -316,7 +316,7 @@ func (t *Tracker) handle(ctx context.Context, kv jetstream.KeyValue, m jetstream
 	}
 	p := known{ID: n.ProductID, Name: n.ProductName, Version: id.Version, Collection: n.Collection, ProductType: n.ProductType}
 	if t.o.Copier != nil {
-		p.Interests = t.o.Copier.Interests(&n)
+		p.Interests = t.o.Copier.Interests(stored)
 	}
 	var cause string
 	if n.Event == event.Deleted {

@@ -1,0 +1,87 @@
+package supersede_test
+
+import (
+	"os"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/cdse-jetstream/receiver/event"
+	"github.com/cdse-jetstream/receiver/internal/ingest/interest"
+	"github.com/cdse-jetstream/receiver/internal/testkit/natstest"
+)
+
+// interestsOf is an interests file of one interest x over Sentinel-2
+// products, taking every version ("all"), the latest only ("latest"), or
+// absent (""), beside an interest of every version that keeps the file
+// never empty.
+func interestsOf(mode string) string {
+	f := "interests:\n  - name: keep\n    filter: Collection/Name eq 'SENTINEL-1'\n"
+	if mode != "" {
+		f += "  - name: x\n    versions: " + mode + "\n    filter: Collection/Name eq 'SENTINEL-2'\n"
+	}
+	return f
+}
+
+// reload puts content in the router's file and takes it in force.
+func reload(t *testing.T, r *interest.Router, path, content string) {
+	t.Helper()
+	if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Reload(true); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestLatestInterestsStampedAtIngest: the interests that take the latest
+// versions only are the ones the ingest path routed a product event to
+// when it stored it (its Cdse-Latest-Interests), not those in force when
+// the versions consumer, which trails, reads it: an interest switched
+// from latest to all while the consumer is behind still gets its copy (the
+// ingest path made none), one switched from all to latest gets none from
+// the consumer past the duplicate window (the ingest path made it), and an
+// interest of the latest versions added later does not get the products
+// stored before it (a new durable would otherwise copy 90 days of them).
+func TestLatestInterestsStampedAtIngest(t *testing.T) {
+	p := byName(t, "versions", "S2A_MSIL1C_20150704T101006_N0500_R022_T32TPS_20231011T134419.SAFE")
+	tests := []struct {
+		name         string
+		stored, read string // x's mode when the ingest path stores, when the consumer reads
+		pastWindow   bool
+		want         []string // what x's subjects hold
+	}{
+		{"latest, then all", "latest", "all", false, []string{"created " + p.Name}},
+		{"all, then latest, past the window", "all", "latest", true, []string{"created " + p.Name}},
+		{"added as latest later", "", "latest", false, nil},
+		{"latest, then removed", "latest", "", false, nil},
+		{"latest throughout", "latest", "latest", false, []string{"created " + p.Name}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e := newEnvWith(t, window, event.DefaultInterestPrefix)
+			r, path := routerAt(t, interestsOf(tt.stored))
+			e.route.Interests, e.route.InterestPrefix = r, event.DefaultInterestPrefix
+			e.created(t, p)
+			msgs := natstest.StreamMessages(t, e.js, event.DefaultStream)
+			stamp := msgs[0].Header.Get(event.HeaderLatestInterests)
+			if want := map[bool]string{true: "x"}[tt.stored == "latest"]; stamp != want {
+				t.Errorf("the product message's %s %q, want %q", event.HeaderLatestInterests, stamp, want)
+			}
+			for _, m := range msgs[1:] {
+				if m.Header.Get(event.HeaderLatestInterests) != "" {
+					t.Errorf("the copy %s carries %s", m.Subject, event.HeaderLatestInterests)
+				}
+			}
+			if tt.pastWindow {
+				e.pastWindow(t)
+			}
+			reload(t, r, path, interestsOf(tt.read))
+			e.trackWith(t, r.Latest(&e.route))
+			e.caughtUp(t)
+			if got := e.held(t, "x"); !slices.Equal(got, tt.want) {
+				t.Errorf("x holds %q, want %q", strings.Join(got, "; "), strings.Join(tt.want, "; "))
+			}
+		})
+	}
+}
