@@ -301,7 +301,7 @@ func (t *Tracker) handle(ctx context.Context, kv jetstream.KeyValue, m jetstream
 		return nil
 	}
 	stored := Product{Subject: m.Subject(), Header: m.Headers(), Data: m.Data(), N: &n}
-	id, ok := versions.Identify(n.ProductName, versions.Attrs{ProcessingDate: n.ProcessingDate, PublicationDate: n.Published})
+	id, p, cause, ok := takenIn(&n)
 	if !ok {
 		// No naming rule decides (counted by the ingest path): nothing
 		// supersedes it, it is its own latest.
@@ -314,15 +314,26 @@ func (t *Tracker) handle(ctx context.Context, kv jetstream.KeyValue, m jetstream
 		_, err := t.copyProduct(ctx, stored, decision)
 		return err
 	}
-	p := known{ID: n.ProductID, Name: n.ProductName, Version: id.Version, Collection: n.Collection, ProductType: n.ProductType}
 	if t.o.Copier != nil {
 		p.Interests = t.o.Copier.Interests(stored)
 	}
+	return t.apply(ctx, kv, id, p, n.Event, cause, stored)
+}
+
+// takenIn is the product of n as decide takes it in: its identity, and
+// the DeletionCause of a deleted event; false when no naming rule gives
+// it an acquisition.
+func takenIn(n *notification.Notification) (versions.Identity, known, string, bool) {
+	id, ok := versions.Identify(n.ProductName, versions.Attrs{ProcessingDate: n.ProcessingDate, PublicationDate: n.Published})
+	if !ok {
+		return id, known{}, "", false
+	}
+	p := known{ID: n.ProductID, Name: n.ProductName, Version: id.Version, Collection: n.Collection, ProductType: n.ProductType}
 	var cause string
 	if n.Event == event.Deleted {
 		cause, _ = jsonscan.String(n.Entity.Members[notification.MemberDeletionCause].Bytes(n.Value))
 	}
-	return t.apply(ctx, kv, id, p, n.Event, cause, stored)
+	return id, p, cause, true
 }
 
 // apply decides on the acquisition's record as stored, publishes the
