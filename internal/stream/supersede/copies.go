@@ -10,6 +10,7 @@ import (
 
 	"github.com/cdse-jetstream/receiver/event"
 	"github.com/cdse-jetstream/receiver/internal/cdse/notification"
+	"github.com/cdse-jetstream/receiver/internal/cdse/versions"
 )
 
 // Copier makes the copies of the interests that take the latest versions
@@ -93,7 +94,7 @@ func (t *Tracker) copyProduct(ctx context.Context, p Product, decision string) (
 // copyOnce stores the copies of the product event stored (of productID,
 // event ev) as the record r decides them, unless r notes them made, and
 // notes them; true when r changed.
-func (t *Tracker) copyOnce(ctx context.Context, r *record, productID string, ev event.Kind, stored Product) (bool, error) {
+func (t *Tracker) copyOnce(ctx context.Context, r *record, id versions.Identity, productID string, ev event.Kind, stored Product) (bool, error) {
 	if t.o.Copier == nil {
 		return false, nil
 	}
@@ -101,7 +102,7 @@ func (t *Tracker) copyOnce(ctx context.Context, r *record, productID string, ev 
 	if r.copied(productID, msgID) {
 		return false, nil
 	}
-	n, err := t.copyProduct(ctx, stored, r.decision(productID, ev))
+	n, err := t.copyProduct(ctx, stored, r.decision(id, productID, ev))
 	if err != nil || n == 0 {
 		return false, err // nothing to note: no record written for it
 	}

@@ -91,7 +91,7 @@ func Decide(ctx context.Context, kv jetstream.KeyValue, n *notification.Notifica
 		}
 	}
 	decide(&r, id, p, n.Event, cause)
-	return r.decision(p.ID, n.Event), nil
+	return r.decision(id, p.ID, n.Event), nil
 }
 
 func versioned(k known) event.VersionedProduct {

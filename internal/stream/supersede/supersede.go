@@ -360,7 +360,7 @@ func (t *Tracker) apply(ctx context.Context, kv jetstream.KeyValue, id versions.
 				return err
 			}
 		}
-		if copied, err := t.copyOnce(ctx, &r, p.ID, ev, stored); err != nil {
+		if copied, err := t.copyOnce(ctx, &r, id, p.ID, ev, stored); err != nil {
 			return err
 		} else if copied {
 			o.changed = true
