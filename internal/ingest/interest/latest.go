@@ -65,10 +65,16 @@ func (l *latest) Copies(p supersede.Product) []*nats.Msg {
 	return out
 }
 
-// Notice is the notice m's copy to the interest name: under its
-// subjects, <prefix>.<name>.superseded.<collection>.<productType>.
-func (l *latest) Notice(m *nats.Msg, name string) *nats.Msg {
-	return natsMsg(l.route.NoticeCopy(m.Header, m.Data, name, m.Header.Get(event.HeaderCollection), m.Header.Get(event.HeaderProductType)))
+// Notice is the notice m's copy to the interest name, under its subjects
+// (<prefix>.<name>.superseded.<collection>.<productType>); false when no
+// interest of that name takes the latest versions only in the set now in
+// force (removed, renamed or switched to all since the product was taken
+// in): its subjects are no longer the notices'.
+func (l *latest) Notice(m *nats.Msg, name string) (*nats.Msg, bool) {
+	if !l.r.set.Load().TakesLatest(name) {
+		return nil, false
+	}
+	return natsMsg(l.route.NoticeCopy(m.Header, m.Data, name, m.Header.Get(event.HeaderCollection), m.Header.Get(event.HeaderProductType))), true
 }
 
 func natsMsg(c publish.Message) *nats.Msg {

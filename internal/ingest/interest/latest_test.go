@@ -112,7 +112,10 @@ func TestLatestInterestsAreCopiedLater(t *testing.T) {
 	}
 	stored := &nats.Msg{Subject: "cdse.superseded.SENTINEL-2.S2MSI2A", Data: []byte(`{}`), Header: nats.Header{event.HeaderMsgID: {"superseded:a:b"},
 		event.HeaderNotice: {"superseded"}, event.HeaderCollection: {"SENTINEL-2"}, event.HeaderProductType: {"S2MSI2A"}}}
-	notice := copier.Notice(stored, "latest-only")
+	if _, ok := copier.Notice(stored, "all"); ok {
+		t.Error("a notice copied to an interest that takes every version")
+	}
+	notice, _ := copier.Notice(stored, "latest-only")
 	if want := copies + ".latest-only.superseded.SENTINEL-2.S2MSI2A"; notice.Subject != want ||
 		notice.Header.Get(event.HeaderMsgID) != ingest.InterestMsgID("latest-only", "superseded:a:b") || !event.IsNotice(notice.Header) {
 		t.Errorf("notice copy %s %v, want %s", notice.Subject, notice.Header, want)

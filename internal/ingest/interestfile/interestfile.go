@@ -355,6 +355,12 @@ func (s *Set) Has(name string) bool {
 	return slices.ContainsFunc(s.Interests, func(in Interest) bool { return in.Name == name })
 }
 
+// TakesLatest says whether the set has an interest of that name that
+// takes the latest versions only.
+func (s *Set) TakesLatest(name string) bool {
+	return slices.ContainsFunc(s.Interests, func(in Interest) bool { return in.Name == name && in.Latest() })
+}
+
 // wants says whether in takes events of kind ev.
 func (in Interest) wants(ev event.Kind) bool { return slices.Contains(in.Events, ev) }
 

@@ -32,8 +32,11 @@ type Copier interface {
 	// would have made it: the same subject, headers and Nats-Msg-Id.
 	Copies(p Product) []*nats.Msg
 	// Notice is the copy of the notice m to the interest name, on a
-	// subject under the interest's own.
-	Notice(m *nats.Msg, name string) *nats.Msg
+	// subject under the interest's own; false when no interest of that
+	// name takes the latest versions only in the set now in force (the
+	// names kept in the bucket are those of when each product was taken
+	// in: removed, renamed or switched to all since).
+	Notice(m *nats.Msg, name string) (*nats.Msg, bool)
 }
 
 // Product is a product message as the product stream stored it, with
@@ -110,7 +113,7 @@ func (t *Tracker) copyOnce(ctx context.Context, r *record, id versions.Identity,
 }
 
 // copyNotice stores the notice m's copies to the interests of both its
-// products (known.Interests).
+// products (known.Interests) that take the latest versions only now.
 func (t *Tracker) copyNotice(ctx context.Context, m *nats.Msg, n notice) error {
 	if t.o.Copier == nil {
 		return nil
@@ -122,7 +125,11 @@ func (t *Tracker) copyNotice(ctx context.Context, m *nats.Msg, n notice) error {
 				continue
 			}
 			seen[name] = true
-			if err := t.store(ctx, t.o.Copier.Notice(m, name), CopyNotice); err != nil {
+			c, ok := t.o.Copier.Notice(m, name)
+			if !ok {
+				continue
+			}
+			if err := t.store(ctx, c, CopyNotice); err != nil {
 				return err
 			}
 		}

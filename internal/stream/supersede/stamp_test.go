@@ -85,3 +85,37 @@ func TestLatestInterestsStampedAtIngest(t *testing.T) {
 		})
 	}
 }
+
+// TestNoticesGoToTheLatestInterestsInForce: a notice is copied to the
+// interests of its products that take the latest versions only in the set
+// in force when it is published, not to those the versions bucket noted
+// when the products were taken in: an interest switched to all, or
+// removed, since then gets no notice on its subjects.
+func TestNoticesGoToTheLatestInterestsInForce(t *testing.T) {
+	older := byName(t, "versions", "S2A_MSIL1C_20150704T101006_N0204_R022_T32TPS_20150704T101337.SAFE")
+	newer := byName(t, "versions", "S2A_MSIL1C_20150704T101006_N0500_R022_T32TPS_20231011T134419.SAFE")
+	tests := []struct {
+		then string // x's mode when the newer version arrives
+		want []string
+	}{
+		{"latest", []string{"created " + older.Name, "notice newer_arrived " + older.Name + " by " + newer.Name, "created " + newer.Name}},
+		{"all", []string{"created " + older.Name, "created " + newer.Name}},
+		{"", []string{"created " + older.Name}},
+	}
+	for _, tt := range tests {
+		t.Run("then "+map[bool]string{true: "removed", false: tt.then}[tt.then == ""], func(t *testing.T) {
+			e := newEnvWith(t, window, event.DefaultInterestPrefix)
+			r, path := routerAt(t, interestsOf("latest"))
+			e.route.Interests, e.route.InterestPrefix = r, event.DefaultInterestPrefix
+			e.trackWith(t, r.Latest(&e.route))
+			e.created(t, older)
+			e.caughtUp(t)
+			reload(t, r, path, interestsOf(tt.then))
+			e.created(t, newer)
+			e.caughtUp(t)
+			if got := e.held(t, "x"); !slices.Equal(got, tt.want) {
+				t.Errorf("x holds %q, want %q", strings.Join(got, "; "), strings.Join(tt.want, "; "))
+			}
+		})
+	}
+}
