@@ -349,6 +349,19 @@ func (s *Set) HasLatest() bool {
 	return false
 }
 
+// RangeFilter is what the interest's complete range is kept under: its
+// filter as written, and " versions=latest" after it for an interest that
+// takes the latest versions only, whose subjects then hold another set of
+// copies: a change of either starts the range anew. An interest of every
+// version keeps its filter alone (its ranges kept before stand).
+func (in *Interest) RangeFilter() string {
+	f := strings.TrimSpace(in.Filter.String())
+	if in.Latest() {
+		f += " versions=latest"
+	}
+	return f
+}
+
 // Has says whether the set has an interest of that name, whatever it
 // takes.
 func (s *Set) Has(name string) bool {

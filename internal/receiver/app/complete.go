@@ -95,8 +95,9 @@ func (c *completeRanges) covered() (*interestfile.Set, bool) {
 
 func interestScopes(set *interestfile.Set) []complete.Scope {
 	var out []complete.Scope
-	for _, in := range set.Interests {
-		out = append(out, complete.Scope{Name: in.Name, Filter: strings.TrimSpace(in.Filter.String()), Events: in.Events, Later: in.Latest()})
+	for i := range set.Interests {
+		in := &set.Interests[i]
+		out = append(out, complete.Scope{Name: in.Name, Filter: in.RangeFilter(), Events: in.Events, Later: in.Latest()})
 	}
 	return out
 }

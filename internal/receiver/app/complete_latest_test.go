@@ -138,3 +138,70 @@ func TestStatusSaysWhatTheVersionsConsumerDoes(t *testing.T) {
 		t.Errorf("versions off: %+v", v)
 	}
 }
+
+// TestRangeStartsAnewWhenVersionsChange: an interest switched between
+// versions: all and latest by a reload holds another set of copies from
+// then on, so its complete range starts anew at the next pass (as on a
+// change of its filter), in both directions, rather than claim the
+// earlier passes for the new mode.
+func TestRangeStartsAnewWhenVersionsChange(t *testing.T) {
+	for _, tt := range []struct{ before, after string }{{"all", "latest"}, {"latest", "all"}} {
+		t.Run(tt.before+" to "+tt.after, func(t *testing.T) {
+			file := filepath.Join(t.TempDir(), "interests.yaml")
+			content := func(mode string) []byte {
+				return []byte("interests:\n  - name: x\n    versions: " + mode + "\n    filter: Collection/Name eq 'SENTINEL-1'\n")
+			}
+			if err := os.WriteFile(file, content(tt.before), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			log, _ := test.NewNullLogger()
+			router, err := interest.NewRouter(file, prometheus.NewRegistry(), log)
+			if err != nil {
+				t.Fatal(err)
+			}
+			srv := natstest.RunJetStream(t)
+			js, closeNC := natstest.JetStream(t, srv.ClientURL())
+			defer closeNC()
+			topo := topology.New(js, topology.Options{Stream: "P", SubjectPrefix: "p", Duplicates: time.Minute, SupersededPrefix: "s"})
+			ctx := context.Background()
+			if _, err := topo.EnsureProduct(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := js.Publish(ctx, "p.created.SENTINEL-1.IW_GRDH_1S", []byte(`{}`)); err != nil {
+				t.Fatal(err)
+			}
+			versionstest.Run(t, topo, supersede.Options{})
+			versionstest.Decided(t, topo, 1)
+			c := testConfig(t, t.TempDir())
+			c.ReconcileInterval = time.Hour
+			ranges, err := newCompleteRanges(Deps{Config: c, Interests: router, Topology: topo, Registry: prometheus.NewRegistry(), Log: log}, []event.Kind{event.Created})
+			if err != nil {
+				t.Fatal(err)
+			}
+			start := time.Now().Add(-time.Hour).Truncate(time.Second)
+			pass := func(from, until time.Time) complete.Range {
+				t.Helper()
+				if err := ranges.listed(ctx, event.Created, ranges.filterOf(), from, until); err != nil {
+					t.Fatal(err)
+				}
+				rs, _, err := ranges.t.Ranges(ctx, interestScopes(router.Current()))
+				if err != nil || len(rs) != 1 {
+					t.Fatalf("ranges %+v %v, want x's", rs, err)
+				}
+				return rs[0]
+			}
+			if r := pass(start, start.Add(30*time.Minute)); !r.From.Equal(start) {
+				t.Fatalf("the first pass: x's range from %v, want %v", r.From, start)
+			}
+			if err := os.WriteFile(file, content(tt.after), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := router.Reload(true); err != nil {
+				t.Fatal(err)
+			}
+			if r := pass(start.Add(20*time.Minute), start.Add(50*time.Minute)); !r.From.Equal(start.Add(20 * time.Minute)) {
+				t.Errorf("after the switch: x's range from %v, want %v (started anew)", r.From, start.Add(20*time.Minute))
+			}
+		})
+	}
+}
