@@ -3,14 +3,11 @@ package backfill_test
 import (
 	"context"
 	"net/http/httptest"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
 	"github.com/sirupsen/logrus/hooks/test"
 
 	"github.com/cdse-jetstream/receiver/internal/cdse/catalogclient"
@@ -21,6 +18,7 @@ import (
 	"github.com/cdse-jetstream/receiver/internal/ingest/interest"
 	"github.com/cdse-jetstream/receiver/internal/stream/supersede"
 	"github.com/cdse-jetstream/receiver/internal/stream/topology"
+	"github.com/cdse-jetstream/receiver/internal/testkit/interesttest"
 	"github.com/cdse-jetstream/receiver/internal/testkit/publishtest"
 	"github.com/cdse-jetstream/receiver/internal/testkit/versionstest"
 )
@@ -121,16 +119,8 @@ func TestBackfillLatestInterest(t *testing.T) {
 // routerOf is the Router of an interests file holding content.
 func routerOf(t *testing.T, content string) *interest.Router {
 	t.Helper()
-	file := filepath.Join(t.TempDir(), "interests.yaml")
-	if err := os.WriteFile(file, []byte(content), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	log, _ := test.NewNullLogger()
-	router, err := interest.NewRouter(file, prometheus.NewRegistry(), log)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return router
+	r, _ := interesttest.Router(t, content)
+	return r
 }
 
 // runner runs backfills listing api into env's stream through st, each

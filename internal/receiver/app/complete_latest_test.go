@@ -2,11 +2,10 @@ package app
 
 import (
 	"context"
-	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/sirupsen/logrus/hooks/test"
@@ -17,6 +16,7 @@ import (
 	"github.com/cdse-jetstream/receiver/internal/stream/supersede"
 	"github.com/cdse-jetstream/receiver/internal/stream/topology"
 	"github.com/cdse-jetstream/receiver/internal/testkit/fixtures"
+	"github.com/cdse-jetstream/receiver/internal/testkit/interesttest"
 	"github.com/cdse-jetstream/receiver/internal/testkit/natstest"
 	"github.com/cdse-jetstream/receiver/internal/testkit/versionstest"
 )
@@ -31,27 +31,10 @@ import (
 func TestLatestRangesWaitForTheVersionsConsumer(t *testing.T) {
 	defer func(w time.Duration) { latestWait = w }(latestWait)
 	latestWait = 300 * time.Millisecond
-	file := filepath.Join(t.TempDir(), "interests.yaml")
 	const f = "interests:\n  - name: all\n    filter: Collection/Name eq 'SENTINEL-1'\n  - name: latest\n    versions: latest\n    filter: Collection/Name eq 'SENTINEL-1'\n"
-	if err := os.WriteFile(file, []byte(f), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	router, _, topo, _ := latestRangesEnv(t, f)
 	log, _ := test.NewNullLogger()
-	router, err := interest.NewRouter(file, prometheus.NewRegistry(), log)
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := natstest.RunJetStream(t)
-	js, closeNC := natstest.JetStream(t, srv.ClientURL())
-	defer closeNC()
-	topo := topology.New(js, topology.Options{Stream: "P", SubjectPrefix: "p", Duplicates: time.Minute, SupersededPrefix: "s"})
 	ctx := context.Background()
-	if _, err := topo.EnsureProduct(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := js.Publish(ctx, "p.created.SENTINEL-1.IW_GRDH_1S", []byte(`{}`)); err != nil {
-		t.Fatal(err)
-	}
 	c := testConfig(t, t.TempDir())
 	c.ReconcileInterval = time.Hour
 	reg := prometheus.NewRegistry()
@@ -147,29 +130,12 @@ func TestStatusSaysWhatTheVersionsConsumerDoes(t *testing.T) {
 func TestRangeStartsAnewWhenVersionsChange(t *testing.T) {
 	for _, tt := range []struct{ before, after string }{{"all", "latest"}, {"latest", "all"}} {
 		t.Run(tt.before+" to "+tt.after, func(t *testing.T) {
-			file := filepath.Join(t.TempDir(), "interests.yaml")
 			content := func(mode string) []byte {
 				return []byte("interests:\n  - name: x\n    versions: " + mode + "\n    filter: Collection/Name eq 'SENTINEL-1'\n")
 			}
-			if err := os.WriteFile(file, content(tt.before), 0o600); err != nil {
-				t.Fatal(err)
-			}
+			router, file, topo, _ := latestRangesEnv(t, string(content(tt.before)))
 			log, _ := test.NewNullLogger()
-			router, err := interest.NewRouter(file, prometheus.NewRegistry(), log)
-			if err != nil {
-				t.Fatal(err)
-			}
-			srv := natstest.RunJetStream(t)
-			js, closeNC := natstest.JetStream(t, srv.ClientURL())
-			defer closeNC()
-			topo := topology.New(js, topology.Options{Stream: "P", SubjectPrefix: "p", Duplicates: time.Minute, SupersededPrefix: "s"})
 			ctx := context.Background()
-			if _, err := topo.EnsureProduct(ctx); err != nil {
-				t.Fatal(err)
-			}
-			if _, err := js.Publish(ctx, "p.created.SENTINEL-1.IW_GRDH_1S", []byte(`{}`)); err != nil {
-				t.Fatal(err)
-			}
 			versionstest.Run(t, topo, supersede.Options{})
 			versionstest.Decided(t, topo, 1)
 			c := testConfig(t, t.TempDir())
@@ -193,15 +159,30 @@ func TestRangeStartsAnewWhenVersionsChange(t *testing.T) {
 			if r := pass(start, start.Add(30*time.Minute)); !r.From.Equal(start) {
 				t.Fatalf("the first pass: x's range from %v, want %v", r.From, start)
 			}
-			if err := os.WriteFile(file, content(tt.after), 0o600); err != nil {
-				t.Fatal(err)
-			}
-			if _, err := router.Reload(true); err != nil {
-				t.Fatal(err)
-			}
+			interesttest.Reload(t, router, file, string(content(tt.after)))
 			if r := pass(start.Add(20*time.Minute), start.Add(50*time.Minute)); !r.From.Equal(start.Add(20 * time.Minute)) {
 				t.Errorf("after the switch: x's range from %v, want %v (started anew)", r.From, start.Add(20*time.Minute))
 			}
 		})
 	}
+}
+
+// latestRangesEnv is a router of the interests file content (written at
+// the path returned) and a product stream P (subjects p.>, notices s.>)
+// holding one product event, on a real server.
+func latestRangesEnv(t *testing.T, content string) (*interest.Router, string, *topology.Topology, jetstream.JetStream) {
+	t.Helper()
+	router, file := interesttest.Router(t, content)
+	srv := natstest.RunJetStream(t)
+	js, closeNC := natstest.JetStream(t, srv.ClientURL())
+	t.Cleanup(closeNC)
+	topo := topology.New(js, topology.Options{Stream: "P", SubjectPrefix: "p", Duplicates: time.Minute, SupersededPrefix: "s"})
+	ctx := context.Background()
+	if _, err := topo.EnsureProduct(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := js.Publish(ctx, "p.created.SENTINEL-1.IW_GRDH_1S", []byte(`{}`)); err != nil {
+		t.Fatal(err)
+	}
+	return router, file, topo, js
 }

@@ -1,13 +1,12 @@
 package supersede_test
 
 import (
-	"os"
 	"slices"
 	"strings"
 	"testing"
 
 	"github.com/cdse-jetstream/receiver/event"
-	"github.com/cdse-jetstream/receiver/internal/ingest/interest"
+	"github.com/cdse-jetstream/receiver/internal/testkit/interesttest"
 	"github.com/cdse-jetstream/receiver/internal/testkit/natstest"
 )
 
@@ -21,17 +20,6 @@ func interestsOf(mode string) string {
 		f += "  - name: x\n    versions: " + mode + "\n    filter: Collection/Name eq 'SENTINEL-2'\n"
 	}
 	return f
-}
-
-// reload puts content in the router's file and takes it in force.
-func reload(t *testing.T, r *interest.Router, path, content string) {
-	t.Helper()
-	if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := r.Reload(true); err != nil {
-		t.Fatal(err)
-	}
 }
 
 // TestLatestInterestsStampedAtIngest: the interests that take the latest
@@ -60,7 +48,7 @@ func TestLatestInterestsStampedAtIngest(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			e := newEnvWith(t, window, event.DefaultInterestPrefix)
-			r, path := routerAt(t, interestsOf(tt.stored))
+			r, path := interesttest.Router(t, interestsOf(tt.stored))
 			e.route.Interests, e.route.InterestPrefix = r, event.DefaultInterestPrefix
 			e.created(t, p)
 			msgs := natstest.StreamMessages(t, e.js, event.DefaultStream)
@@ -76,7 +64,7 @@ func TestLatestInterestsStampedAtIngest(t *testing.T) {
 			if tt.pastWindow {
 				e.pastWindow(t)
 			}
-			reload(t, r, path, interestsOf(tt.read))
+			interesttest.Reload(t, r, path, interestsOf(tt.read))
 			e.trackWith(t, r.Latest(&e.route))
 			e.caughtUp(t)
 			if got := e.held(t, "x"); !slices.Equal(got, tt.want) {
@@ -105,12 +93,12 @@ func TestNoticesGoToTheLatestInterestsInForce(t *testing.T) {
 	for _, tt := range tests {
 		t.Run("then "+map[bool]string{true: "removed", false: tt.then}[tt.then == ""], func(t *testing.T) {
 			e := newEnvWith(t, window, event.DefaultInterestPrefix)
-			r, path := routerAt(t, interestsOf("latest"))
+			r, path := interesttest.Router(t, interestsOf("latest"))
 			e.route.Interests, e.route.InterestPrefix = r, event.DefaultInterestPrefix
 			e.trackWith(t, r.Latest(&e.route))
 			e.created(t, older)
 			e.caughtUp(t)
-			reload(t, r, path, interestsOf(tt.then))
+			interesttest.Reload(t, r, path, interestsOf(tt.then))
 			e.created(t, newer)
 			e.caughtUp(t)
 			if got := e.held(t, "x"); !slices.Equal(got, tt.want) {
