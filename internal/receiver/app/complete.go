@@ -46,7 +46,7 @@ func newCompleteRanges(d Deps, events []event.Kind) (*completeRanges, error) {
 	if err != nil {
 		return nil, err
 	}
-	latest, err := complete.NewDeferred(t, supersede.StreamDecided(d.Topology.JetStream(), d.Topology.ProductStream(), latestWait), d.Registry, d.Log)
+	latest, err := complete.NewDeferred(t, supersede.StreamDecisions(d.Topology.JetStream(), d.Topology.ProductStream()), latestWait, d.Registry, d.Log)
 	if err != nil {
 		return nil, err
 	}

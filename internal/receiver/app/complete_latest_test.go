@@ -51,18 +51,7 @@ func TestLatestRangesWaitForTheVersionsConsumer(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	held := func() map[string]complete.Range {
-		t.Helper()
-		rs, _, err := ranges.t.Ranges(ctx, scopes)
-		if err != nil {
-			t.Fatal(err)
-		}
-		out := map[string]complete.Range{}
-		for _, r := range rs {
-			out[r.Scope] = r
-		}
-		return out
-	}
+	held := func() map[string]complete.Range { t.Helper(); return rangesHeld(t, ranges, scopes) }
 
 	pass(start, start.Add(30*time.Minute))
 	if rs := held(); rs["all"].Until.IsZero() || !rs["latest"].Until.IsZero() {
@@ -185,4 +174,97 @@ func latestRangesEnv(t *testing.T, content string) (*interest.Router, string, *t
 		t.Fatal(err)
 	}
 	return router, file, topo, js
+}
+
+// TestLatestRangesAdvanceUnderABacklog: a versions consumer that stays
+// behind the product stream still advances the ranges of the interests
+// that take the latest versions only over every pass whose end it has
+// decided: each pass's listing is kept with the product stream's last
+// sequence at its end, not compared with the stream's end as it moves.
+// The receiver's durable here is acked by hand, a real consumer kept
+// behind.
+func TestLatestRangesAdvanceUnderABacklog(t *testing.T) {
+	defer func(w time.Duration) { latestWait = w }(latestWait)
+	latestWait = 300 * time.Millisecond
+	router, _, topo, js := latestRangesEnv(t, "interests:\n  - name: latest\n    versions: latest\n    filter: Collection/Name eq 'SENTINEL-1'\n")
+	ctx := context.Background()
+	cons, err := js.CreateConsumer(ctx, "P", jetstream.ConsumerConfig{Durable: topology.VersionsConsumer, FilterSubject: "p.>", AckPolicy: jetstream.AckExplicitPolicy})
+	if err != nil {
+		t.Fatal(err)
+	}
+	publish := func() {
+		t.Helper()
+		if _, err := js.Publish(ctx, "p.created.SENTINEL-1.IW_GRDH_1S", []byte(`{}`)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	decide := func(n int) {
+		t.Helper()
+		batch, err := cons.Fetch(n, jetstream.FetchMaxWait(5*time.Second))
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := 0
+		for m := range batch.Messages() {
+			if err := m.DoubleAck(ctx); err != nil {
+				t.Fatal(err)
+			}
+			got++
+		}
+		if got != n {
+			t.Fatalf("decided %d product events, want %d", got, n)
+		}
+	}
+	c := testConfig(t, t.TempDir())
+	c.ReconcileInterval = time.Hour
+	log, _ := test.NewNullLogger()
+	ranges, err := newCompleteRanges(Deps{Config: c, Interests: router, Topology: topo, Registry: prometheus.NewRegistry(), Log: log}, []event.Kind{event.Created})
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now().Add(-time.Hour).Truncate(time.Second)
+	pass := func(from, until time.Time) map[string]complete.Range {
+		t.Helper()
+		if err := ranges.listed(ctx, event.Created, ranges.filterOf(), from, until); err != nil {
+			t.Fatal(err)
+		}
+		return rangesHeld(t, ranges, interestScopes(router.Current()))
+	}
+
+	// The first pass ends with the stream at 2, nothing decided.
+	publish()
+	if rs := pass(start, start.Add(30*time.Minute)); !rs["latest"].Until.IsZero() {
+		t.Fatalf("nothing decided: range %+v", rs["latest"])
+	}
+	// The consumer decides up to the first pass's end while the stream
+	// grows on: the second pass ends at 4, not decided.
+	publish()
+	decide(2)
+	publish()
+	rs := pass(start.Add(20*time.Minute), start.Add(50*time.Minute))
+	if l := rs["latest"]; !l.From.Equal(start) || !l.Until.Equal(start.Add(30*time.Minute)) {
+		t.Errorf("the first pass decided: range %v to %v, want %v to %v", l.From, l.Until, start, start.Add(30*time.Minute))
+	}
+	// Then up to the second's (4): the third pass, not decided either,
+	// advances over it, in order.
+	decide(2)
+	publish()
+	rs = pass(start.Add(40*time.Minute), start.Add(70*time.Minute))
+	if l := rs["latest"]; !l.From.Equal(start) || !l.Until.Equal(start.Add(50*time.Minute)) {
+		t.Errorf("the second pass decided: range %v to %v, want %v to %v", l.From, l.Until, start, start.Add(50*time.Minute))
+	}
+}
+
+// rangesHeld are the complete ranges of scopes kept, by scope.
+func rangesHeld(t *testing.T, ranges *completeRanges, scopes []complete.Scope) map[string]complete.Range {
+	t.Helper()
+	rs, _, err := ranges.t.Ranges(context.Background(), scopes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]complete.Range{}
+	for _, r := range rs {
+		out[r.Scope] = r
+	}
+	return out
 }
