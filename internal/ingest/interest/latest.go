@@ -41,28 +41,29 @@ func (l *latest) Interests(p supersede.Product) []string {
 
 // Copies are p's copies to the interests named on it that still exist
 // (whatever they take now: the ingest path did not copy to them), each
-// with the subject, headers and Nats-Msg-Id the ingest path gives a copy.
-func (l *latest) Copies(p supersede.Product) []*nats.Msg {
+// with the subject, headers and Nats-Msg-Id the ingest path gives a copy;
+// dropped names those whose copy this route cannot make (a product
+// message not under its product subjects).
+func (l *latest) Copies(p supersede.Product) (copies []*nats.Msg, dropped []string) {
 	routed := ingest.LatestInterests(p.Header)
 	if len(routed) == 0 {
-		return nil
+		return nil, nil
 	}
 	s := l.r.set.Load()
-	var out []*nats.Msg
 	for _, to := range routed {
-		log := l.r.log.WithField("subject", p.Subject).WithField("interest", to.Name)
 		if !s.Has(to.Name) {
-			log.Info("a product routed to an interest that takes the latest versions only, which is no longer in force: not copied")
+			l.r.log.WithField("subject", p.Subject).WithField("interest", to.Name).
+				Info("a product routed to an interest that takes the latest versions only, which is no longer in force: not copied")
 			continue
 		}
 		c, ok := l.route.CopyOfStored(p.Subject, p.Header, p.Data, to)
 		if !ok {
-			log.Warn("a product message not under the product subjects of this receiver's route: no copy for an interest that takes the latest versions only")
+			dropped = append(dropped, to.Name)
 			continue
 		}
-		out = append(out, natsMsg(c))
+		copies = append(copies, natsMsg(c))
 	}
-	return out
+	return copies, dropped
 }
 
 // Notice is the notice m's copy to the interest name, under its subjects

@@ -92,8 +92,8 @@ func TestLatestInterestsAreCopiedLater(t *testing.T) {
 	if got := copier.Interests(stamped); len(got) != 1 || got[0] != "latest-only" {
 		t.Errorf("Interests %v, want [latest-only]", got)
 	}
-	made := copier.Copies(stamped)
-	if len(made) != 1 {
+	made, dropped := copier.Copies(stamped)
+	if len(made) != 1 || len(dropped) != 0 {
 		t.Fatalf("%d copies, want 1", len(made))
 	}
 	c := made[0]

@@ -29,8 +29,10 @@ type Copier interface {
 	Interests(p Product) []string
 	// Copies are the copies of the product message p to those
 	// interests it names that still exist, each as the ingest path
-	// would have made it: the same subject, headers and Nats-Msg-Id.
-	Copies(p Product) []*nats.Msg
+	// would have made it: the same subject, headers and Nats-Msg-Id;
+	// dropped names those whose copy cannot be made, now or ever (the
+	// message is not under the route's product subjects).
+	Copies(p Product) (copies []*nats.Msg, dropped []string)
 	// Notice is the copy of the notice m to the interest name, on a
 	// subject under the interest's own; false when no interest of that
 	// name takes the latest versions only in the set now in force (the
@@ -70,6 +72,10 @@ const (
 	CopySkipped = "skipped_superseded"
 	// CopyNotice: a notice of the interest's acquisitions.
 	CopyNotice = "notice"
+	// CopyDropped: a copy that cannot be made (Copier.Copies' dropped),
+	// whatever the decision: the product message stays on the product
+	// stream, the interest gets no copy of it.
+	CopyDropped = "dropped"
 )
 
 // copyProduct stores the copies of p after the decision: none when it is
@@ -78,7 +84,13 @@ func (t *Tracker) copyProduct(ctx context.Context, p Product, decision string) (
 	if t.o.Copier == nil {
 		return 0, nil
 	}
-	copies := t.o.Copier.Copies(p)
+	copies, dropped := t.o.Copier.Copies(p)
+	for _, name := range dropped {
+		// Taken again it would fail again: counted, and said loudly.
+		t.copies.WithLabelValues(name, CopyDropped).Inc()
+		t.log.WithFields(logrus.Fields{"interest": name, "subject": p.Subject, "product_id": p.N.ProductID, "product_name": p.N.ProductName}).
+			Error("versions: a product message not under this receiver's product subjects (NATS_SUBJECT_PREFIX changed?): no copy for an interest that takes the latest versions only (counted in cdse_receiver_versions_interest_copies_total{decision=\"dropped\"})")
+	}
 	for _, c := range copies {
 		name := c.Header.Get(event.HeaderInterest)
 		if decision == CopySkipped {

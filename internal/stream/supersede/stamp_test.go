@@ -107,3 +107,26 @@ func TestNoticesGoToTheLatestInterestsInForce(t *testing.T) {
 		})
 	}
 }
+
+// TestACopyThatCannotBeMadeIsCounted: a product message routed to an
+// interest that takes the latest versions only whose copy the Copier's
+// route cannot make (its subject is not under the route's product
+// subjects: NATS_SUBJECT_PREFIX changed under a consumer that trails) is
+// counted as dropped for that interest, not only logged.
+func TestACopyThatCannotBeMadeIsCounted(t *testing.T) {
+	p := byName(t, "versions", "S2A_MSIL1C_20150704T101006_N0500_R022_T32TPS_20231011T134419.SAFE")
+	e := newEnvWith(t, window, event.DefaultInterestPrefix)
+	r, _ := interesttest.Router(t, interestsOf("latest"))
+	e.route.Interests, e.route.InterestPrefix = r, event.DefaultInterestPrefix
+	e.created(t, p)
+	other := e.route
+	other.Prefix = "cdse.elsewhere"
+	reg := e.trackWith(t, r.Latest(&other))
+	e.caughtUp(t)
+	if got := copiesCounted(t, reg, "x", "dropped"); got != 1 {
+		t.Errorf("copies dropped %v, want 1", got)
+	}
+	if got := e.held(t, "x"); len(got) != 0 {
+		t.Errorf("x holds %q", got)
+	}
+}

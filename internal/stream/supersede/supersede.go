@@ -149,7 +149,7 @@ func New(o Options, topo *topology.Topology, reg prometheus.Registerer, log logr
 		notices: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "cdse_receiver_versions_notices_total",
 			Help: "Notices of supersession stored (not counting duplicates), by reason: newer_arrived, arrived_older, deleted_obsolete."}, []string{"reason"}),
 		copies: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "cdse_receiver_versions_interest_copies_total",
-			Help: "Copies for the interests that take the latest versions only (versions: latest), made by the versions consumer after its decision (not counting duplicates), by interest and decision: latest, unversioned (no naming rule: its own latest), undecided, deleted, notice; skipped_superseded counts the products not copied."}, []string{"interest", "decision"}),
+			Help: "Copies for the interests that take the latest versions only (versions: latest), made by the versions consumer after its decision (not counting duplicates), by interest and decision: latest, unversioned (no naming rule: its own latest), undecided, deleted, notice; skipped_superseded counts the products not copied, dropped those whose copy could not be made (not under this receiver's product subjects)."}, []string{"interest", "decision"}),
 		failures: prometheus.NewCounter(prometheus.CounterOpts{Name: "cdse_receiver_versions_failures_total",
 			Help: "Product events the versions consumer could not handle (the versions bucket or the notice's publish failed); each is taken again."}),
 	}
