@@ -1,11 +1,18 @@
 package supersede_test
 
 import (
+	"context"
 	"slices"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/sirupsen/logrus/hooks/test"
 
 	"github.com/cdse-jetstream/receiver/event"
+	"github.com/cdse-jetstream/receiver/internal/stream/supersede"
+	"github.com/cdse-jetstream/receiver/internal/stream/topology"
 	"github.com/cdse-jetstream/receiver/internal/testkit/interesttest"
 	"github.com/cdse-jetstream/receiver/internal/testkit/natstest"
 )
@@ -128,5 +135,34 @@ func TestACopyThatCannotBeMadeIsCounted(t *testing.T) {
 	}
 	if got := e.held(t, "x"); len(got) != 0 {
 		t.Errorf("x holds %q", got)
+	}
+}
+
+// TestStoppedForGoodIsVisible: when the product stream does not take the
+// notices' subjects (a setting to change), the versions consumer stops,
+// and what it says of itself (for /status) says so and why: the
+// interests that take the latest versions only get no copy until the
+// setting is changed, which an operator must see beside the log line.
+func TestStoppedForGoodIsVisible(t *testing.T) {
+	srv := natstest.RunJetStream(t)
+	js, closeNC := natstest.JetStream(t, srv.ClientURL())
+	defer closeNC()
+	topo := topology.New(js, topology.Options{Stream: event.DefaultStream, SubjectPrefix: event.DefaultPrefix, Duplicates: window})
+	if _, err := topo.EnsureProduct(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	log, _ := test.NewNullLogger()
+	tr, err := supersede.New(supersede.Options{MaxAge: time.Hour}, topo, prometheus.NewRegistry(), log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if err := tr.Run(ctx); err != nil || ctx.Err() != nil {
+		t.Fatalf("Run: %v (context: %v), want it to stop by itself", err, ctx.Err())
+	}
+	st := tr.State(context.Background())
+	if st.Running || !strings.Contains(st.Stopped, "does not take the notices") {
+		t.Errorf("state %+v: want stopped, saying why", st)
 	}
 }

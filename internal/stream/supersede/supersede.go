@@ -88,6 +88,9 @@ type Tracker struct {
 	// was decided (Unix nanoseconds, 0: none yet).
 	noticesStored, undecidedSeen atomic.Uint64
 	lastDecision                 atomic.Int64
+	// stopped is why it stopped for good (a setting to change), nil
+	// while it runs or retries.
+	stopped atomic.Pointer[string]
 }
 
 // State is what the Tracker says of itself, for /status.
@@ -104,12 +107,20 @@ type State struct {
 	// (not duplicates) and the products whose version could not be
 	// ordered.
 	Notices, Undecided uint64
+	// Stopped is why it stopped for good until the receiver is
+	// restarted with another setting ("" while it runs or retries):
+	// meanwhile no notice is published and the interests that take the
+	// latest versions only get no copy.
+	Stopped string
 }
 
 // State reads the Tracker's state; the pending count is asked of
 // JetStream within ctx.
 func (t *Tracker) State(ctx context.Context) State {
 	s := State{Running: t.running.Load(), Notices: t.noticesStored.Load(), Undecided: t.undecidedSeen.Load()}
+	if why := t.stopped.Load(); why != nil {
+		s.Stopped = *why
+	}
 	if ns := t.lastDecision.Load(); ns != 0 {
 		at := time.Unix(0, ns).UTC()
 		s.LastDecision = &at
@@ -166,7 +177,9 @@ func New(o Options, topo *topology.Topology, reg prometheus.Registerer, log logr
 // Run consumes until ctx ends, setting up its consumer again after a
 // failure. It returns nil: when the product stream does not take the
 // notices' subjects (topology.ErrNoticesNotTaken, a setting to change) it
-// says so and stops, and the receiver runs on without notices.
+// says so and stops, and the receiver runs on without notices nor the
+// copies of the interests that take the latest versions only; State's
+// Stopped says why (/status), since a log line alone is easily missed.
 func (t *Tracker) Run(ctx context.Context) error {
 	backoff := retry.Backoff{First: 500 * time.Millisecond, Max: 30 * time.Second}
 	for ctx.Err() == nil {
@@ -175,7 +188,9 @@ func (t *Tracker) Run(ctx context.Context) error {
 		case ctx.Err() != nil:
 			return nil
 		case errors.Is(err, topology.ErrNoticesNotTaken):
-			t.log.WithError(err).Error("no notices of supersession: the versions consumer is off until the setting is changed and the receiver restarted")
+			why := err.Error()
+			t.stopped.Store(&why)
+			t.log.WithError(err).Error("no notices of supersession, and no copies for the interests that take the latest versions only: the versions consumer is off until the setting is changed and the receiver restarted (/status versions.stopped)")
 			return nil
 		}
 		wait := backoff.Next()
