@@ -95,8 +95,7 @@ func (c *completeRanges) covered() (*interestfile.Set, bool) {
 
 func interestScopes(set *interestfile.Set) []complete.Scope {
 	var out []complete.Scope
-	for i := range set.Interests {
-		in := &set.Interests[i]
+	for _, in := range set.Interests {
 		out = append(out, complete.Scope{Name: in.Name, Filter: in.RangeFilter(), Events: in.Events, Later: in.Latest()})
 	}
 	return out
