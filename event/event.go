@@ -106,6 +106,14 @@ const (
 	// lists them). Absent when the area was evaluated or the interest has
 	// none, and on the product subjects.
 	HeaderAreaUnevaluated = "Cdse-Area-Unevaluated"
+	// HeaderLatestInterests, on a product message only, names the
+	// interests that take the latest versions only (versions: latest)
+	// the receiver routed the event to when it stored it: the versions
+	// consumer copies it to those, after its decision, and to no other.
+	// Comma-separated names, each followed by "=" and the reason when its
+	// area was not evaluated (as HeaderAreaUnevaluated). Absent when no
+	// such interest took the event, and on every copy.
+	HeaderLatestInterests = "Cdse-Latest-Interests"
 
 	// HeaderAcquisition is a stable key of what the product shows (its
 	// mission's acquisition: datatake and tile, orbit and frame, ...),

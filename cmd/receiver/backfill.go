@@ -174,7 +174,7 @@ func backfillRun(ctx context.Context, o backfillOptions, getenv func(string) str
 	var versions jetstream.KeyValue
 	if one != nil && one.Latest() {
 		// What the receiver's versions consumer decided: a product it
-		// knows superseded gets no copy.
+		// would not copy, on the bucket as it stands, gets no copy.
 		versions, err = topo.JetStream().KeyValue(ctx, topo.VersionsBucket())
 		switch {
 		case errors.Is(err, jetstream.ErrBucketNotFound):

@@ -32,6 +32,9 @@ var consumerHeaders = true
 // headerCap sizes a product message's header map and its values: the 24
 // headers with every option on, and Nats-Expected-Stream, which nats.go
 // sets when Publish sends the message. (A copy's map is a clone of it.)
+// Cdse-Latest-Interests, set only when an interest that takes the latest
+// versions only took the event, is not counted: a map made for 26 holds
+// 28 before it grows (32 slots, 7/8 full).
 const headerCap = 26
 
 // headerWriter sets headers whose values share one backing slice instead
@@ -177,6 +180,49 @@ func buildHeaders(n *notification.Notification, id, source string, r *Route, con
 	return w.h
 }
 
+// stampLatest names in h, a product message's headers, the interests of
+// routes that take the latest versions only (event.HeaderLatestInterests:
+// name, or name=reason when its area was not evaluated, comma-separated).
+// Nothing is set, built or allocated when there is none: the products no
+// such interest takes cost what they cost before.
+func stampLatest(h map[string][]string, routes []Routed) {
+	var b strings.Builder
+	for _, to := range routes {
+		if !to.Later {
+			continue
+		}
+		if b.Len() > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString(to.Name)
+		if to.AreaUnevaluated != "" {
+			b.WriteByte('=')
+			b.WriteString(to.AreaUnevaluated)
+		}
+	}
+	if b.Len() > 0 {
+		h[event.HeaderLatestInterests] = []string{b.String()}
+	}
+}
+
+// LatestInterests are the interests a product message's headers h name
+// as taking it when it was stored (stampLatest), each with why its area
+// was not evaluated; none when h names none.
+func LatestInterests(h map[string][]string) []Routed {
+	v := h[event.HeaderLatestInterests]
+	if len(v) == 0 || v[0] == "" {
+		return nil
+	}
+	var out []Routed
+	for item := range strings.SplitSeq(v[0], ",") {
+		name, why, _ := strings.Cut(strings.TrimSpace(item), "=")
+		if name != "" {
+			out = append(out, Routed{Name: name, AreaUnevaluated: why, Later: true})
+		}
+	}
+	return out
+}
+
 // copyHeaders are an interest copy's headers: product, the product
 // message's, cloned, and only what differs set: the copy's own Nats-Msg-Id
 // cid, Cdse-Interest and Cdse-Area-Unevaluated. No value is composed again.
@@ -191,6 +237,9 @@ func buildHeaders(n *notification.Notification, id, source string, r *Route, con
 func copyHeaders(product map[string][]string, cid string, to Routed) map[string][]string {
 	w := headerWriter{h: maps.Clone(product), vals: make([]string, 0, 3)}
 	delete(w.h, event.HeaderReplayed)
+	// The product message's routing to the versions consumer, not the
+	// copy's.
+	delete(w.h, event.HeaderLatestInterests)
 	w.set(event.HeaderMsgID, cid)
 	w.set(event.HeaderInterest, to.Name)
 	w.set(event.HeaderAreaUnevaluated, to.AreaUnevaluated)

@@ -100,14 +100,34 @@ type message struct {
 	source      string
 	r           *Route
 	header      map[string][]string
+	// routes are the interests the event is routed to, evaluated once
+	// (routed), before the product message's headers are built: those
+	// that take the latest versions only are named in them.
+	routes []Routed
+	routed bool
 }
 
-// headers are the product message's headers, built on first use.
+// headers are the product message's headers, built on first use; with
+// interests, after the routing, so that the product message names the
+// interests that take the latest versions only it was routed to
+// (event.HeaderLatestInterests): the versions consumer copies it to
+// those, as they were when it was stored.
 func (m *message) headers() map[string][]string {
 	if m.header == nil {
 		m.header = headers(m.n, m.id, m.source, m.r)
+		if m.r.Interests != nil {
+			stampLatest(m.header, m.route())
+		}
 	}
 	return m.header
+}
+
+// route evaluates the interests once.
+func (m *message) route() []Routed {
+	if !m.routed {
+		m.routes, m.routed = m.r.Interests.Match(m.n, nil), true
+	}
+	return m.routes
 }
 
 // copies are the product message as routed to every interest it matches:
@@ -116,12 +136,13 @@ func (m *message) headers() map[string][]string {
 // Nats-Msg-Id and subject. Headers and subject are the product message's,
 // changed only where they differ, not built again for every copy.
 func (m *message) copies() []publish.Message {
-	routes := m.r.Interests.Match(m.n, nil)
+	// The product message's headers are built (by now Publish has sent
+	// it), and with them the routes.
+	product := m.headers()
+	routes := m.route()
 	if len(routes) == 0 {
 		return nil
 	}
-	// By now Publish has sent the product message: its headers are built.
-	product := m.headers()
 	// The subject after the prefix (Template.Subject writes the prefix,
 	// then ".<token>" each): the same for every copy.
 	tokens := m.subject[len(m.r.Prefix):]

@@ -27,11 +27,13 @@
 // live and one stored here are one. What the interest's subjects already
 // hold is read first, as the product ids are for a plain backfill (its ids
 // only: bounded by the interest's messages since the range began). For an
-// interest that takes the latest versions only, a product the versions
-// bucket knows superseded gets no copy (counted: Progress.Superseded), as
-// the versions consumer would have made none; a product it does not know
-// yet is copied (nothing says it is superseded). The notices of its
-// acquisitions are not backfilled: they are on the notices' subjects.
+// interest that takes the latest versions only, each product is decided
+// by the versions consumer's own rule on the versions bucket as it stands
+// (supersede.Decide, nothing written): no copy of a product it would not
+// copy (counted: Progress.Superseded), whether the bucket knows the
+// product superseded or knows a newer version of a product it never saw.
+// The notices of its acquisitions are not backfilled: they are on the
+// notices' subjects.
 package backfill
 
 import (
@@ -45,7 +47,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/sirupsen/logrus"
 
@@ -77,9 +78,9 @@ type Options struct {
 	// against the event's own time, not the run's).
 	Interest *interestfile.Interest
 	// Versions is the versions bucket (topology.VersionsBucket), read
-	// when Interest takes the latest versions only: a product it knows
-	// superseded gets no copy (supersede.Lookup), as the versions
-	// consumer would have made none. Nil: nothing is known superseded.
+	// when Interest takes the latest versions only: a product the
+	// versions consumer would not copy, taking it in on the bucket as it
+	// stands, gets no copy (supersede.Decide). Nil: nothing is known.
 	Versions jetstream.KeyValue
 }
 
@@ -287,7 +288,7 @@ func (b *Backfill) event(ctx context.Context, k catalogclient.Kind, at *cursorAt
 			}
 		}
 		var msgs []publish.Message
-		for _, m := range ingest.Messages(ns, &b.o.Route, ingest.SourceBackfill) {
+		for i, m := range ingest.Messages(ns, &b.o.Route, ingest.SourceBackfill) {
 			if b.o.Interest != nil {
 				// The copies alone, stored as messages of their own.
 				var copies []publish.Message
@@ -298,7 +299,7 @@ func (b *Backfill) event(ctx context.Context, k catalogclient.Kind, at *cursorAt
 					p.NotTaken++
 				}
 				if len(copies) > 0 && b.o.Interest.Latest() {
-					superseded, err := b.superseded(ctx, &copies[0])
+					superseded, err := b.superseded(ctx, &ns[i])
 					if err != nil {
 						return fmt.Errorf("%s: %w", k.Event, err)
 					}
@@ -362,18 +363,16 @@ func (b *Backfill) event(ctx context.Context, k catalogclient.Kind, at *cursorAt
 	return save()
 }
 
-// superseded says whether the versions bucket knows the product of the
-// copy c superseded (a deletion is never: it is copied as a deletion).
-func (b *Backfill) superseded(ctx context.Context, c *publish.Message) (bool, error) {
-	h := nats.Header(c.MessageHeader())
-	if b.o.Versions == nil || h.Get(event.HeaderEvent) == string(event.Deleted) {
-		return false, nil
-	}
-	st, err := supersede.Lookup(ctx, b.o.Versions, h.Get(event.HeaderAcquisition), h.Get(event.HeaderProductID))
+// superseded says whether the versions consumer, taking the product
+// event n in now on the versions bucket as it stands, would make no copy
+// of it (supersede.Decide: the consumer's own rule, which also skips a
+// product older than a version known that the bucket has never seen).
+func (b *Backfill) superseded(ctx context.Context, n *notification.Notification) (bool, error) {
+	decision, err := supersede.Decide(ctx, b.o.Versions, n)
 	if err != nil {
 		return false, fmt.Errorf("versions bucket: %w", err)
 	}
-	return st.SupersededBy != nil, nil
+	return decision == supersede.CopySkipped, nil
 }
 
 // scanMargin is how long before the range's start a message about a product

@@ -28,7 +28,7 @@ func ExtendComplete(ctx context.Context, topo complete.Stores, in *interestfile.
 		log.WithError(err).Warn("complete ranges")
 		return
 	}
-	scope := complete.Scope{Name: in.Name, Filter: own, Events: in.Events}
+	scope := complete.Scope{Name: in.Name, Filter: in.RangeFilter(), Events: in.Events}
 	for _, p := range sum.Events {
 		if !slices.Contains(in.Events, p.Event) {
 			continue

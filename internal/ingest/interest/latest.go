@@ -4,18 +4,20 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/cdse-jetstream/receiver/event"
-	"github.com/cdse-jetstream/receiver/internal/cdse/notification"
-	"github.com/cdse-jetstream/receiver/internal/cdse/productfilter"
 	"github.com/cdse-jetstream/receiver/internal/ingest"
-	"github.com/cdse-jetstream/receiver/internal/ingest/interestfile"
 	"github.com/cdse-jetstream/receiver/internal/stream/publish"
 	"github.com/cdse-jetstream/receiver/internal/stream/supersede"
 )
 
 // Latest is the versions consumer's Copier (supersede.Copier) for the
-// interests in force that take the latest versions only: it evaluates
-// them as the ingest path evaluates the others, and shapes their copies as
-// route does (route's Prefix and InterestPrefix: the ingest path's).
+// interests that take the latest versions only: the ingest path names
+// those it routed a product event to on the product message
+// (event.HeaderLatestInterests), evaluated as it evaluates the others
+// when it stores it; the Copier copies to those names, shaped as route
+// shapes the ingest path's copies (route's Prefix and InterestPrefix).
+// What is in force when the consumer reads the message, which may trail
+// by a reload or by days, decides nothing but whether each interest
+// named still exists.
 func (r *Router) Latest(route *ingest.Route) supersede.Copier {
 	return &latest{r: r, route: route}
 }
@@ -27,81 +29,53 @@ type latest struct {
 
 var _ supersede.Copier = (*latest)(nil)
 
-// product is n's product as the set's filters read it, nil when the
-// notification carries none (no interest takes it).
-func product(s *interestfile.Set, n *notification.Notification) *productfilter.Product {
-	p, ok := productfilter.FromNotification(n, s.Needs())
-	if !ok {
-		return nil
-	}
-	return &p
-}
-
-// Interests are the names of the interests taking the latest versions
-// only whose filter matches n's product, whatever the event and its age:
-// a notice says something of a product they hold or would hold.
-func (l *latest) Interests(n *notification.Notification) []string {
-	s := l.r.set.Load()
-	if !s.HasLatest() {
-		return nil
-	}
-	p := product(s, n)
-	if p == nil {
-		return nil
-	}
+// Interests are the names of the interests that take the latest versions
+// only the ingest path routed the product message to.
+func (l *latest) Interests(p supersede.Product) []string {
 	var names []string
-	for i := range s.Interests {
-		if in := &s.Interests[i]; in.Latest() {
-			if ok, _ := in.Filter.Evaluate(p); ok {
-				names = append(names, in.Name)
-			}
-		}
+	for _, to := range ingest.LatestInterests(p.Header) {
+		names = append(names, to.Name)
 	}
 	return names
 }
 
-// Copies are p's copies to the interests taking the latest versions only
-// that take its event, evaluated at the event's own time (when the ingest
-// path stored it, not when the consumer reads it: a consumer that trails
-// evaluates a maxSensingAge as the ingest path would have).
-func (l *latest) Copies(sp supersede.Product) []*nats.Msg {
+// Copies are p's copies to the interests named on it that still exist
+// (whatever they take now: the ingest path did not copy to them), each
+// with the subject, headers and Nats-Msg-Id the ingest path gives a copy;
+// dropped names those whose copy this route cannot make (a product
+// message not under its product subjects).
+func (l *latest) Copies(p supersede.Product) (copies []*nats.Msg, dropped []string) {
+	routed := ingest.LatestInterests(p.Header)
+	if len(routed) == 0 {
+		return nil, nil
+	}
 	s := l.r.set.Load()
-	if !s.HasLatest() {
-		return nil
-	}
-	p := product(s, sp.N)
-	if p == nil {
-		return nil
-	}
-	at := sp.N.EventTime()
-	if at.IsZero() {
-		at = l.r.now()
-	}
-	var out []*nats.Msg
-	for i := range s.Interests {
-		in := &s.Interests[i]
-		if !in.Latest() {
+	for _, to := range routed {
+		if !s.Has(to.Name) {
+			l.r.log.WithField("subject", p.Subject).WithField("interest", to.Name).
+				Info("a product routed to an interest that takes the latest versions only, which is no longer in force: not copied")
 			continue
 		}
-		ok, why := in.Takes(sp.N.Event, p, at)
+		c, ok := l.route.CopyOfStored(p.Subject, p.Header, p.Data, to)
 		if !ok {
+			dropped = append(dropped, to.Name)
 			continue
 		}
-		c, ok := l.route.CopyOfStored(sp.Subject, sp.Header, sp.Data, ingest.Routed{Name: in.Name, AreaUnevaluated: string(why)})
-		if !ok {
-			l.r.log.WithField("subject", sp.Subject).WithField("interest", in.Name).
-				Warn("a product message not under the product subjects of this receiver's route: no copy for an interest that takes the latest versions only")
-			continue
-		}
-		out = append(out, natsMsg(c))
+		copies = append(copies, natsMsg(c))
 	}
-	return out
+	return copies, dropped
 }
 
-// Notice is the notice m's copy to the interest name: under its
-// subjects, <prefix>.<name>.superseded.<collection>.<productType>.
-func (l *latest) Notice(m *nats.Msg, name string) *nats.Msg {
-	return natsMsg(l.route.NoticeCopy(m.Header, m.Data, name, m.Header.Get(event.HeaderCollection), m.Header.Get(event.HeaderProductType)))
+// Notice is the notice m's copy to the interest name, under its subjects
+// (<prefix>.<name>.superseded.<collection>.<productType>); false when no
+// interest of that name takes the latest versions only in the set now in
+// force (removed, renamed or switched to all since the product was taken
+// in): its subjects are no longer the notices'.
+func (l *latest) Notice(m *nats.Msg, name string) (*nats.Msg, bool) {
+	if !l.r.set.Load().TakesLatest(name) {
+		return nil, false
+	}
+	return natsMsg(l.route.NoticeCopy(m.Header, m.Data, name, m.Header.Get(event.HeaderCollection), m.Header.Get(event.HeaderProductType))), true
 }
 
 func natsMsg(c publish.Message) *nats.Msg {

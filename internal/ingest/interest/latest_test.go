@@ -82,11 +82,18 @@ func TestLatestInterestsAreCopiedLater(t *testing.T) {
 	// The Copier, from the product message as the ingest path built it.
 	m := msgs[0]
 	copier := r.Latest(route)
-	if got := copier.Interests(&ns[0]); len(got) != 1 || got[0] != "latest-only" {
+	stamped := supersede.Product{Subject: m.Subject, Header: m.MessageHeader(), Data: m.Data, N: &ns[0]}
+	if got := m.MessageHeader()[event.HeaderLatestInterests]; len(got) != 1 || got[0] != "latest-only" {
+		t.Errorf("the product message's %s %q, want [latest-only]", event.HeaderLatestInterests, got)
+	}
+	if got := msgs2[0].MessageHeader()[event.HeaderLatestInterests]; len(got) != 1 || got[0] != "latest-only" {
+		t.Errorf("the product message routed to the latest interest only: %s %q, want [latest-only]", event.HeaderLatestInterests, got)
+	}
+	if got := copier.Interests(stamped); len(got) != 1 || got[0] != "latest-only" {
 		t.Errorf("Interests %v, want [latest-only]", got)
 	}
-	made := copier.Copies(supersede.Product{Subject: m.Subject, Header: m.MessageHeader(), Data: m.Data, N: &ns[0]})
-	if len(made) != 1 {
+	made, dropped := copier.Copies(stamped)
+	if len(made) != 1 || len(dropped) != 0 {
 		t.Fatalf("%d copies, want 1", len(made))
 	}
 	c := made[0]
@@ -95,14 +102,20 @@ func TestLatestInterestsAreCopiedLater(t *testing.T) {
 		c.Header.Get(event.HeaderMsgID) != wantID || c.Header.Get(event.HeaderInterest) != "latest-only" || string(c.Data) != string(m.Data) {
 		t.Errorf("copy %s %v, want %s with Nats-Msg-Id %s", c.Subject, c.Header, want, wantID)
 	}
+	if _, ok := c.Header[event.HeaderLatestInterests]; ok {
+		t.Errorf("the copy carries %s", event.HeaderLatestInterests)
+	}
 	for k, v := range m.MessageHeader() {
-		if k != event.HeaderMsgID && c.Header.Get(k) != v[0] {
+		if k != event.HeaderMsgID && k != event.HeaderLatestInterests && c.Header.Get(k) != v[0] {
 			t.Errorf("copy's %s %q, the product message's %q", k, c.Header.Get(k), v[0])
 		}
 	}
 	stored := &nats.Msg{Subject: "cdse.superseded.SENTINEL-2.S2MSI2A", Data: []byte(`{}`), Header: nats.Header{event.HeaderMsgID: {"superseded:a:b"},
 		event.HeaderNotice: {"superseded"}, event.HeaderCollection: {"SENTINEL-2"}, event.HeaderProductType: {"S2MSI2A"}}}
-	notice := copier.Notice(stored, "latest-only")
+	if _, ok := copier.Notice(stored, "all"); ok {
+		t.Error("a notice copied to an interest that takes every version")
+	}
+	notice, _ := copier.Notice(stored, "latest-only")
 	if want := copies + ".latest-only.superseded.SENTINEL-2.S2MSI2A"; notice.Subject != want ||
 		notice.Header.Get(event.HeaderMsgID) != ingest.InterestMsgID("latest-only", "superseded:a:b") || !event.IsNotice(notice.Header) {
 		t.Errorf("notice copy %s %v, want %s", notice.Subject, notice.Header, want)

@@ -349,6 +349,31 @@ func (s *Set) HasLatest() bool {
 	return false
 }
 
+// RangeFilter is what the interest's complete range is kept under: its
+// filter as written, and " versions=latest" after it for an interest that
+// takes the latest versions only, whose subjects then hold another set of
+// copies: a change of either starts the range anew. An interest of every
+// version keeps its filter alone (its ranges kept before stand).
+func (in *Interest) RangeFilter() string {
+	f := strings.TrimSpace(in.Filter.String())
+	if in.Latest() {
+		f += " versions=latest"
+	}
+	return f
+}
+
+// Has says whether the set has an interest of that name, whatever it
+// takes.
+func (s *Set) Has(name string) bool {
+	return slices.ContainsFunc(s.Interests, func(in Interest) bool { return in.Name == name })
+}
+
+// TakesLatest says whether the set has an interest of that name that
+// takes the latest versions only.
+func (s *Set) TakesLatest(name string) bool {
+	return slices.ContainsFunc(s.Interests, func(in Interest) bool { return in.Name == name && in.Latest() })
+}
+
 // wants says whether in takes events of kind ev.
 func (in Interest) wants(ev event.Kind) bool { return slices.Contains(in.Events, ev) }
 

@@ -46,7 +46,7 @@ func newCompleteRanges(d Deps, events []event.Kind) (*completeRanges, error) {
 	if err != nil {
 		return nil, err
 	}
-	latest, err := complete.NewDeferred(t, supersede.StreamDecided(d.Topology.JetStream(), d.Topology.ProductStream(), latestWait), d.Registry, d.Log)
+	latest, err := complete.NewDeferred(t, supersede.StreamDecisions(d.Topology.JetStream(), d.Topology.ProductStream()), latestWait, d.Registry, d.Log)
 	if err != nil {
 		return nil, err
 	}
@@ -96,7 +96,7 @@ func (c *completeRanges) covered() (*interestfile.Set, bool) {
 func interestScopes(set *interestfile.Set) []complete.Scope {
 	var out []complete.Scope
 	for _, in := range set.Interests {
-		out = append(out, complete.Scope{Name: in.Name, Filter: strings.TrimSpace(in.Filter.String()), Events: in.Events, Later: in.Latest()})
+		out = append(out, complete.Scope{Name: in.Name, Filter: in.RangeFilter(), Events: in.Events, Later: in.Latest()})
 	}
 	return out
 }

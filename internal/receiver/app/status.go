@@ -165,7 +165,7 @@ func (a *App) Status(ctx context.Context) status.Receiver {
 	}
 	if a.versions != nil {
 		v := a.versions.State(ctx)
-		st.Versions = &status.Versions{Running: v.Running, Pending: v.Pending, LastDecision: v.LastDecision, Notices: v.Notices, Undecided: v.Undecided}
+		st.Versions = &status.Versions{Running: v.Running, Pending: v.Pending, LastDecision: v.LastDecision, Notices: v.Notices, Undecided: v.Undecided, Stopped: v.Stopped}
 	}
 	st.Stream = a.streamState(ctx, cfg.Stream)
 	st.Quarantine = a.streamState(ctx, cfg.QuarantineStream)

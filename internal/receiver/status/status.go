@@ -63,6 +63,11 @@ type Versions struct {
 	// ordered with the latest known.
 	Notices   uint64 `json:"notices"`
 	Undecided uint64 `json:"undecided"`
+	// Stopped is why it stopped until the receiver is restarted with
+	// another setting (the product stream does not take the notices'
+	// subjects): no notices, and no copies for the interests that take
+	// the latest versions only, meanwhile. Absent while it runs.
+	Stopped string `json:"stopped,omitempty"`
 }
 
 // Complete is what is known complete (docs/consumers.md): a range per

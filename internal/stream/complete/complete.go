@@ -272,7 +272,7 @@ func (t *Tracker) Ranges(ctx context.Context, scopes []Scope) ([]Range, []NoRang
 			case !ok:
 				none = append(none, NoRange{Scope: s.Name, Event: string(ev), Reason: "no reconcile pass has listed it yet"})
 			case r.Filter != s.Filter:
-				none = append(none, NoRange{Scope: s.Name, Event: string(ev), Reason: "its filter changed: its range starts anew at the next reconcile pass"})
+				none = append(none, NoRange{Scope: s.Name, Event: string(ev), Reason: "its filter (or its versions:) changed: its range starts anew at the next reconcile pass"})
 			default:
 				rs = append(rs, Range{Scope: s.Name, Event: string(ev), From: r.From.UTC(), Until: r.Until.UTC()})
 			}

@@ -2,8 +2,6 @@ package supersede_test
 
 import (
 	"context"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -11,12 +9,12 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/sirupsen/logrus/hooks/test"
 
 	"github.com/cdse-jetstream/receiver/event"
 	"github.com/cdse-jetstream/receiver/internal/ingest"
 	"github.com/cdse-jetstream/receiver/internal/ingest/interest"
 	"github.com/cdse-jetstream/receiver/internal/stream/topology"
+	"github.com/cdse-jetstream/receiver/internal/testkit/interesttest"
 	"github.com/cdse-jetstream/receiver/internal/testkit/natstest"
 )
 
@@ -41,15 +39,7 @@ const latestInterests = `interests:
 func copyEnv(t *testing.T) (*env, *interest.Router) {
 	t.Helper()
 	e := newEnvWith(t, window, event.DefaultInterestPrefix)
-	file := filepath.Join(t.TempDir(), "interests.yaml")
-	if err := os.WriteFile(file, []byte(latestInterests), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	log, _ := test.NewNullLogger()
-	r, err := interest.NewRouter(file, prometheus.NewRegistry(), log)
-	if err != nil {
-		t.Fatal(err)
-	}
+	r, _ := interesttest.Router(t, latestInterests)
 	e.route.Interests, e.route.InterestPrefix = r, event.DefaultInterestPrefix
 	return e, r
 }

@@ -57,22 +57,37 @@ func WaitDecided(ctx context.Context, js jetstream.JetStream, stream string, seq
 	}
 }
 
-// StreamDecided is a wait for the decisions on stream (for
-// complete.Deferred): WaitDecided up to the stream's last sequence when it
-// is called (a reconcile pass that just ended: everything it stored is at
-// or below it), asking every fiftieth of bound.
-func StreamDecided(js jetstream.JetStream, stream string, bound time.Duration) func(context.Context) (bool, error) {
-	return func(ctx context.Context) (bool, error) { return waitStreamDecided(ctx, js, stream, bound) }
+// StreamDecisions are the versions consumer's decisions on stream as
+// complete.Deferred asks for them (complete.Decisions): the stream's last
+// sequence, and whether every product event at or below a sequence is
+// decided, waiting at most a bound, asking every fiftieth of it.
+func StreamDecisions(js jetstream.JetStream, stream string) StreamDecided {
+	return StreamDecided{js: js, stream: stream}
 }
 
-func waitStreamDecided(ctx context.Context, js jetstream.JetStream, stream string, bound time.Duration) (bool, error) {
-	s, err := js.Stream(ctx, stream)
+// StreamDecided is StreamDecisions' answer.
+type StreamDecided struct {
+	js     jetstream.JetStream
+	stream string
+}
+
+// Last is the stream's last sequence now.
+func (d StreamDecided) Last(ctx context.Context) (uint64, error) {
+	s, err := d.js.Stream(ctx, d.stream)
 	if err != nil {
-		return false, fmt.Errorf("stream %s: %w", stream, err)
+		return 0, fmt.Errorf("stream %s: %w", d.stream, err)
 	}
 	info, err := s.Info(ctx)
 	if err != nil {
-		return false, fmt.Errorf("stream %s: %w", stream, err)
+		return 0, fmt.Errorf("stream %s: %w", d.stream, err)
 	}
-	return WaitDecided(ctx, js, stream, info.State.LastSeq, bound, bound/50)
+	return info.State.LastSeq, nil
+}
+
+// Decided is Decided, waiting at most bound for it (none: asked once).
+func (d StreamDecided) Decided(ctx context.Context, seq uint64, bound time.Duration) (bool, error) {
+	if bound <= 0 {
+		return Decided(ctx, d.js, d.stream, seq)
+	}
+	return WaitDecided(ctx, d.js, d.stream, seq, bound, bound/50)
 }

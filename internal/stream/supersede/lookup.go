@@ -6,6 +6,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/cdse-jetstream/receiver/event"
+	"github.com/cdse-jetstream/receiver/internal/cdse/notification"
 	"github.com/cdse-jetstream/receiver/internal/cdse/versions"
 )
 
@@ -64,6 +65,33 @@ func Lookup(ctx context.Context, kv jetstream.KeyValue, acquisition, productID s
 		s.SupersededBy = &by
 	}
 	return s, nil
+}
+
+// Decide is the versions consumer's decision on the product event n for
+// the interests that take the latest versions only (CopyLatest,
+// CopyUnversioned, CopyUndecided, CopyDeleted or CopySkipped), as if it
+// took n in now, on the record kv holds of its acquisition (nil kv, or
+// none: nothing known). Nothing is written. For the readers that copy
+// to such an interest past the consumer (receiver backfill --interest):
+// the one rule, so that a product older than a version known is skipped
+// whether or not the consumer ever saw it.
+func Decide(ctx context.Context, kv jetstream.KeyValue, n *notification.Notification) (string, error) {
+	id, p, cause, ok := takenIn(n)
+	if !ok {
+		if n.Event == event.Deleted {
+			return CopyDeleted, nil
+		}
+		return CopyUnversioned, nil
+	}
+	var r record
+	if kv != nil {
+		var err error
+		if r, _, err = read(ctx, kv, id.Acquisition); err != nil {
+			return "", err
+		}
+	}
+	decide(&r, id, p, n.Event, cause)
+	return r.decision(id, p.ID, n.Event), nil
 }
 
 func versioned(k known) event.VersionedProduct {

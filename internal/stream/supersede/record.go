@@ -32,9 +32,9 @@ type known struct {
 	// Undecided: its version could not be ordered with the latest known
 	// when it arrived (versions.Undecided); it is never linked.
 	Undecided bool `json:"undecided,omitempty"`
-	// Interests are the interests taking the latest versions only whose
-	// filter matched it when it was taken in (Copier.Interests): a notice
-	// naming it is copied to them.
+	// Interests are the interests taking the latest versions only the
+	// ingest path routed it to, as the message that took it in names
+	// them (Copier.Interests): a notice naming it is copied to them.
 	Interests []string `json:"interests,omitempty"`
 	// Copied are the Nats-Msg-Id of its product messages whose copies
 	// to those interests were decided (made or skipped), the last
@@ -219,8 +219,11 @@ func (r *record) latest(id versions.Identity) []int {
 
 // decision is whether the product event of productID (ev) is copied to the
 // interests that take the latest versions only, as the record stands
-// after it was taken in: not when it is known superseded.
-func (r *record) decision(productID string, ev event.Kind) string {
+// after it was taken in: not when it is known superseded, nor when it is
+// older than the latest version known (a product taken in before, which
+// no notice links: deleted for another cause than obsolescence, then
+// modified).
+func (r *record) decision(id versions.Identity, productID string, ev event.Kind) string {
 	if ev == event.Deleted {
 		return CopyDeleted
 	}
@@ -233,7 +236,19 @@ func (r *record) decision(productID string, ev event.Kind) string {
 	case r.Products[i].Undecided:
 		return CopyUndecided
 	}
-	return CopyLatest
+	latest := r.latest(id)
+	if len(latest) == 0 || latest[0] == i {
+		return CopyLatest
+	}
+	switch versions.Relate(identity(id, r.Products[i]), identity(id, r.Products[latest[0]])) {
+	case versions.Older:
+		return CopySkipped
+	case versions.Newer, versions.Sibling, versions.Equal:
+		return CopyLatest
+	}
+	// Not ordered: nothing says it is superseded, and it is counted
+	// where it was taken in.
+	return CopyUndecided
 }
 
 func (r *record) index(productID string) int {

@@ -88,6 +88,9 @@ type Tracker struct {
 	// was decided (Unix nanoseconds, 0: none yet).
 	noticesStored, undecidedSeen atomic.Uint64
 	lastDecision                 atomic.Int64
+	// stopped is why it stopped for good (a setting to change), nil
+	// while it runs or retries.
+	stopped atomic.Pointer[string]
 }
 
 // State is what the Tracker says of itself, for /status.
@@ -104,12 +107,20 @@ type State struct {
 	// (not duplicates) and the products whose version could not be
 	// ordered.
 	Notices, Undecided uint64
+	// Stopped is why it stopped for good until the receiver is
+	// restarted with another setting ("" while it runs or retries):
+	// meanwhile no notice is published and the interests that take the
+	// latest versions only get no copy.
+	Stopped string
 }
 
 // State reads the Tracker's state; the pending count is asked of
 // JetStream within ctx.
 func (t *Tracker) State(ctx context.Context) State {
 	s := State{Running: t.running.Load(), Notices: t.noticesStored.Load(), Undecided: t.undecidedSeen.Load()}
+	if why := t.stopped.Load(); why != nil {
+		s.Stopped = *why
+	}
 	if ns := t.lastDecision.Load(); ns != 0 {
 		at := time.Unix(0, ns).UTC()
 		s.LastDecision = &at
@@ -149,7 +160,7 @@ func New(o Options, topo *topology.Topology, reg prometheus.Registerer, log logr
 		notices: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "cdse_receiver_versions_notices_total",
 			Help: "Notices of supersession stored (not counting duplicates), by reason: newer_arrived, arrived_older, deleted_obsolete."}, []string{"reason"}),
 		copies: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "cdse_receiver_versions_interest_copies_total",
-			Help: "Copies for the interests that take the latest versions only (versions: latest), made by the versions consumer after its decision (not counting duplicates), by interest and decision: latest, unversioned (no naming rule: its own latest), undecided, deleted, notice; skipped_superseded counts the products not copied."}, []string{"interest", "decision"}),
+			Help: "Copies for the interests that take the latest versions only (versions: latest), made by the versions consumer after its decision (not counting duplicates), by interest and decision: latest, unversioned (no naming rule: its own latest), undecided, deleted, notice; skipped_superseded counts the products not copied, dropped those whose copy could not be made (not under this receiver's product subjects)."}, []string{"interest", "decision"}),
 		failures: prometheus.NewCounter(prometheus.CounterOpts{Name: "cdse_receiver_versions_failures_total",
 			Help: "Product events the versions consumer could not handle (the versions bucket or the notice's publish failed); each is taken again."}),
 	}
@@ -166,7 +177,9 @@ func New(o Options, topo *topology.Topology, reg prometheus.Registerer, log logr
 // Run consumes until ctx ends, setting up its consumer again after a
 // failure. It returns nil: when the product stream does not take the
 // notices' subjects (topology.ErrNoticesNotTaken, a setting to change) it
-// says so and stops, and the receiver runs on without notices.
+// says so and stops, and the receiver runs on without notices nor the
+// copies of the interests that take the latest versions only; State's
+// Stopped says why (/status), since a log line alone is easily missed.
 func (t *Tracker) Run(ctx context.Context) error {
 	backoff := retry.Backoff{First: 500 * time.Millisecond, Max: 30 * time.Second}
 	for ctx.Err() == nil {
@@ -175,7 +188,9 @@ func (t *Tracker) Run(ctx context.Context) error {
 		case ctx.Err() != nil:
 			return nil
 		case errors.Is(err, topology.ErrNoticesNotTaken):
-			t.log.WithError(err).Error("no notices of supersession: the versions consumer is off until the setting is changed and the receiver restarted")
+			why := err.Error()
+			t.stopped.Store(&why)
+			t.log.WithError(err).Error("no notices of supersession, and no copies for the interests that take the latest versions only: the versions consumer is off until the setting is changed and the receiver restarted (/status versions.stopped)")
 			return nil
 		}
 		wait := backoff.Next()
@@ -301,7 +316,7 @@ func (t *Tracker) handle(ctx context.Context, kv jetstream.KeyValue, m jetstream
 		return nil
 	}
 	stored := Product{Subject: m.Subject(), Header: m.Headers(), Data: m.Data(), N: &n}
-	id, ok := versions.Identify(n.ProductName, versions.Attrs{ProcessingDate: n.ProcessingDate, PublicationDate: n.Published})
+	id, p, cause, ok := takenIn(&n)
 	if !ok {
 		// No naming rule decides (counted by the ingest path): nothing
 		// supersedes it, it is its own latest.
@@ -314,15 +329,26 @@ func (t *Tracker) handle(ctx context.Context, kv jetstream.KeyValue, m jetstream
 		_, err := t.copyProduct(ctx, stored, decision)
 		return err
 	}
-	p := known{ID: n.ProductID, Name: n.ProductName, Version: id.Version, Collection: n.Collection, ProductType: n.ProductType}
 	if t.o.Copier != nil {
-		p.Interests = t.o.Copier.Interests(&n)
+		p.Interests = t.o.Copier.Interests(stored)
 	}
+	return t.apply(ctx, kv, id, p, n.Event, cause, stored)
+}
+
+// takenIn is the product of n as decide takes it in: its identity, and
+// the DeletionCause of a deleted event; false when no naming rule gives
+// it an acquisition.
+func takenIn(n *notification.Notification) (versions.Identity, known, string, bool) {
+	id, ok := versions.Identify(n.ProductName, versions.Attrs{ProcessingDate: n.ProcessingDate, PublicationDate: n.Published})
+	if !ok {
+		return id, known{}, "", false
+	}
+	p := known{ID: n.ProductID, Name: n.ProductName, Version: id.Version, Collection: n.Collection, ProductType: n.ProductType}
 	var cause string
 	if n.Event == event.Deleted {
 		cause, _ = jsonscan.String(n.Entity.Members[notification.MemberDeletionCause].Bytes(n.Value))
 	}
-	return t.apply(ctx, kv, id, p, n.Event, cause, stored)
+	return id, p, cause, true
 }
 
 // apply decides on the acquisition's record as stored, publishes the
@@ -349,7 +375,7 @@ func (t *Tracker) apply(ctx context.Context, kv jetstream.KeyValue, id versions.
 				return err
 			}
 		}
-		if copied, err := t.copyOnce(ctx, &r, p.ID, ev, stored); err != nil {
+		if copied, err := t.copyOnce(ctx, &r, id, p.ID, ev, stored); err != nil {
 			return err
 		} else if copied {
 			o.changed = true
