@@ -639,17 +639,15 @@ func (a *App) handle(ctx context.Context, m jetstream.Msg) {
 			_ = m.Ack()
 			return
 		}
-		if err := a.parts.Engine.Delete(ctx, key); err != nil {
+		err := a.removeDeleted(ctx, log, m, key)
+		switch {
+		case errors.Is(err, errCutOff), errors.Is(err, errLapsed), errors.Is(err, errLeaseLost):
+			// As a download stopped: not acknowledged either way.
+			log.WithError(err).Error("removal of a deleted product stopped")
+			return
+		case err != nil:
 			a.retryLater(ctx, log, m, md, n, err)
 			return
-		}
-		if a.cfg.STAC {
-			// Its item goes with it: an item naming nothing would
-			// index a product that is gone.
-			if err := a.parts.Target.Delete(ctx, ItemKey(key)); err != nil {
-				a.retryLater(ctx, log, m, md, n, err)
-				return
-			}
 		}
 		a.outcomes.WithLabelValues("deleted").Inc()
 		pub = deletedMsg(a.cfg.FetchedPrefix, a.cfg.FetchConsumer, n, m.Headers(), a.parts.Target.URL(key))
@@ -716,6 +714,30 @@ func (a *App) handle(ctx context.Context, m jetstream.Msg) {
 	if err := m.DoubleAck(ctx); err != nil {
 		log.WithError(err).Warn("ack not confirmed; the event may be redelivered (its fetched event is deduplicated)")
 	}
+}
+
+// removeDeleted removes the product stored under key (a deleted event),
+// holding the key as a download does: a download of it under way, here
+// or in another replica, ends first. Removed meanwhile, its verified
+// files would be followed by the rest and the manifest, a folder that
+// says complete and is not.
+func (a *App) removeDeleted(ctx context.Context, log logrus.FieldLogger, m jetstream.Msg, key string) error {
+	ctx, release, err := a.hold(ctx, log, m, key)
+	if err != nil {
+		return err
+	}
+	defer release()
+	if err := a.parts.Engine.Delete(ctx, key); err != nil {
+		return err
+	}
+	if a.cfg.STAC {
+		// Its item goes with it: an item naming nothing would index a
+		// product that is gone.
+		if err := a.parts.Target.Delete(ctx, ItemKey(key)); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // fetch is the download of n's product under key, its message kept

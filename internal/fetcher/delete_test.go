@@ -1,0 +1,254 @@
+package fetcher
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	logtest "github.com/sirupsen/logrus/hooks/test"
+
+	"github.com/cdse-jetstream/receiver/event"
+	"github.com/cdse-jetstream/receiver/internal/cdse/cdsesim"
+	"github.com/cdse-jetstream/receiver/internal/fetcher/fetchconfig"
+	"github.com/cdse-jetstream/receiver/internal/fetcher/target"
+	"github.com/cdse-jetstream/receiver/internal/fetcher/target/file"
+	"github.com/cdse-jetstream/receiver/internal/testkit/natstest"
+)
+
+// removals is a fetcher that removes products (FETCH_ON_DELETE=delete,
+// FETCH_ON_SUPERSEDED=delete) beside a product stream that takes the
+// receiver's notices, over a real directory; what is stored is put there
+// through the directory target itself, as a fetch leaves it.
+type removals struct {
+	*badDay
+	dir string
+	tg  *file.Target
+}
+
+func startRemovals(t *testing.T) *removals {
+	t.Helper()
+	dir := t.TempDir()
+	b := startBadDayWith(t, dir, cdsesim.Unthrottled, func(c *fetchconfig.Config) {
+		c.OnDelete, c.OnSuperseded = "delete", "delete"
+	}, func(ctx context.Context, js jetstream.JetStream, cfg fetchconfig.Config, _ *cdsesim.Sim) error {
+		_, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: cfg.ProductStream.Stream,
+			Subjects: []string{cfg.SubjectPrefix + ".>", cfg.VersionsPrefix + ".>"}})
+		return err
+	})
+	tg, err := file.New(dir, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &removals{badDay: b, dir: dir, tg: tg}
+}
+
+// s2Named is a Sentinel-2 product of the simulator named by tile (a real
+// name's form: the key's date is its sensing start, as a notice's is).
+func (r *removals) s2Named(tile string) *cdsesim.Product {
+	name := "S2A_MSIL1C_20150704T101006_N0204_R022_" + tile + "_20150704T101337.SAFE"
+	return r.sim.GenerateWith(cdsesim.Sentinel2, 1, func(p *cdsesim.Product) {
+		p.Name, p.ContentStart = name, sensingStart(name)
+		p.ContentEnd = p.ContentStart.Add(20 * time.Second)
+	})[0]
+}
+
+// deletedBody is p's deleted notification, as the product id and name
+// given (p's when "").
+func deletedBody(t *testing.T, p *cdsesim.Product, id, name string) []byte {
+	t.Helper()
+	body, err := json.Marshal(map[string]any{"@odata.context": "$metadata#Notification/$entity", "SubscriptionEvent": "deleted",
+		"ProductId": cmpOr(id, p.ID), "ProductName": cmpOr(name, p.Name), "SubscriptionId": uuid.NewString(),
+		"NotificationDate": time.Now().UTC().Format("2006-01-02T15:04:05.000Z"), "value": p.Entity()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return body
+}
+
+func cmpOr(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
+}
+
+// keyOfBody is the key the fetcher gives the notification body.
+func (r *removals) keyOfBody(t *testing.T, body []byte) (string, *event.Notification) {
+	t.Helper()
+	n, err := event.DecodeData(body, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return Key(r.cfg.KeyTemplate, n), n
+}
+
+// send puts a message on the product stream and returns its sequence.
+func (r *removals) send(t *testing.T, m *nats.Msg) uint64 {
+	t.Helper()
+	ack, err := r.js.PublishMsg(context.Background(), m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ack.Sequence
+}
+
+// deleted puts the deleted notification body on the product stream.
+func (r *removals) deleted(t *testing.T, body []byte) uint64 {
+	t.Helper()
+	n, err := event.DecodeData(body, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// With the headers the receiver sets, which the fetched events carry.
+	m := &nats.Msg{Subject: r.cfg.SubjectPrefix + ".deleted." + n.Collection + "." + n.ProductType, Data: body, Header: nats.Header{}}
+	m.Header.Set(event.HeaderProductID, n.ProductID)
+	m.Header.Set(event.HeaderProductName, n.ProductName)
+	m.Header.Set(event.HeaderCollection, n.Collection)
+	m.Header.Set(event.HeaderProductType, n.ProductType)
+	return r.send(t, m)
+}
+
+// notice puts the receiver's notice that n's product (its id and name)
+// is superseded on the product stream.
+func (r *removals) notice(t *testing.T, n *event.Notification) uint64 {
+	t.Helper()
+	s := event.Superseded{Notice: event.NoticeSuperseded, Reason: event.NewerArrived, Acquisition: "test",
+		Superseded: event.VersionedProduct{ID: n.ProductID, Name: n.ProductName}, By: event.VersionedProduct{ID: uuid.NewString(), Name: "newer"}}
+	if key, why := SupersededKey(r.cfg.KeyTemplate, &event.Superseded{Superseded: s.Superseded, Collection: n.Collection, ProductType: n.ProductType}); key != Key(r.cfg.KeyTemplate, n) {
+		t.Fatalf("the notice's key %q (%s) is not the product's %q", key, why, Key(r.cfg.KeyTemplate, n))
+	}
+	body, err := json.Marshal(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := &nats.Msg{Subject: event.SupersededSubject(r.cfg.VersionsPrefix, n.Collection, n.ProductType), Data: body, Header: nats.Header{}}
+	m.Header.Set(event.HeaderNotice, event.NoticeSuperseded)
+	m.Header.Set(event.HeaderMsgID, event.SupersededMsgID(s.Superseded.ID, s.By.ID))
+	m.Header.Set(event.HeaderCollection, n.Collection)
+	m.Header.Set(event.HeaderProductType, n.ProductType)
+	m.Header.Set(event.HeaderProductID, n.ProductID)
+	m.Header.Set(event.HeaderProductName, n.ProductName)
+	return r.send(t, m)
+}
+
+// handled waits until the fetcher's consumer has acknowledged (or
+// terminated) the product stream's messages up to seq.
+func (r *removals) handled(t *testing.T, seq uint64) {
+	t.Helper()
+	until(t, 20*time.Second, fmt.Sprintf("message %d handled", seq), func() bool {
+		c, err := r.js.Consumer(context.Background(), r.cfg.ProductStream.Stream, r.cfg.FetchConsumer)
+		if err != nil {
+			return false
+		}
+		info, err := c.Info(context.Background())
+		return err == nil && info.AckFloor.Stream >= seq
+	})
+}
+
+// put stores key as a fetch would, recording id as its product.
+func (r *removals) put(t *testing.T, key, id string) {
+	t.Helper()
+	ctx := context.Background()
+	body := []byte("bytes of " + key)
+	s := target.Stored{Size: int64(len(body)), ProductID: id}
+	up, err := r.tg.Open(ctx, key, s.Size, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := up.Write(body); err != nil {
+		t.Fatal(err)
+	}
+	if err := up.Commit(ctx, s); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// there says whether key is stored.
+func (r *removals) there(t *testing.T, key string) bool {
+	t.Helper()
+	_, ok, err := r.tg.Stat(context.Background(), key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ok
+}
+
+// eventsOf are the fetcher's events about product id.
+func (r *removals) eventsOf(t *testing.T, id string) []natstest.Msg {
+	t.Helper()
+	var out []natstest.Msg
+	for _, m := range natstest.StreamMessages(t, r.js, r.cfg.Stream) {
+		if m.Header.Get(event.HeaderProductID) == id {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+// A product stored by files: the folder of its key without .zip, its
+// files and its manifest (stored with the product's id, each file with
+// the product's id and the file's checksum, as files.go records them).
+func folderFiles(key string) (manifestKey string, files []string) {
+	base := strings.TrimSuffix(key, ".zip")
+	return base + "/manifest.safe", []string{base + "/MTD_MSIL1C.xml", base + "/GRANULE/L1C_T32TPS/IMG_DATA/T32TPS_B02.jp2"}
+}
+
+// TestDeleteWaitsForTheKeysHold: a deleted event of a product whose key
+// another replica holds (its download of that product running: the test
+// holds the key's lease) waits for the hold to end before removing
+// anything: a download storing the folder's last files and its manifest
+// meanwhile would otherwise leave a folder whose manifest says complete
+// and whose files are gone. Once the lease is released, the folder is
+// removed and the deleted event published.
+func TestDeleteWaitsForTheKeysHold(t *testing.T) {
+	r := startRemovals(t)
+	p := r.s2Named("T32TPA")
+	body := deletedBody(t, p, "", "")
+	key, _ := r.keyOfBody(t, body)
+	mkey, files := folderFiles(key)
+	for _, k := range append(files, mkey) {
+		r.put(t, k, p.ID)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	var kv jetstream.KeyValue
+	until(t, 20*time.Second, "the fetcher's lease bucket", func() bool {
+		var err error
+		kv, err = r.js.KeyValue(ctx, LeaseBucket(r.cfg.Stream))
+		return err == nil
+	})
+	log, _ := logtest.NewNullLogger()
+	other := &leases{kv: kv, owner: "another replica"}
+	held, err := other.acquire(ctx, log, key, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.deleted(t, body)
+	waits := func() bool {
+		for _, e := range r.hook.AllEntries() {
+			if strings.Contains(e.Message, "another replica is downloading this product") {
+				return true
+			}
+		}
+		return false
+	}
+	until(t, 20*time.Second, "the deleted event waiting for the lease, or handled", func() bool {
+		return waits() || len(r.eventsOf(t, p.ID)) > 0
+	})
+	if got := r.eventsOf(t, p.ID); len(got) != 0 || !r.there(t, mkey) || !r.there(t, files[0]) {
+		t.Fatalf("removed while another replica holds the key: %d events, manifest there %v, a file there %v", len(got), r.there(t, mkey), r.there(t, files[0]))
+	}
+	held.release(ctx)
+	until(t, 20*time.Second, "the deleted event published once the lease is released", func() bool { return len(r.eventsOf(t, p.ID)) == 1 })
+	for _, k := range append(files, mkey) {
+		if r.there(t, k) {
+			t.Errorf("%s left after the deleted event", k)
+		}
+	}
+}
