@@ -11,6 +11,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	logtest "github.com/sirupsen/logrus/hooks/test"
 
 	"github.com/cdse-jetstream/receiver/event"
@@ -249,6 +250,91 @@ func TestDeleteWaitsForTheKeysHold(t *testing.T) {
 	for _, k := range append(files, mkey) {
 		if r.there(t, k) {
 			t.Errorf("%s left after the deleted event", k)
+		}
+	}
+}
+
+// TestRemovalsRemoveOnlyTheProductsOwn: a deleted event, and a notice of
+// supersession, remove what is stored under the product's key only when
+// it records the product's id (or none: stored by hand), the archive and
+// the folder of its files each checked on its own: a late event for an
+// old id never removes the product re-published under the same name with
+// a new id, whether stored whole or by files, nor one of the two stored
+// beside the product's own. A folder without its manifest (a download of
+// it cut short) is only leftovers, and goes. Something of the product
+// removed is said by one fetched event on the deleted subject; only
+// another product's stored there, nothing is published, and the deleted
+// event counts as kept.
+func TestRemovalsRemoveOnlyTheProductsOwn(t *testing.T) {
+	const own, other, none = "own", "other", "none"
+	r := startRemovals(t)
+	tile := 'A'
+	for _, tc := range []struct {
+		name            string
+		archive, folder string // whose is stored: own, other, none ("" nothing)
+		leftovers       bool   // the folder's files without its manifest
+		wantArchive     bool   // left after
+		wantFolder      bool
+		wantEvent       bool
+	}{
+		{name: "archive of its own", archive: own, wantEvent: true},
+		{name: "archive of another id", archive: other, wantArchive: true},
+		{name: "archive recording no id", archive: none, wantEvent: true},
+		{name: "folder of its own", folder: own, wantEvent: true},
+		{name: "folder of another id", folder: other, wantFolder: true},
+		{name: "another's archive beside its folder", archive: other, folder: own, wantArchive: true, wantEvent: true},
+		{name: "its archive beside another's folder", archive: own, folder: other, wantFolder: true, wantEvent: true},
+		{name: "leftovers of a cut download", leftovers: true, wantEvent: false},
+	} {
+		for _, path := range []string{"deleted", "superseded"} {
+			t.Run(path+"/"+tc.name, func(t *testing.T) {
+				tile++
+				p := r.s2Named("T32TP" + string(tile))
+				body := deletedBody(t, p, "", "")
+				key, n := r.keyOfBody(t, body)
+				mkey, files := folderFiles(key)
+				idOf := map[string]string{own: p.ID, other: uuid.NewString(), none: ""}
+				if tc.archive != "" {
+					r.put(t, key, idOf[tc.archive])
+				}
+				if tc.folder != "" || tc.leftovers {
+					for _, k := range files {
+						r.put(t, k, idOf[cmpOr(tc.folder, own)]+" md5:0")
+					}
+				}
+				if tc.folder != "" {
+					r.put(t, mkey, idOf[tc.folder])
+				}
+				kept := testutil.ToFloat64(r.app.outcomes.WithLabelValues("kept"))
+				if path == "deleted" {
+					r.handled(t, r.deleted(t, body))
+				} else {
+					r.handled(t, r.notice(t, n))
+				}
+				if got := tc.archive != "" && r.there(t, key); got != tc.wantArchive {
+					t.Errorf("the archive left %v, want %v", got, tc.wantArchive)
+				}
+				if got := tc.folder != "" && r.there(t, mkey); got != tc.wantFolder {
+					t.Errorf("the folder's manifest left %v, want %v", got, tc.wantFolder)
+				}
+				if got := (tc.folder != "" || tc.leftovers) && r.there(t, files[0]); got != tc.wantFolder {
+					t.Errorf("the folder's files left %v, want %v", got, tc.wantFolder)
+				}
+				// A deleted event of a product of which nothing, or only
+				// leftovers, was stored is still said (its redelivery after
+				// a removal whose event was not published); a notice's is not.
+				wantEvent := tc.wantEvent || (path == "deleted" && tc.archive == "" && tc.folder == "")
+				if got := len(r.eventsOf(t, p.ID)); got != map[bool]int{true: 1}[wantEvent] {
+					t.Errorf("%d fetched events, want one %v", got, wantEvent)
+				}
+				wantKept := 0.0
+				if path == "deleted" && !wantEvent {
+					wantKept = 1
+				}
+				if got := testutil.ToFloat64(r.app.outcomes.WithLabelValues("kept")) - kept; got != wantKept {
+					t.Errorf("%v more kept, want %v", got, wantKept)
+				}
+			})
 		}
 	}
 }

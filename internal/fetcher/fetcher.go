@@ -44,7 +44,10 @@ const engineAttempts = 3
 // Engine is what the fetcher needs of internal/fetcher/fetch (a *fetch.Fetcher).
 type Engine interface {
 	Fetch(ctx context.Context, p fetch.Product, key string, progress func(fetch.Progress)) (fetch.Result, error)
-	Delete(ctx context.Context, key string) error
+	// Find says what is stored under key of a product (id, name), and
+	// Remove removes what Find found of it (fetch.Found).
+	Find(ctx context.Context, key, id, name string) (fetch.Found, error)
+	Remove(ctx context.Context, found fetch.Found) error
 	SweepPartials(ctx context.Context, maxAge time.Duration) (int, error)
 }
 
@@ -639,7 +642,7 @@ func (a *App) handle(ctx context.Context, m jetstream.Msg) {
 			_ = m.Ack()
 			return
 		}
-		err := a.removeDeleted(ctx, log, m, key)
+		kept, err := a.removeDeleted(ctx, log, m, n, key)
 		switch {
 		case errors.Is(err, errCutOff), errors.Is(err, errLapsed), errors.Is(err, errLeaseLost):
 			// As a download stopped: not acknowledged either way.
@@ -647,6 +650,10 @@ func (a *App) handle(ctx context.Context, m jetstream.Msg) {
 			return
 		case err != nil:
 			a.retryLater(ctx, log, m, md, n, err)
+			return
+		case kept:
+			a.outcomes.WithLabelValues("kept").Inc()
+			_ = m.Ack()
 			return
 		}
 		a.outcomes.WithLabelValues("deleted").Inc()
@@ -720,24 +727,37 @@ func (a *App) handle(ctx context.Context, m jetstream.Msg) {
 // holding the key as a download does: a download of it under way, here
 // or in another replica, ends first. Removed meanwhile, its verified
 // files would be followed by the rest and the manifest, a folder that
-// says complete and is not.
-func (a *App) removeDeleted(ctx context.Context, log logrus.FieldLogger, m jetstream.Msg, key string) error {
+// says complete and is not. The archive and the folder are each removed
+// only when they record n's product id (fetch.Find): kept says that only
+// another product's is stored there (the name re-published with a new
+// id), and nothing was removed.
+func (a *App) removeDeleted(ctx context.Context, log logrus.FieldLogger, m jetstream.Msg, n *event.Notification, key string) (kept bool, err error) {
 	ctx, release, err := a.hold(ctx, log, m, key)
 	if err != nil {
-		return err
+		return false, err
 	}
 	defer release()
-	if err := a.parts.Engine.Delete(ctx, key); err != nil {
-		return err
+	found, err := a.parts.Engine.Find(ctx, key, n.ProductID, n.ProductName)
+	if err != nil {
+		return false, err
+	}
+	if len(found.Others) > 0 {
+		log.WithField("kept", found.Others).Warn("another product is stored under the deleted one's key: kept")
+	}
+	if err := a.parts.Engine.Remove(ctx, found); err != nil {
+		return false, err
+	}
+	if !found.Any() && len(found.Others) > 0 {
+		return true, nil // its item is the other product's
 	}
 	if a.cfg.STAC {
 		// Its item goes with it: an item naming nothing would index a
 		// product that is gone.
 		if err := a.parts.Target.Delete(ctx, ItemKey(key)); err != nil {
-			return err
+			return false, err
 		}
 	}
-	return nil
+	return false, nil
 }
 
 // fetch is the download of n's product under key, its message kept
