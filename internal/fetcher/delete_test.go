@@ -338,3 +338,45 @@ func TestRemovalsRemoveOnlyTheProductsOwn(t *testing.T) {
 		}
 	}
 }
+
+// TestDeletedNameIsChecked: a deleted event whose product name is not one
+// safe path element (a slash in it) is refused as a fetch would refuse it:
+// given up with the reason (unsafe name), nothing removed, though its key
+// names a folder inside another product's (the key's elements, each safe
+// on its own, are checked as before).
+func TestDeletedNameIsChecked(t *testing.T) {
+	r := startRemovals(t)
+	for i, tc := range []struct{ name, inside string }{
+		{"the review's: a folder of the product", "GRANULE"},
+		{"a folder inside named as a product of files", "GRANULE/L1C_T32TPS.SAFE"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := r.s2Named("T33TP" + string(rune('A'+i)))
+			key, _ := r.keyOfBody(t, deletedBody(t, p, "", ""))
+			base := strings.TrimSuffix(key, ".zip")
+			stored := []string{base + "/manifest.safe", base + "/" + tc.inside + "/IMG_DATA/B02.jp2", base + "/" + tc.inside + "/MTD_TL.xml"}
+			for _, k := range stored {
+				r.put(t, k, p.ID)
+			}
+			body := deletedBody(t, p, uuid.NewString(), p.Name+"/"+tc.inside)
+			if k, _ := r.keyOfBody(t, body); !strings.HasPrefix(k, base+"/") {
+				t.Fatalf("the refused name's key %q is not inside %q", k, base)
+			}
+			seq := r.deleted(t, body)
+			r.handled(t, seq)
+			for _, k := range stored {
+				if !r.there(t, k) {
+					t.Errorf("%s removed by a deleted event of an unsafe name", k)
+				}
+			}
+			n, _ := event.DecodeData(body, nil)
+			evs := r.eventsOf(t, n.ProductID)
+			if len(evs) != 1 || !strings.HasPrefix(evs[0].Subject, r.cfg.FailedPrefix+".") || !strings.Contains(evs[0].Header.Get(event.HeaderFetchError), "unsafe name") {
+				for _, m := range evs {
+					t.Logf("%s %v", m.Subject, m.Header)
+				}
+				t.Errorf("%d events, want one failed event saying unsafe name", len(evs))
+			}
+		})
+	}
+}

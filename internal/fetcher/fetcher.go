@@ -648,6 +648,10 @@ func (a *App) handle(ctx context.Context, m jetstream.Msg) {
 			// As a download stopped: not acknowledged either way.
 			log.WithError(err).Error("removal of a deleted product stopped")
 			return
+		case err != nil && fetch.Permanent(err):
+			// An unsafe name: no retry makes it one.
+			a.giveUp(ctx, log, m, md, n, err.Error())
+			return
 		case err != nil:
 			a.retryLater(ctx, log, m, md, n, err)
 			return

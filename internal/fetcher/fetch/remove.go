@@ -50,10 +50,13 @@ func (s Found) URL() string {
 // manifest's name follows from it): a deleted or superseded product is
 // removed only where the target records its id, so that a late event of
 // an old id never removes the product that replaced it under the same
-// name.
+// name. A name that is not one safe element is refused (target.ErrBadName),
+// as a Fetch refuses it.
 func (f *Fetcher) Find(ctx context.Context, key, id, name string) (Found, error) {
 	s := Found{key: key, archiveURL: f.target.URL(key)}
-	if err := target.CheckName("", key); err != nil {
+	// The name as a Fetch checks it: one with a slash makes a key whose
+	// elements are each safe, inside another product's folder.
+	if err := target.CheckName(name, key); err != nil {
 		return s, err
 	}
 	st, ok, err := f.target.Stat(ctx, key)
