@@ -103,7 +103,9 @@ func (f *Fetcher) Remove(ctx context.Context, s Found) error {
 		}
 	}
 	if s.Folder || s.Leftovers {
-		return f.target.DeleteFolder(ctx, s.base)
+		// The manifest last: a removal cut midway still has the folder
+		// found by it when the event comes again.
+		return f.target.DeleteFolder(ctx, s.base, s.manifest)
 	}
 	return nil
 }

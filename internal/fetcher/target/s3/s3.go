@@ -317,23 +317,29 @@ func (t *Target) Delete(ctx context.Context, key string) error {
 }
 
 // DeleteFolder implements Target: the objects under the folder's
-// prefix, a page of the listing (at most 1000 keys) at a time, each page
-// in one DeleteObjects. A removal cut midway leaves the rest for the
-// next (the deleted event is redelivered).
-func (t *Target) DeleteFolder(ctx context.Context, folder string) error {
+// prefix but last, a page of the listing (at most 1000 keys) at a time,
+// each page in one DeleteObjects; then last. A removal cut midway leaves
+// the rest for the next (the event is redelivered), last among it.
+func (t *Target) DeleteFolder(ctx context.Context, folder, last string) error {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
 	defer cancel()
+	lastKey := ""
+	if last != "" {
+		lastKey = t.key(folder) + "/" + last
+	}
 	in := &awss3.ListObjectsV2Input{Bucket: &t.bucket, Prefix: aws.String(t.key(folder) + "/")}
 	for {
 		out, err := t.client.ListObjectsV2(ctx, in)
 		if err != nil {
 			return fmt.Errorf("fetch target %s/: listing: %w", t.URL(folder), err)
 		}
-		if len(out.Contents) > 0 {
-			ids := make([]types.ObjectIdentifier, 0, len(out.Contents))
-			for _, o := range out.Contents {
+		ids := make([]types.ObjectIdentifier, 0, len(out.Contents))
+		for _, o := range out.Contents {
+			if aws.ToString(o.Key) != lastKey {
 				ids = append(ids, types.ObjectIdentifier{Key: o.Key})
 			}
+		}
+		if len(ids) > 0 {
 			del, err := t.client.DeleteObjects(ctx, &awss3.DeleteObjectsInput{Bucket: &t.bucket, Delete: &types.Delete{Objects: ids, Quiet: aws.Bool(true)}})
 			if err != nil {
 				return fmt.Errorf("fetch target %s/: %w", t.URL(folder), err)
@@ -344,10 +350,14 @@ func (t *Target) DeleteFolder(ctx context.Context, folder string) error {
 			}
 		}
 		if !aws.ToBool(out.IsTruncated) {
-			return nil
+			break
 		}
 		in.ContinuationToken = out.NextContinuationToken
 	}
+	if last == "" {
+		return nil
+	}
+	return t.Delete(ctx, folder+"/"+last)
 }
 
 // Open implements Target: a multipart upload fed through a pipe, so that
