@@ -276,14 +276,18 @@ func TestRemovalsRemoveOnlyTheProductsOwn(t *testing.T) {
 		wantArchive     bool   // left after
 		wantFolder      bool
 		wantEvent       bool
+		// url is what the event names: the folder's when a folder of
+		// the product's was removed, else the archive's.
+		url string
 	}{
-		{name: "archive of its own", archive: own, wantEvent: true},
+		{name: "archive of its own", archive: own, wantEvent: true, url: "archive"},
 		{name: "archive of another id", archive: other, wantArchive: true},
-		{name: "archive recording no id", archive: none, wantEvent: true},
-		{name: "folder of its own", folder: own, wantEvent: true},
+		{name: "archive recording no id", archive: none, wantEvent: true, url: "archive"},
+		{name: "folder of its own", folder: own, wantEvent: true, url: "folder"},
+		{name: "archive and folder of its own", archive: own, folder: own, wantEvent: true, url: "folder"},
 		{name: "folder of another id", folder: other, wantFolder: true},
-		{name: "another's archive beside its folder", archive: other, folder: own, wantArchive: true, wantEvent: true},
-		{name: "its archive beside another's folder", archive: own, folder: other, wantFolder: true, wantEvent: true},
+		{name: "another's archive beside its folder", archive: other, folder: own, wantArchive: true, wantEvent: true, url: "folder"},
+		{name: "its archive beside another's folder", archive: own, folder: other, wantFolder: true, wantEvent: true, url: "archive"},
 		{name: "leftovers of a cut download", leftovers: true, wantEvent: false},
 	} {
 		for _, path := range []string{"deleted", "superseded"} {
@@ -324,8 +328,13 @@ func TestRemovalsRemoveOnlyTheProductsOwn(t *testing.T) {
 				// leftovers, was stored is still said (its redelivery after
 				// a removal whose event was not published); a notice's is not.
 				wantEvent := tc.wantEvent || (path == "deleted" && tc.archive == "" && tc.folder == "")
-				if got := len(r.eventsOf(t, p.ID)); got != map[bool]int{true: 1}[wantEvent] {
+				evs := r.eventsOf(t, p.ID)
+				if got := len(evs); got != map[bool]int{true: 1}[wantEvent] {
 					t.Errorf("%d fetched events, want one %v", got, wantEvent)
+				}
+				url := map[string]string{"archive": "file://" + r.dir + "/" + key, "folder": "file://" + r.dir + "/" + strings.TrimSuffix(key, ".zip") + "/", "": "file://" + r.dir + "/" + key}[tc.url]
+				if len(evs) == 1 && evs[0].Header.Get(event.HeaderObjectURL) != url {
+					t.Errorf("the event names %s, want %s", evs[0].Header.Get(event.HeaderObjectURL), url)
 				}
 				wantKept := 0.0
 				if path == "deleted" && !wantEvent {

@@ -642,7 +642,7 @@ func (a *App) handle(ctx context.Context, m jetstream.Msg) {
 			_ = m.Ack()
 			return
 		}
-		kept, err := a.removeDeleted(ctx, log, m, n, key)
+		url, kept, err := a.removeDeleted(ctx, log, m, n, key)
 		switch {
 		case errors.Is(err, errCutOff), errors.Is(err, errLapsed), errors.Is(err, errLeaseLost):
 			// As a download stopped: not acknowledged either way.
@@ -661,7 +661,7 @@ func (a *App) handle(ctx context.Context, m jetstream.Msg) {
 			return
 		}
 		a.outcomes.WithLabelValues("deleted").Inc()
-		pub = deletedMsg(a.cfg.FetchedPrefix, a.cfg.FetchConsumer, n, m.Headers(), a.parts.Target.URL(key))
+		pub = deletedMsg(a.cfg.FetchedPrefix, a.cfg.FetchConsumer, n, m.Headers(), url)
 	default:
 		res, err := a.fetch(ctx, log, m, n, key)
 		if skipped := (*skipError)(nil); errors.As(err, &skipped) {
@@ -734,34 +734,37 @@ func (a *App) handle(ctx context.Context, m jetstream.Msg) {
 // says complete and is not. The archive and the folder are each removed
 // only when they record n's product id (fetch.Find): kept says that only
 // another product's is stored there (the name re-published with a new
-// id), and nothing was removed.
-func (a *App) removeDeleted(ctx context.Context, log logrus.FieldLogger, m jetstream.Msg, n *event.Notification, key string) (kept bool, err error) {
+// id), and nothing was removed. url names what was removed, as the
+// product's fetched event named it (the folder's with a trailing /, else
+// the archive's); the archive's when nothing was there (a redelivery
+// after the removal, whose event is published all the same).
+func (a *App) removeDeleted(ctx context.Context, log logrus.FieldLogger, m jetstream.Msg, n *event.Notification, key string) (url string, kept bool, err error) {
 	ctx, release, err := a.hold(ctx, log, m, key)
 	if err != nil {
-		return false, err
+		return "", false, err
 	}
 	defer release()
 	found, err := a.parts.Engine.Find(ctx, key, n.ProductID, n.ProductName)
 	if err != nil {
-		return false, err
+		return "", false, err
 	}
 	if len(found.Others) > 0 {
 		log.WithField("kept", found.Others).Warn("another product is stored under the deleted one's key: kept")
 	}
 	if err := a.parts.Engine.Remove(ctx, found); err != nil {
-		return false, err
+		return "", false, err
 	}
 	if !found.Any() && len(found.Others) > 0 {
-		return true, nil // its item is the other product's
+		return "", true, nil // its item is the other product's
 	}
 	if a.cfg.STAC {
 		// Its item goes with it: an item naming nothing would index a
 		// product that is gone.
 		if err := a.parts.Target.Delete(ctx, ItemKey(key)); err != nil {
-			return false, err
+			return "", false, err
 		}
 	}
-	return false, nil
+	return cmp.Or(found.URL(), a.parts.Target.URL(key)), false, nil
 }
 
 // fetch is the download of n's product under key, its message kept
