@@ -70,6 +70,9 @@ func Build(ctx context.Context, cfg fetchconfig.Config, getenv func(string) stri
 	if err != nil {
 		return Parts{}, err
 	}
+	if l, ok := target.(interface{ SetLog(logrus.FieldLogger) }); ok {
+		l.SetLog(log) // what the S3 target says of its store's rules
+	}
 	tokens := cdselogin.NewPasswordSource(cfg.Login.PasswordConfig())
 	cat := catalogclient.New(cfg.CDSECatalogueURL, tokens, nil)
 	o := fetch.Options{

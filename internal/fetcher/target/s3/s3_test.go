@@ -236,3 +236,69 @@ func TestDeleteFolderRemovesItsManifestLast(t *testing.T) {
 		t.Errorf("left after a removal cut midway: %v, want %v (delete requests %v)", left, want, front.requests())
 	}
 }
+
+// TestDeleteFolderWithoutDeleteObjects: a store that refuses
+// DeleteObjects (the SDK sends a CRC32 checksum where older MinIO, Ceph
+// RGW or OCI want Content-MD5: 400 MissingContentMD5; or does not have
+// it) has the folder removed one DeleteObject per key, the manifest
+// last, and is not asked for DeleteObjects again; a refusal of another
+// kind (access denied) is the error it is.
+func TestDeleteFolderWithoutDeleteObjects(t *testing.T) {
+	s := s3test.Start(t)
+	const folder = "S1/S1A_IW_GRDH_1SDV_20231207T064649_20231207T064714_051545_0638F1_95E7.SAFE"
+	for i, tc := range []struct {
+		status   int
+		code     string
+		fallback bool
+	}{
+		{http.StatusBadRequest, "MissingContentMD5", true},
+		{http.StatusBadRequest, "InvalidRequest", true},
+		{http.StatusNotImplemented, "NotImplemented", true},
+		{http.StatusForbidden, "AccessDenied", false},
+	} {
+		t.Run(tc.code, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			front := newFront(t, s, func(r *http.Request, _ int) (int, string) {
+				if _, multi := r.URL.Query()["delete"]; multi {
+					return tc.status, tc.code
+				}
+				return 0, ""
+			})
+			prefix := fmt.Sprint("p", i)
+			tgt := s3Target(ctx, t, front.Server, prefix)
+			for round := range 2 {
+				keys := []string{"annotation/a.xml", "manifest.safe", "measurement/m.tiff"}
+				for _, k := range keys {
+					if _, err := s.Client().PutObject(ctx, &awss3.PutObjectInput{Bucket: &s.Bucket, Key: aws.String(prefix + "/" + folder + "/" + k), Body: strings.NewReader("x")}); err != nil {
+						t.Fatal(err)
+					}
+				}
+				before := len(front.requests())
+				err := tgt.DeleteFolder(ctx, folder, "manifest.safe")
+				reqs := front.requests()[before:]
+				if !tc.fallback {
+					if err == nil || !strings.Contains(err.Error(), tc.code) {
+						t.Errorf("DeleteFolder refused %s: %v, want the error", tc.code, err)
+					}
+					return
+				}
+				if err != nil {
+					t.Fatalf("round %d: DeleteFolder with DeleteObjects refused (%s): %v (requests %v)", round, tc.code, err, reqs)
+				}
+				out, err := s.Client().ListObjectsV2(ctx, &awss3.ListObjectsV2Input{Bucket: &s.Bucket, Prefix: aws.String(prefix + "/")})
+				if err != nil || len(out.Contents) != 0 {
+					t.Errorf("round %d: %d objects left, %v", round, len(out.Contents), err)
+				}
+				// One key a request once refused; the manifest last.
+				singles := reqs
+				if round == 0 {
+					singles = reqs[1:]
+				}
+				if len(singles) != len(keys) || !slices.Equal(singles[len(singles)-1], []string{prefix + "/" + folder + "/manifest.safe"}) {
+					t.Errorf("round %d: delete requests %v, want one per key, the manifest last", round, reqs)
+				}
+			}
+		})
+	}
+}
