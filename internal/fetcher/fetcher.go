@@ -44,7 +44,10 @@ const engineAttempts = 3
 // Engine is what the fetcher needs of internal/fetcher/fetch (a *fetch.Fetcher).
 type Engine interface {
 	Fetch(ctx context.Context, p fetch.Product, key string, progress func(fetch.Progress)) (fetch.Result, error)
-	Delete(ctx context.Context, key string) error
+	// Find says what is stored under key of a product (id, name), and
+	// Remove removes what Find found of it (fetch.Found).
+	Find(ctx context.Context, key, id, name string) (fetch.Found, error)
+	Remove(ctx context.Context, found fetch.Found) error
 	SweepPartials(ctx context.Context, maxAge time.Duration) (int, error)
 }
 
@@ -66,6 +69,9 @@ func Build(ctx context.Context, cfg fetchconfig.Config, getenv func(string) stri
 	target, err := OpenTarget(ctx, cfg, getenv)
 	if err != nil {
 		return Parts{}, err
+	}
+	if l, ok := target.(interface{ SetLog(logrus.FieldLogger) }); ok {
+		l.SetLog(log) // what the S3 target says of its store's rules
 	}
 	tokens := cdselogin.NewPasswordSource(cfg.Login.PasswordConfig())
 	cat := catalogclient.New(cfg.CDSECatalogueURL, tokens, nil)
@@ -639,20 +645,26 @@ func (a *App) handle(ctx context.Context, m jetstream.Msg) {
 			_ = m.Ack()
 			return
 		}
-		if err := a.parts.Engine.Delete(ctx, key); err != nil {
+		url, kept, err := a.removeDeleted(ctx, log, m, n, key)
+		switch {
+		case errors.Is(err, errCutOff), errors.Is(err, errLapsed), errors.Is(err, errLeaseLost):
+			// As a download stopped: not acknowledged either way.
+			log.WithError(err).Error("removal of a deleted product stopped")
+			return
+		case err != nil && fetch.Permanent(err):
+			// An unsafe name: no retry makes it one.
+			a.giveUp(ctx, log, m, md, n, err.Error())
+			return
+		case err != nil:
 			a.retryLater(ctx, log, m, md, n, err)
 			return
-		}
-		if a.cfg.STAC {
-			// Its item goes with it: an item naming nothing would
-			// index a product that is gone.
-			if err := a.parts.Target.Delete(ctx, ItemKey(key)); err != nil {
-				a.retryLater(ctx, log, m, md, n, err)
-				return
-			}
+		case kept:
+			a.outcomes.WithLabelValues("kept").Inc()
+			_ = m.Ack()
+			return
 		}
 		a.outcomes.WithLabelValues("deleted").Inc()
-		pub = deletedMsg(a.cfg.FetchedPrefix, a.cfg.FetchConsumer, n, m.Headers(), a.parts.Target.URL(key))
+		pub = deletedMsg(a.cfg.FetchedPrefix, a.cfg.FetchConsumer, n, m.Headers(), url)
 	default:
 		res, err := a.fetch(ctx, log, m, n, key)
 		if skipped := (*skipError)(nil); errors.As(err, &skipped) {
@@ -716,6 +728,46 @@ func (a *App) handle(ctx context.Context, m jetstream.Msg) {
 	if err := m.DoubleAck(ctx); err != nil {
 		log.WithError(err).Warn("ack not confirmed; the event may be redelivered (its fetched event is deduplicated)")
 	}
+}
+
+// removeDeleted removes the product stored under key (a deleted event),
+// holding the key as a download does: a download of it under way, here
+// or in another replica, ends first. Removed meanwhile, its verified
+// files would be followed by the rest and the manifest, a folder that
+// says complete and is not. The archive and the folder are each removed
+// only when they record n's product id (fetch.Find): kept says that only
+// another product's is stored there (the name re-published with a new
+// id), and nothing was removed. url names what was removed, as the
+// product's fetched event named it (the folder's with a trailing /, else
+// the archive's); the archive's when nothing was there (a redelivery
+// after the removal, whose event is published all the same).
+func (a *App) removeDeleted(ctx context.Context, log logrus.FieldLogger, m jetstream.Msg, n *event.Notification, key string) (url string, kept bool, err error) {
+	ctx, release, err := a.hold(ctx, log, m, key)
+	if err != nil {
+		return "", false, err
+	}
+	defer release()
+	found, err := a.parts.Engine.Find(ctx, key, n.ProductID, n.ProductName)
+	if err != nil {
+		return "", false, err
+	}
+	if len(found.Others) > 0 {
+		log.WithField("kept", found.Others).Warn("another product is stored under the deleted one's key: kept")
+	}
+	if err := a.parts.Engine.Remove(ctx, found); err != nil {
+		return "", false, err
+	}
+	if !found.Any() && len(found.Others) > 0 {
+		return "", true, nil // its item is the other product's
+	}
+	if a.cfg.STAC {
+		// Its item goes with it: an item naming nothing would index a
+		// product that is gone.
+		if err := a.parts.Target.Delete(ctx, ItemKey(key)); err != nil {
+			return "", false, err
+		}
+	}
+	return cmp.Or(found.URL(), a.parts.Target.URL(key)), false, nil
 }
 
 // fetch is the download of n's product under key, its message kept

@@ -13,7 +13,6 @@ import (
 	"github.com/sirupsen/logrus"
 
 	"github.com/cdse-jetstream/receiver/event"
-	"github.com/cdse-jetstream/receiver/internal/cdse/manifest"
 	"github.com/cdse-jetstream/receiver/internal/fetcher/target"
 	"github.com/cdse-jetstream/receiver/internal/stream/supersede"
 	"github.com/cdse-jetstream/receiver/internal/stream/topology"
@@ -249,58 +248,40 @@ func (a *App) handleNotice(ctx context.Context, log logrus.FieldLogger, m jetstr
 	done("superseded")
 }
 
-// removeSuperseded removes what is stored under key when it is s's
-// superseded product (its STAC item first, then the product), holding the
-// key as a download does: a download of it under way ends first. It
-// returns the URL of what it removed (the archive's, or the folder's with
-// a trailing /, as the product's fetched event named it); "" when nothing
-// of it is stored.
+// removeSuperseded removes what is stored under key of s's superseded
+// product (its STAC item first, then the product), holding the key as a
+// download does: a download of it under way ends first. The archive and
+// the folder are each removed only when they record its id (fetch.Find).
+// It returns the URL of what it removed (the folder's with a trailing /,
+// else the archive's, as the product's fetched event named it); "" when
+// nothing of it is stored.
 func (a *App) removeSuperseded(ctx context.Context, log logrus.FieldLogger, m jetstream.Msg, s *event.Superseded, key string) (string, error) {
 	ctx, release, err := a.hold(ctx, log, m, key)
 	if err != nil {
 		return "", err
 	}
 	defer release()
-	st, url, err := a.storedUnder(ctx, key, s.Superseded.Name)
-	switch {
-	case err != nil:
+	found, err := a.parts.Engine.Find(ctx, key, s.Superseded.ID, s.Superseded.Name)
+	if err != nil {
 		return "", err
-	case url == "":
+	}
+	if len(found.Others) > 0 {
+		log.WithField("kept", found.Others).Warn("another product is stored under the superseded one's key: kept")
+	}
+	if !found.Any() {
 		log.Debug("superseded product not stored here")
-		return "", nil
-	case st.ProductID != "" && st.ProductID != s.Superseded.ID:
-		log.WithField("stored_product_id", st.ProductID).Warn("another product is stored under the superseded one's key: kept")
-		return "", nil
+		// What a download of the key cut short left, all the same.
+		return "", a.parts.Engine.Remove(ctx, found)
 	}
 	// The item first: a product left without its item (the removal cut
 	// midway) is found and removed again on redelivery.
 	if err := a.parts.Target.Delete(ctx, ItemKey(key)); err != nil {
 		return "", err
 	}
-	if err := a.parts.Engine.Delete(ctx, key); err != nil {
+	if err := a.parts.Engine.Remove(ctx, found); err != nil {
 		return "", err
 	}
-	return url, nil
-}
-
-// storedUnder is what is stored under key, and its URL ("" when
-// nothing): the archive, else the folder a product fetched by files is
-// stored as (its key without .zip), found by its manifest, which is
-// stored with the product's id as the archive is.
-func (a *App) storedUnder(ctx context.Context, key, name string) (target.Stored, string, error) {
-	st, ok, err := a.parts.Target.Stat(ctx, key)
-	if err != nil || ok {
-		return st, a.parts.Target.URL(key), err
-	}
-	base, zip := strings.CutSuffix(key, ".zip")
-	mname := manifest.Name(name)
-	if !zip || mname == "" {
-		return st, "", nil
-	}
-	if st, ok, err = a.parts.Target.Stat(ctx, base+"/"+mname); err != nil || !ok {
-		return st, "", err
-	}
-	return st, a.parts.Target.URL(base) + "/", nil
+	return found.URL(), nil
 }
 
 // SupersededKey is the key the superseded product of s is stored under by

@@ -319,23 +319,6 @@ func (f *Fetcher) checkRedirect(req *http.Request, via []*http.Request) error {
 	return nil
 }
 
-// Delete removes what a Fetch stored under key from the target: the
-// archive, or the folder of its files.
-func (f *Fetcher) Delete(ctx context.Context, key string) error {
-	if err := target.CheckName("", key); err != nil {
-		return err
-	}
-	if err := f.target.Delete(ctx, key); err != nil {
-		return err
-	}
-	// A product fetched by files is the folder of its key without .zip
-	// (files.go); which of the two a key holds is not recorded, so both go.
-	if base, ok := strings.CutSuffix(key, ".zip"); ok {
-		return f.target.DeleteFolder(ctx, base)
-	}
-	return nil
-}
-
 // SweepPartials removes what unfinished downloads left in the target
 // untouched for maxAge (target.Target.SweepPartials), counting them.
 func (f *Fetcher) SweepPartials(ctx context.Context, maxAge time.Duration) (int, error) {

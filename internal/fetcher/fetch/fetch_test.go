@@ -467,11 +467,13 @@ func TestFetchToS3(t *testing.T) {
 	if err != nil || len(ups.Uploads) != 0 {
 		t.Errorf("uploads left: %v %d", err, len(ups.Uploads))
 	}
-	if err := fe.Delete(ctx, "S2/p.zip"); err != nil {
+	if found, err := fe.Find(ctx, "S2/p.zip", p.ID, p.Name); err != nil || !found.Archive {
+		t.Fatalf("Find: %+v %v", found, err)
+	} else if err := fe.Remove(ctx, found); err != nil {
 		t.Fatal(err)
 	}
 	if _, ok, _ := tgt.Stat(ctx, "S2/p.zip"); ok {
-		t.Error("still there after Delete")
+		t.Error("still there after Remove")
 	}
 }
 

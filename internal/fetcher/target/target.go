@@ -59,8 +59,12 @@ type Target interface {
 	// files of a product stored by files, under its key without .zip),
 	// and what is kept beside them; no error when nothing is there. An
 	// object whose key only begins with folder's text ("<folder>.zip",
-	// its STAC item) is not under it, and stays.
-	DeleteFolder(ctx context.Context, folder string) error
+	// its STAC item) is not under it, and stays. last, when not "", is
+	// the path inside folder of the object removed after every other
+	// (the manifest, by which the folder is found): a removal cut midway
+	// leaves it, and the folder is found and removed again. What is kept
+	// beside the objects goes with them, that of last with it.
+	DeleteFolder(ctx context.Context, folder, last string) error
 	// SweepPartials removes what unfinished downloads left untouched for
 	// maxAge (the file target's partial files, an S3 bucket's multipart
 	// uploads under the prefix), returning how many. A download in

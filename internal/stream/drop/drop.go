@@ -37,7 +37,9 @@ func Seqs(ctx context.Context, seqs []uint64, dryRun bool, notFound error,
 	sum := Summary{DryRun: dryRun, Items: []Item{}}
 	for _, seq := range seqs {
 		item, err := get(ctx, seq)
-		if errors.Is(err, notFound) {
+		// err first: errors.Is(nil, nil) is true, and a store may have no
+		// not-found error (nil).
+		if err != nil && errors.Is(err, notFound) {
 			sum.NotFound++
 			sum.Items = append(sum.Items, Item{Seq: seq, Result: "not-found"})
 			continue

@@ -62,3 +62,16 @@ func TestSeqs(t *testing.T) {
 		})
 	}
 }
+
+// TestSeqsWithoutNotFound: a store that has no not-found error (nil)
+// drops what it finds: a sequence read without error is not taken for a
+// missing one (errors.Is(nil, nil) is true).
+func TestSeqsWithoutNotFound(t *testing.T) {
+	removed := 0
+	get := func(context.Context, uint64) (Item, error) { return Item{ProductID: "p"}, nil }
+	remove := func(context.Context, uint64) error { removed++; return nil }
+	sum, err := Seqs(context.Background(), []uint64{1, 2}, false, nil, get, remove)
+	if err != nil || sum.Dropped != 2 || sum.NotFound != 0 || removed != 2 {
+		t.Errorf("summary %+v, %d removed, %v; want both dropped", sum, removed, err)
+	}
+}

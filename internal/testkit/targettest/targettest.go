@@ -112,7 +112,7 @@ func deleteFolder(ctx context.Context, t *testing.T, tg target.Target) {
 	if err := up.Abort(true); err != nil {
 		t.Fatal(err)
 	}
-	if err := tg.DeleteFolder(ctx, folder); err != nil {
+	if err := tg.DeleteFolder(ctx, folder, "manifest.safe"); err != nil {
 		t.Fatalf("DeleteFolder: %v", err)
 	}
 	for _, k := range inside {
@@ -131,7 +131,7 @@ func deleteFolder(ctx context.Context, t *testing.T, tg target.Target) {
 			t.Fatal(err)
 		}
 	}
-	if err := tg.DeleteFolder(ctx, folder); err != nil {
+	if err := tg.DeleteFolder(ctx, folder, "manifest.safe"); err != nil {
 		t.Errorf("DeleteFolder where nothing is: %v", err)
 	}
 }

@@ -160,20 +160,68 @@ func (t *Target) Delete(_ context.Context, key string) error {
 	return nil
 }
 
-// DeleteFolder implements Target: the folder's tree, its sums' and its
-// partials' (a download of it cut short). A file, not a folder, at its
-// path is no folder of files, and is left.
-func (t *Target) DeleteFolder(_ context.Context, folder string) error {
-	for _, p := range []string{t.path(folder), filepath.Join(t.dir, sumsDir, filepath.FromSlash(folder)), filepath.Join(t.dir, partialDir, filepath.FromSlash(folder))} {
-		st, err := os.Lstat(p)
-		if errors.Is(err, fs.ErrNotExist) || err == nil && !st.IsDir() {
-			continue
-		}
-		if err == nil {
-			err = os.RemoveAll(p)
-		}
-		if err != nil {
+// DeleteFolder implements Target: its partials' (a download of it cut
+// short) and its sums' first, then the folder's tree, last's file and
+// its sums only once everything else is gone. A file, not a folder, at
+// its path is no folder of files, and is left.
+func (t *Target) DeleteFolder(_ context.Context, folder, last string) error {
+	rel := filepath.FromSlash(folder)
+	data, sums := t.path(folder), filepath.Join(t.dir, sumsDir, rel)
+	keep, keepSums := "", ""
+	if last != "" {
+		keep, keepSums = filepath.Join(data, filepath.FromSlash(last)), filepath.Join(sums, filepath.FromSlash(last))+".json"
+	}
+	for _, step := range []struct{ root, keep string }{{filepath.Join(t.dir, partialDir, rel), ""}, {sums, keepSums}, {data, keep}} {
+		if err := removeAllBut(step.root, step.keep); err != nil {
 			return fmt.Errorf("fetch target: %w", err)
+		}
+	}
+	if keep == "" {
+		return nil
+	}
+	for _, p := range []string{keep, keepSums} {
+		if err := os.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("fetch target: %w", err)
+		}
+	}
+	for _, root := range []string{data, sums} {
+		if err := removeAllBut(root, ""); err != nil {
+			return fmt.Errorf("fetch target: %w", err)
+		}
+	}
+	return nil
+}
+
+// removeAllBut removes the folder root and everything under it but keep
+// (a path under root, "" none) and the folders leading to it; the first
+// error ends it. Nothing at root, or a file there, is left as it is.
+func removeAllBut(root, keep string) error {
+	st, err := os.Lstat(root)
+	if errors.Is(err, fs.ErrNotExist) || err == nil && !st.IsDir() {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if keep == "" {
+		return os.RemoveAll(root)
+	}
+	entries, err := os.ReadDir(root)
+	if err != nil {
+		return err
+	}
+	for _, e := range entries {
+		p := filepath.Join(root, e.Name())
+		switch {
+		case p == keep:
+		case e.IsDir() && strings.HasPrefix(keep, p+string(filepath.Separator)):
+			if err := removeAllBut(p, keep); err != nil {
+				return err
+			}
+		default:
+			if err := os.RemoveAll(p); err != nil {
+				return err
+			}
 		}
 	}
 	return nil

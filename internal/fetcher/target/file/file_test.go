@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -154,6 +155,65 @@ func TestNeighboursInOneFolder(t *testing.T) {
 	for range workers { // every worker ends before the folder goes
 		if err := <-errs; err != nil {
 			t.Error(err)
+		}
+	}
+}
+
+// TestDeleteFolderRemovesItsManifestLast: a folder's removal cut midway
+// (a folder inside it that cannot be removed: a read-only mount) leaves
+// the manifest named last, by which the folder is found again on
+// redelivery, and its record; what is kept beside the files (their
+// records, a partial) goes before the data tree.
+func TestDeleteFolderRemovesItsManifestLast(t *testing.T) {
+	dir, here := mountns.Tmpfs(t, "4m")
+	if !here {
+		return
+	}
+	tgt, err := New(dir, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	const folder = "S1/S1A_IW_GRDH_1SDV_20231207T064649_20231207T064714_051545_0638F1_95E7.SAFE"
+	put := func(key string) {
+		t.Helper()
+		s := target.Stored{Size: 1, ProductID: "id"}
+		up, err := tgt.Open(ctx, key, 1, s)
+		if err == nil {
+			_, err = up.Write([]byte("x"))
+		}
+		if err == nil {
+			err = up.Commit(ctx, s)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, k := range []string{"annotation/a.xml", "manifest.safe", "measurement/m.tiff", "preview/p.png"} {
+		put(folder + "/" + k)
+	}
+	stuck := filepath.Join(dir, filepath.FromSlash(folder), "measurement")
+	if err := syscall.Mount(stuck, stuck, "", syscall.MS_BIND, ""); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Mount("", stuck, "", syscall.MS_REMOUNT|syscall.MS_BIND|syscall.MS_RDONLY, ""); err != nil {
+		t.Fatal(err)
+	}
+	if err := tgt.DeleteFolder(ctx, folder, "manifest.safe"); err == nil {
+		t.Fatal("DeleteFolder of a folder with a read-only part: no error")
+	}
+	if s, ok, err := tgt.Stat(ctx, folder+"/manifest.safe"); !ok || err != nil || s.ProductID != "id" {
+		t.Errorf("the manifest after a removal cut midway: %+v there %v, %v; want it and its record kept", s, ok, err)
+	}
+	if err := syscall.Unmount(stuck, 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := tgt.DeleteFolder(ctx, folder, "manifest.safe"); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{folder, ".sums/" + folder, ".partial/" + folder} {
+		if _, err := os.Lstat(filepath.Join(dir, filepath.FromSlash(p))); !errors.Is(err, fs.ErrNotExist) {
+			t.Errorf("%s after the removal ended: %v", p, err)
 		}
 	}
 }

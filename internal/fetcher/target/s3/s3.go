@@ -13,6 +13,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -22,6 +23,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/feature/s3/transfermanager"
 	awss3 "github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
+	"github.com/sirupsen/logrus"
 
 	"github.com/cdse-jetstream/receiver/internal/fetcher/target"
 )
@@ -96,6 +98,9 @@ type Target struct {
 	up             *transfermanager.Client
 	bucket, prefix string
 	part           int64 // the configured part size
+	// noBatch: the store refused DeleteObjects (deleteObjects).
+	noBatch atomic.Bool
+	log     logrus.FieldLogger
 }
 
 // maxParts is how many parts an upload may have: S3's limit is 10 000;
@@ -317,38 +322,94 @@ func (t *Target) Delete(ctx context.Context, key string) error {
 }
 
 // DeleteFolder implements Target: the objects under the folder's
-// prefix, a page of the listing (at most 1000 keys) at a time, each page
-// in one DeleteObjects. A removal cut midway leaves the rest for the
-// next (the deleted event is redelivered).
-func (t *Target) DeleteFolder(ctx context.Context, folder string) error {
+// prefix but last, a page of the listing (at most 1000 keys) at a time,
+// each page in one DeleteObjects; then last. A removal cut midway leaves
+// the rest for the next (the event is redelivered), last among it.
+func (t *Target) DeleteFolder(ctx context.Context, folder, last string) error {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
 	defer cancel()
+	lastKey := ""
+	if last != "" {
+		lastKey = t.key(folder) + "/" + last
+	}
 	in := &awss3.ListObjectsV2Input{Bucket: &t.bucket, Prefix: aws.String(t.key(folder) + "/")}
 	for {
 		out, err := t.client.ListObjectsV2(ctx, in)
 		if err != nil {
 			return fmt.Errorf("fetch target %s/: listing: %w", t.URL(folder), err)
 		}
-		if len(out.Contents) > 0 {
-			ids := make([]types.ObjectIdentifier, 0, len(out.Contents))
-			for _, o := range out.Contents {
+		ids := make([]types.ObjectIdentifier, 0, len(out.Contents))
+		for _, o := range out.Contents {
+			if aws.ToString(o.Key) != lastKey {
 				ids = append(ids, types.ObjectIdentifier{Key: o.Key})
 			}
-			del, err := t.client.DeleteObjects(ctx, &awss3.DeleteObjectsInput{Bucket: &t.bucket, Delete: &types.Delete{Objects: ids, Quiet: aws.Bool(true)}})
-			if err != nil {
-				return fmt.Errorf("fetch target %s/: %w", t.URL(folder), err)
-			}
-			if len(del.Errors) > 0 {
-				e := del.Errors[0]
-				return fmt.Errorf("fetch target %s/: %d objects not deleted, the first %s: %s %s", t.URL(folder), len(del.Errors), aws.ToString(e.Key), aws.ToString(e.Code), aws.ToString(e.Message))
-			}
+		}
+		if err := t.deleteObjects(ctx, folder, ids); err != nil {
+			return err
 		}
 		if !aws.ToBool(out.IsTruncated) {
-			return nil
+			break
 		}
 		in.ContinuationToken = out.NextContinuationToken
 	}
+	if last == "" {
+		return nil
+	}
+	return t.Delete(ctx, folder+"/"+last)
 }
+
+// deleteObjects removes ids in one DeleteObjects, or one DeleteObject
+// each where the store refuses DeleteObjects (refusesBatch).
+func (t *Target) deleteObjects(ctx context.Context, folder string, ids []types.ObjectIdentifier) error {
+	if len(ids) == 0 {
+		return nil
+	}
+	if !t.noBatch.Load() {
+		del, err := t.client.DeleteObjects(ctx, &awss3.DeleteObjectsInput{Bucket: &t.bucket, Delete: &types.Delete{Objects: ids, Quiet: aws.Bool(true)}})
+		switch {
+		case err != nil && refusesBatch(err):
+			// Said once: from now on every folder is removed key by key.
+			if t.noBatch.CompareAndSwap(false, true) && t.log != nil {
+				t.log.WithError(err).Warn("the S3 store refuses DeleteObjects (it wants Content-MD5, which this SDK no longer sends, or has no batch delete): folders are removed one DeleteObject per object from now on")
+			}
+		case err != nil:
+			return fmt.Errorf("fetch target %s/: %w", t.URL(folder), err)
+		case len(del.Errors) > 0:
+			e := del.Errors[0]
+			return fmt.Errorf("fetch target %s/: %d objects not deleted, the first %s: %s %s", t.URL(folder), len(del.Errors), aws.ToString(e.Key), aws.ToString(e.Code), aws.ToString(e.Message))
+		default:
+			return nil
+		}
+	}
+	// One at a time: a page is at most 1000 keys, each request bounded
+	// by DeleteFolder's context.
+	for _, id := range ids {
+		if _, err := t.client.DeleteObject(ctx, &awss3.DeleteObjectInput{Bucket: &t.bucket, Key: id.Key}); err != nil {
+			return fmt.Errorf("fetch target %s/: %s: %w", t.URL(folder), aws.ToString(id.Key), err)
+		}
+	}
+	return nil
+}
+
+// refusesBatch says whether err is a store's refusal of DeleteObjects as
+// such, not of the objects: Content-MD5 wanted (the SDK sends a CRC32
+// checksum instead since 2025, even with checksums when required), or
+// no DeleteObjects at all.
+func refusesBatch(err error) bool {
+	var coded interface{ ErrorCode() string }
+	if !errors.As(err, &coded) {
+		return false
+	}
+	switch coded.ErrorCode() {
+	case "MissingContentMD5", "InvalidRequest", "NotImplemented":
+		return true
+	}
+	return false
+}
+
+// SetLog has the target say once what it does of a store's refusal of
+// DeleteObjects (internal/fetcher's Build gives the fetcher's log).
+func (t *Target) SetLog(log logrus.FieldLogger) { t.log = log }
 
 // Open implements Target: a multipart upload fed through a pipe, so that
 // the uploader reads the bytes as they arrive (a part at a time) and

@@ -1,13 +1,24 @@
 package s3
 
 import (
+	"bytes"
 	"context"
+	"encoding/xml"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
 	awss3 "github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/cdse-jetstream/receiver/internal/testkit/s3test"
 	"github.com/cdse-jetstream/receiver/internal/testkit/targettest"
@@ -122,4 +133,172 @@ func TestContract(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	targettest.Contract(t, s3Target(ctx, t, s, "products"))
+}
+
+// frontOf is an S3-compatible endpoint in front of the store s, passing
+// every request on except those refuse answers (status, S3 error code;
+// status 0 passes it), as a store with other rules would; deletes records
+// what each delete request asked to remove, in order.
+type frontOf struct {
+	*s3test.Server
+	mu      sync.Mutex
+	deletes [][]string
+	refuse  func(r *http.Request, n int) (int, string) // n: the delete requests before this one
+}
+
+// requests are the delete requests so far.
+func (f *frontOf) requests() [][]string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return slices.Clone(f.deletes)
+}
+
+func newFront(t *testing.T, s *s3test.Server, refuse func(*http.Request, int) (int, string)) *frontOf {
+	t.Helper()
+	u, err := url.Parse(s.Endpoint)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := &frontOf{refuse: refuse}
+	proxy := httputil.NewSingleHostReverseProxy(u)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, multi := r.URL.Query()["delete"]
+		if r.Method == http.MethodDelete || (r.Method == http.MethodPost && multi) {
+			var keys []string
+			if multi {
+				body, err := io.ReadAll(r.Body)
+				if err != nil {
+					http.Error(w, err.Error(), http.StatusBadRequest)
+					return
+				}
+				r.Body = io.NopCloser(bytes.NewReader(body))
+				var d struct {
+					Object []struct{ Key string }
+				}
+				_ = xml.Unmarshal(body, &d)
+				for _, o := range d.Object {
+					keys = append(keys, o.Key)
+				}
+			} else {
+				keys = []string{strings.TrimPrefix(r.URL.Path, "/"+s.Bucket+"/")}
+			}
+			f.mu.Lock()
+			n := len(f.deletes)
+			f.deletes = append(f.deletes, keys)
+			f.mu.Unlock()
+			if status, code := f.refuse(r, n); status != 0 {
+				w.Header().Set("Content-Type", "application/xml")
+				w.WriteHeader(status)
+				fmt.Fprintf(w, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<Error><Code>%s</Code><Message>refused by the test's front</Message></Error>", code)
+				return
+			}
+		}
+		proxy.ServeHTTP(w, r)
+	}))
+	t.Cleanup(srv.Close)
+	f.Server = &s3test.Server{Endpoint: srv.URL, AccessKey: s.AccessKey, SecretKey: s.SecretKey, Bucket: s.Bucket}
+	return f
+}
+
+// TestDeleteFolderRemovesItsManifestLast: the S3 target removes the
+// folder's objects but the one named last, then that one (the manifest,
+// by which the folder is found): a removal cut between (the store
+// refusing the second delete request) leaves it.
+func TestDeleteFolderRemovesItsManifestLast(t *testing.T) {
+	s := s3test.Start(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	front := newFront(t, s, func(_ *http.Request, n int) (int, string) {
+		if n > 0 {
+			return http.StatusServiceUnavailable, "SlowDown"
+		}
+		return 0, ""
+	})
+	tgt := s3Target(ctx, t, front.Server, "p")
+	const folder = "S1/S1A_IW_GRDH_1SDV_20231207T064649_20231207T064714_051545_0638F1_95E7.SAFE"
+	for _, k := range []string{"annotation/a.xml", "manifest.safe", "measurement/m.tiff", "preview/p.png"} {
+		if _, err := s.Client().PutObject(ctx, &awss3.PutObjectInput{Bucket: &s.Bucket, Key: aws.String("p/" + folder + "/" + k), Body: strings.NewReader("x")}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := tgt.DeleteFolder(ctx, folder, "manifest.safe"); err == nil {
+		t.Errorf("DeleteFolder with its second delete refused: no error (delete requests %v)", front.requests())
+	}
+	out, err := s.Client().ListObjectsV2(ctx, &awss3.ListObjectsV2Input{Bucket: &s.Bucket})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var left []string
+	for _, o := range out.Contents {
+		left = append(left, aws.ToString(o.Key))
+	}
+	if want := []string{"p/" + folder + "/manifest.safe"}; !slices.Equal(left, want) {
+		t.Errorf("left after a removal cut midway: %v, want %v (delete requests %v)", left, want, front.requests())
+	}
+}
+
+// TestDeleteFolderWithoutDeleteObjects: a store that refuses
+// DeleteObjects (the SDK sends a CRC32 checksum where older MinIO, Ceph
+// RGW or OCI want Content-MD5: 400 MissingContentMD5; or does not have
+// it) has the folder removed one DeleteObject per key, the manifest
+// last, and is not asked for DeleteObjects again; a refusal of another
+// kind (access denied) is the error it is.
+func TestDeleteFolderWithoutDeleteObjects(t *testing.T) {
+	s := s3test.Start(t)
+	const folder = "S1/S1A_IW_GRDH_1SDV_20231207T064649_20231207T064714_051545_0638F1_95E7.SAFE"
+	for i, tc := range []struct {
+		status   int
+		code     string
+		fallback bool
+	}{
+		{http.StatusBadRequest, "MissingContentMD5", true},
+		{http.StatusBadRequest, "InvalidRequest", true},
+		{http.StatusNotImplemented, "NotImplemented", true},
+		{http.StatusForbidden, "AccessDenied", false},
+	} {
+		t.Run(tc.code, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			front := newFront(t, s, func(r *http.Request, _ int) (int, string) {
+				if _, multi := r.URL.Query()["delete"]; multi {
+					return tc.status, tc.code
+				}
+				return 0, ""
+			})
+			prefix := fmt.Sprint("p", i)
+			tgt := s3Target(ctx, t, front.Server, prefix)
+			for round := range 2 {
+				keys := []string{"annotation/a.xml", "manifest.safe", "measurement/m.tiff"}
+				for _, k := range keys {
+					if _, err := s.Client().PutObject(ctx, &awss3.PutObjectInput{Bucket: &s.Bucket, Key: aws.String(prefix + "/" + folder + "/" + k), Body: strings.NewReader("x")}); err != nil {
+						t.Fatal(err)
+					}
+				}
+				before := len(front.requests())
+				err := tgt.DeleteFolder(ctx, folder, "manifest.safe")
+				reqs := front.requests()[before:]
+				if !tc.fallback {
+					if err == nil || !strings.Contains(err.Error(), tc.code) {
+						t.Errorf("DeleteFolder refused %s: %v, want the error", tc.code, err)
+					}
+					return
+				}
+				if err != nil {
+					t.Fatalf("round %d: DeleteFolder with DeleteObjects refused (%s): %v (requests %v)", round, tc.code, err, reqs)
+				}
+				out, err := s.Client().ListObjectsV2(ctx, &awss3.ListObjectsV2Input{Bucket: &s.Bucket, Prefix: aws.String(prefix + "/")})
+				if err != nil || len(out.Contents) != 0 {
+					t.Errorf("round %d: %d objects left, %v", round, len(out.Contents), err)
+				}
+				// One key a request once refused; the manifest last.
+				singles := reqs
+				if round == 0 {
+					singles = reqs[1:]
+				}
+				if len(singles) != len(keys) || !slices.Equal(singles[len(singles)-1], []string{prefix + "/" + folder + "/manifest.safe"}) {
+					t.Errorf("round %d: delete requests %v, want one per key, the manifest last", round, reqs)
+				}
+			}
+		})
+	}
 }
