@@ -188,17 +188,25 @@ func StreamMessages(t testing.TB, js jetstream.JetStream, stream string) []Msg {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	s, err := js.Stream(ctx, stream)
+	var (
+		info *jetstream.StreamInfo
+		cons jetstream.Consumer
+	)
+	// Each API request gets a few seconds, tried again until ctx ends: a
+	// cluster recovering from lost nodes may drop a request, which would
+	// otherwise wait out the whole minute unanswered.
+	err := retryAPI(ctx, func(actx context.Context) error {
+		s, err := js.Stream(actx, stream)
+		if err == nil {
+			info, err = s.Info(actx)
+		}
+		if err == nil {
+			cons, err = s.OrderedConsumer(actx, jetstream.OrderedConsumerConfig{})
+		}
+		return err
+	})
 	if err != nil {
-		t.Fatal(err)
-	}
-	info, err := s.Info(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cons, err := s.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{})
-	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("reading %s: %v", stream, err)
 	}
 	var out []Msg
 	for uint64(len(out)) < info.State.Msgs {
@@ -262,5 +270,23 @@ func WaitStreamCount(t testing.TB, js jetstream.JetStream, stream string, n uint
 			return fmt.Errorf("%s holds %d messages after %s, want %d", stream, got, d, n)
 		}
 		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// retryAPI runs f, each try bounded to 5 s, until it succeeds or ctx ends
+// (the last try's error then).
+func retryAPI(ctx context.Context, f func(context.Context) error) error {
+	for {
+		actx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		err := f(actx)
+		cancel()
+		if err == nil {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(200 * time.Millisecond):
+		}
 	}
 }
