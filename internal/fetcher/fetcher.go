@@ -730,44 +730,54 @@ func (a *App) handle(ctx context.Context, m jetstream.Msg) {
 	}
 }
 
-// removeDeleted removes the product stored under key (a deleted event),
-// holding the key as a download does: a download of it under way, here
-// or in another replica, ends first. Removed meanwhile, its verified
-// files would be followed by the rest and the manifest, a folder that
-// says complete and is not. The archive and the folder are each removed
-// only when they record n's product id (fetch.Find): kept says that only
-// another product's is stored there (the name re-published with a new
-// id), and nothing was removed. url names what was removed, as the
-// product's fetched event named it (the folder's with a trailing /, else
-// the archive's); the archive's when nothing was there (a redelivery
-// after the removal, whose event is published all the same).
+// removeDeleted removes the product stored under key (a deleted event,
+// removeStored): kept says that only another product's is stored there
+// (the name re-published with a new id), and nothing was removed. url
+// names what was removed, as the product's fetched event named it (the
+// folder's with a trailing /, else the archive's); the archive's when
+// nothing was there (a redelivery after the removal, whose event is
+// published all the same).
 func (a *App) removeDeleted(ctx context.Context, log logrus.FieldLogger, m jetstream.Msg, n *event.Notification, key string) (url string, kept bool, err error) {
-	ctx, release, err := a.hold(ctx, log, m, key)
+	found, err := a.removeStored(ctx, log, m, key, n.ProductID, n.ProductName, "deleted")
 	if err != nil {
-		return "", false, err
-	}
-	defer release()
-	found, err := a.parts.Engine.Find(ctx, key, n.ProductID, n.ProductName)
-	if err != nil {
-		return "", false, err
-	}
-	if len(found.Others) > 0 {
-		log.WithField("kept", found.Others).Warn("another product is stored under the deleted one's key: kept")
-	}
-	if err := a.parts.Engine.Remove(ctx, found); err != nil {
 		return "", false, err
 	}
 	if !found.Any() && len(found.Others) > 0 {
-		return "", true, nil // its item is the other product's
-	}
-	if a.cfg.STAC {
-		// Its item goes with it: an item naming nothing would index a
-		// product that is gone.
-		if err := a.parts.Target.Delete(ctx, ItemKey(key)); err != nil {
-			return "", false, err
-		}
+		return "", true, nil
 	}
 	return cmp.Or(found.URL(), a.parts.Target.URL(key)), false, nil
+}
+
+// removeStored removes what is stored under key of product id (named
+// name): a deleted product, or a superseded one (what says which, for the
+// log). It holds the key as a download does: a download of it under way,
+// here or in another replica, ends first; removed meanwhile, its verified
+// files would be followed by the rest and the manifest, a folder that
+// says complete and is not. The archive and the folder are each removed
+// only when they record the product's id (fetch.Find); what a download of
+// the key cut short left goes all the same. The STAC item goes first,
+// unless only another product is stored there (the item is then its): a
+// removal cut midway leaves the product, found and removed again on
+// redelivery, never an item naming nothing.
+func (a *App) removeStored(ctx context.Context, log logrus.FieldLogger, m jetstream.Msg, key, id, name, what string) (fetch.Found, error) {
+	ctx, release, err := a.hold(ctx, log, m, key)
+	if err != nil {
+		return fetch.Found{}, err
+	}
+	defer release()
+	found, err := a.parts.Engine.Find(ctx, key, id, name)
+	if err != nil {
+		return found, err
+	}
+	if len(found.Others) > 0 {
+		log.WithField("kept", found.Others).Warn("another product is stored under the " + what + " one's key: kept")
+	}
+	if found.Any() || len(found.Others) == 0 {
+		if err := a.parts.Target.Delete(ctx, ItemKey(key)); err != nil {
+			return found, err
+		}
+	}
+	return found, a.parts.Engine.Remove(ctx, found)
 }
 
 // fetch is the download of n's product under key, its message kept

@@ -249,36 +249,15 @@ func (a *App) handleNotice(ctx context.Context, log logrus.FieldLogger, m jetstr
 }
 
 // removeSuperseded removes what is stored under key of s's superseded
-// product (its STAC item first, then the product), holding the key as a
-// download does: a download of it under way ends first. The archive and
-// the folder are each removed only when they record its id (fetch.Find).
-// It returns the URL of what it removed (the folder's with a trailing /,
-// else the archive's, as the product's fetched event named it); "" when
-// nothing of it is stored.
+// product (removeStored). It returns the URL of what it removed (the
+// folder's with a trailing /, else the archive's, as the product's
+// fetched event named it); "" when nothing of it is stored.
 func (a *App) removeSuperseded(ctx context.Context, log logrus.FieldLogger, m jetstream.Msg, s *event.Superseded, key string) (string, error) {
-	ctx, release, err := a.hold(ctx, log, m, key)
-	if err != nil {
-		return "", err
-	}
-	defer release()
-	found, err := a.parts.Engine.Find(ctx, key, s.Superseded.ID, s.Superseded.Name)
-	if err != nil {
-		return "", err
-	}
-	if len(found.Others) > 0 {
-		log.WithField("kept", found.Others).Warn("another product is stored under the superseded one's key: kept")
-	}
-	if !found.Any() {
-		log.Debug("superseded product not stored here")
-		// What a download of the key cut short left, all the same.
-		return "", a.parts.Engine.Remove(ctx, found)
-	}
-	// The item first: a product left without its item (the removal cut
-	// midway) is found and removed again on redelivery.
-	if err := a.parts.Target.Delete(ctx, ItemKey(key)); err != nil {
-		return "", err
-	}
-	if err := a.parts.Engine.Remove(ctx, found); err != nil {
+	found, err := a.removeStored(ctx, log, m, key, s.Superseded.ID, s.Superseded.Name, "superseded")
+	if err != nil || !found.Any() {
+		if err == nil {
+			log.Debug("superseded product not stored here")
+		}
 		return "", err
 	}
 	return found.URL(), nil
