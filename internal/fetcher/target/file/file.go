@@ -552,10 +552,13 @@ const pruneRaces = 16
 
 // makePartialDirs is os.MkdirAll for a folder under .partial/, which a
 // neighbour's pruneEmpty may remove between the parent made and the child
-// (empty for that instant): made again, a bounded number of times.
+// (empty for that instant): made again, a bounded number of times. Both
+// ways the race shows: "no such file" (the parent went), and "file
+// exists" (a neighbour made the folder, then pruned it before MkdirAll's
+// own look at it).
 func makePartialDirs(dir string) error {
 	err := os.MkdirAll(dir, 0o755)
-	for try := 0; errors.Is(err, fs.ErrNotExist) && try < pruneRaces; try++ {
+	for try := 0; (errors.Is(err, fs.ErrNotExist) || errors.Is(err, fs.ErrExist)) && try < pruneRaces; try++ {
 		err = os.MkdirAll(dir, 0o755)
 	}
 	return err
