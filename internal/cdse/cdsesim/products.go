@@ -102,7 +102,11 @@ func NewProduct(m Mission, now time.Time, r *rand.Rand) *Product {
 		p.S3Path = "/eodata/Sentinel-2/MSI/" + level + "/" + start.Format("2006/01/02") + "/" + p.Name
 	case Sentinel3:
 		p.Collection = "SENTINEL-3"
-		p.Name = fmt.Sprintf("S3%s_OL_1_EFR____%s_%s_%s_0179_115_207_2160_PS1_O_NR_004.SEN3", unit, ts(start), ts(end), ts(now))
+		// Cycle, relative orbit (1-385) and along-track coordinate vary as
+		// they do between real frames: they identify the acquisition
+		// (versions.identifyS3), so constant ones made every generated
+		// frame of a unit one acquisition's versions.
+		p.Name = fmt.Sprintf("S3%s_OL_1_EFR____%s_%s_%s_0179_%03d_%03d_%04d_PS1_O_NR_004.SEN3", unit, ts(start), ts(end), ts(now), 1+r.IntN(150), 1+r.IntN(385), r.IntN(6000))
 		p.Attributes = append(common, str("platformShortName", "SENTINEL-3"), str("instrumentShortName", "OLCI"), str("productType", "OL_1_EFR___"), str("timeliness", "NR"))
 		p.S3Path = "/eodata/Sentinel-3/OLCI/OL_1_EFR/" + start.Format("2006/01/02") + "/" + p.Name
 	default:
