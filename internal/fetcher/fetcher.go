@@ -73,7 +73,7 @@ func Build(ctx context.Context, cfg fetchconfig.Config, getenv func(string) stri
 	if l, ok := target.(interface{ SetLog(logrus.FieldLogger) }); ok {
 		l.SetLog(log) // what the S3 target says of its store's rules
 	}
-	tokens := cdselogin.NewPasswordSource(cfg.Login.PasswordConfig())
+	tokens := cdselogin.NewPasswordSource(cdselogin.FromSettings(cfg.Login))
 	cat := catalogclient.New(cfg.CDSECatalogueURL, tokens, nil)
 	o := fetch.Options{
 		DownloadURL: cfg.DownloadURL, TrustedHosts: cfg.TrustedHostList(), IdleTimeout: cfg.IdleTimeout,

@@ -89,7 +89,7 @@ func (s *Session) Apply(ctx context.Context, o ApplyOptions, log io.Writer) (App
 		if o.DryRun {
 			verb = "would " + action
 		}
-		fmt.Fprintf(log, "%s %s %s\n", verb, orDashID(id), st.Detail)
+		fmt.Fprintf(log, "%s %s %s\n", verb, cli.OrDash(id), st.Detail)
 	}
 	subs, err := s.API.ListSubscriptions(ctx)
 	if err != nil {
@@ -224,13 +224,6 @@ func (s *Session) swap(ctx context.Context, o ApplyOptions, r *ApplyResult, step
 			from.Format(time.RFC3339Nano), to.Format(time.RFC3339Nano))
 	}
 	return nil
-}
-
-func orDashID(id string) string {
-	if id == "" {
-		return "-"
-	}
-	return id
 }
 
 // PrintApply writes what apply did.

@@ -63,7 +63,7 @@ func NewSession(getenv func(string) string) (*Session, error) {
 	if err := cfg.Login.Required(); err != nil {
 		return nil, cli.Usagef("%v%s", err, config.TypoHints(os.Environ()))
 	}
-	tokens := cdselogin.NewPasswordSource(cfg.Login.PasswordConfig())
+	tokens := cdselogin.NewPasswordSource(cdselogin.FromSettings(cfg.Login))
 	return &Session{API: catalogclient.New(cfg.CDSECatalogueURL, tokens, nil), tokens: tokens, cfg: cfg}, nil
 }
 

@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/cdse-jetstream/receiver/internal/cdse"
+	"github.com/cdse-jetstream/receiver/internal/cdse/cdselogin/loginsettings"
 	"golang.org/x/oauth2"
 )
 
@@ -36,6 +37,13 @@ var (
 	ErrRefreshExpired = errors.New("refresh token expired")
 	ErrTokenEndpoint  = errors.New("identity provider error")
 )
+
+// FromSettings is the login the settings group gives, the one mapping from
+// CDSE_* settings to a login (as natsconn.FromSettings is for NATS).
+func FromSettings(l loginsettings.Login) PasswordConfig {
+	return PasswordConfig{TokenURL: l.CDSETokenURL, ClientID: l.CDSEClientID,
+		Username: l.CDSEUsername, Password: l.CDSEPassword, TOTP: l.CDSETOTP}
+}
 
 // PasswordConfig is a login to the catalogue (a Keycloak realm, public client).
 type PasswordConfig struct {

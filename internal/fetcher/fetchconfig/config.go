@@ -273,7 +273,7 @@ func (c Config) validate(downloads bool) error {
 	}
 	if c.ReadsNotices() {
 		group(c.Notices.Validate())
-		if overlaps(c.VersionsPrefix, c.SubjectPrefix) {
+		if natssettings.PrefixesOverlap(c.VersionsPrefix, c.SubjectPrefix) {
 			bad("RECEIVER_VERSIONS_SUBJECT_PREFIX %q overlaps NATS_SUBJECT_PREFIX %q: the notices have subjects of their own", c.VersionsPrefix, c.SubjectPrefix)
 		}
 	}
@@ -298,11 +298,11 @@ func (c Config) validate(downloads bool) error {
 			bad("%s %q: want dot-separated tokens without wildcards", p.name, p.v)
 		}
 	}
-	if overlaps(c.FetchedPrefix, c.FailedPrefix) {
+	if natssettings.PrefixesOverlap(c.FetchedPrefix, c.FailedPrefix) {
 		bad("FETCH_FETCHED_PREFIX %q and FETCH_FAILED_PREFIX %q overlap", c.FetchedPrefix, c.FailedPrefix)
 	}
 	for _, p := range []string{c.FetchedPrefix, c.FailedPrefix} {
-		if overlaps(p, c.SubjectPrefix) {
+		if natssettings.PrefixesOverlap(p, c.SubjectPrefix) {
 			bad("%q overlaps NATS_SUBJECT_PREFIX %q: the fetcher's events would land on the product stream", p, c.SubjectPrefix)
 		}
 	}
@@ -376,9 +376,6 @@ func trustedHostEntry(h string) bool {
 	return d != "" && !strings.ContainsAny(d, "/@?#[] \t")
 }
 
-func overlaps(a, b string) bool {
-	return a == b || strings.HasPrefix(a, b+".") || strings.HasPrefix(b, a+".")
-}
 
 // KeyFields are the names FETCH_KEY_TEMPLATE may use.
 var KeyFields = []string{"collection", "productType", "yyyy", "mm", "dd", "name", "id"}

@@ -171,11 +171,11 @@ func (c Config) ValidateStreams() error {
 	p.join(natssettings.CheckPrefix("QUARANTINE_SUBJECT_PREFIX", c.QuarantinePrefix))
 	if c.InterestsFile != "" {
 		p.join(natssettings.CheckPrefix("INTEREST_SUBJECT_PREFIX", c.InterestPrefix))
-		if overlaps(c.InterestPrefix, c.SubjectPrefix) || overlaps(c.InterestPrefix, c.QuarantinePrefix) {
+		if natssettings.PrefixesOverlap(c.InterestPrefix, c.SubjectPrefix) || natssettings.PrefixesOverlap(c.InterestPrefix, c.QuarantinePrefix) {
 			p.add("INTEREST_SUBJECT_PREFIX %q overlaps NATS_SUBJECT_PREFIX %q or QUARANTINE_SUBJECT_PREFIX %q: a consumer of the product subjects would get the interests' copies too", c.InterestPrefix, c.SubjectPrefix, c.QuarantinePrefix)
 		}
 	}
-	if overlaps(c.QuarantinePrefix, c.SubjectPrefix) {
+	if natssettings.PrefixesOverlap(c.QuarantinePrefix, c.SubjectPrefix) {
 		p.add("QUARANTINE_SUBJECT_PREFIX %q overlaps NATS_SUBJECT_PREFIX %q: two streams cannot share subjects, and refused bodies must never reach the product stream", c.QuarantinePrefix, c.SubjectPrefix)
 	}
 	p = append(p, c.completeProblems()...)
@@ -246,7 +246,7 @@ func (c Config) overlapping(name, prefix, why string) problems {
 		others = append(others, struct{ name, prefix string }{"INTEREST_SUBJECT_PREFIX", c.InterestPrefix})
 	}
 	for _, o := range others {
-		if o.name != name && overlaps(prefix, o.prefix) {
+		if o.name != name && natssettings.PrefixesOverlap(prefix, o.prefix) {
 			p.add("%s %q overlaps %s %q: %s", name, prefix, o.name, o.prefix, why)
 		}
 	}
@@ -355,7 +355,3 @@ func (c Config) ValidateWatch() error {
 // ValidateLogging checks the log settings (internal/platform/logging's).
 func (c Config) ValidateLogging() error { return c.Settings.Validate() }
 
-// overlaps says whether the subjects <a>.> and <b>.> can share a subject.
-func overlaps(a, b string) bool {
-	return a == b || strings.HasPrefix(a, b+".") || strings.HasPrefix(b, a+".")
-}

@@ -71,7 +71,7 @@ func Interests(c config.Config, route *ingest.Route, reg prometheus.Registerer, 
 // Catalogue is the catalogue's client, logged in as CDSE_USERNAME: PULL's,
 // the reconciler's and the backfill's.
 func Catalogue(c config.Config) *catalogclient.Client {
-	return catalogclient.New(c.CDSECatalogueURL, cdselogin.NewPasswordSource(c.Login.PasswordConfig()), nil)
+	return catalogclient.New(c.CDSECatalogueURL, cdselogin.NewPasswordSource(cdselogin.FromSettings(c.Login)), nil)
 }
 
 // RouteWithInterests is Route with the interests' Router in it, as

@@ -130,7 +130,7 @@ func Doctor(ctx context.Context, getenv func(string) string, o DoctorOptions, no
 	cfg := s.Config()
 	rec := &recorder{next: http.DefaultTransport}
 	hc := &http.Client{Transport: rec, Timeout: 60 * time.Second}
-	login := cfg.Login.PasswordConfig()
+	login := cdselogin.FromSettings(cfg.Login)
 	login.HTTPClient = hc
 	tokens := cdselogin.NewPasswordSource(login)
 	api := catalogclient.New(cfg.CDSECatalogueURL, tokens, hc)

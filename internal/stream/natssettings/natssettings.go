@@ -106,6 +106,12 @@ func ValidPrefix(prefix string) bool {
 	return true
 }
 
+// PrefixesOverlap says whether the subjects <a>.> and <b>.> can share a
+// subject: the rule both binaries' settings check their prefixes by.
+func PrefixesOverlap(a, b string) bool {
+	return a == b || strings.HasPrefix(a, b+".") || strings.HasPrefix(b, a+".")
+}
+
 // CheckPrefix is the problem of the subject prefix of the setting name,
 // nil when it is a valid prefix.
 func CheckPrefix(name, prefix string) error {

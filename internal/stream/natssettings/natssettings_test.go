@@ -50,3 +50,21 @@ func TestProductStreamValidate(t *testing.T) {
 		}
 	}
 }
+
+func TestPrefixesOverlap(t *testing.T) {
+	for _, c := range []struct {
+		a, b string
+		want bool
+	}{
+		{"cdse", "cdse", true},
+		{"cdse.product", "cdse", true},
+		{"cdse", "cdse.product", true},
+		{"cdse.product", "cdse.fetched", false},
+		{"cdse", "cdsex", false},
+		{"cdsex.product", "cdse", false},
+	} {
+		if got := PrefixesOverlap(c.a, c.b); got != c.want {
+			t.Errorf("PrefixesOverlap(%q, %q) = %v, want %v", c.a, c.b, got, c.want)
+		}
+	}
+}

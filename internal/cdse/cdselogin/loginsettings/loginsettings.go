@@ -4,7 +4,9 @@
 // catalogue's address, CDSE_CATALOGUE_URL), declared, defaulted and
 // checked here once. Each binary's settings struct embeds it
 // (internal/platform/settings reads its tags as the binary's own), and
-// PasswordConfig is the login internal/cdse/cdselogin makes from it.
+// internal/cdse/cdselogin.FromSettings is the login made from it. It is
+// data: it imports no runtime package (no HTTP client, no OAuth2), so
+// the settings packages that embed it stay data too.
 package loginsettings
 
 import (
@@ -15,7 +17,6 @@ import (
 	"strings"
 
 	"github.com/cdse-jetstream/receiver/internal/cdse"
-	"github.com/cdse-jetstream/receiver/internal/cdse/cdselogin"
 	"github.com/cdse-jetstream/receiver/internal/platform/redact"
 )
 
@@ -70,13 +71,6 @@ func (l Login) ValidateURLs() error {
 // Validate is every problem of a login that is used: Required and
 // ValidateURLs.
 func (l Login) Validate() error { return errors.Join(l.Required(), l.ValidateURLs()) }
-
-// PasswordConfig is the login cdselogin.NewPasswordSource makes tokens
-// with.
-func (l Login) PasswordConfig() cdselogin.PasswordConfig {
-	return cdselogin.PasswordConfig{TokenURL: l.CDSETokenURL, ClientID: l.CDSEClientID,
-		Username: l.CDSEUsername, Password: l.CDSEPassword, TOTP: l.CDSETOTP}
-}
 
 // HTTPURL says whether s is an absolute http(s) URL with a host.
 func HTTPURL(s string) bool {

@@ -38,7 +38,4 @@ func TestValidate(t *testing.T) {
 	if err := l.Validate(); err != nil || !l.Given() {
 		t.Errorf("a login: %v", err)
 	}
-	if pc := l.PasswordConfig(); pc.Username != "u" || pc.Password != "p" || pc.TOTP != "123456" || pc.TokenURL != l.CDSETokenURL || pc.ClientID != l.CDSEClientID {
-		t.Errorf("PasswordConfig %+v", pc)
-	}
 }
