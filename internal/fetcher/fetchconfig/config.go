@@ -376,7 +376,6 @@ func trustedHostEntry(h string) bool {
 	return d != "" && !strings.ContainsAny(d, "/@?#[] \t")
 }
 
-
 // KeyFields are the names FETCH_KEY_TEMPLATE may use.
 var KeyFields = []string{"collection", "productType", "yyyy", "mm", "dd", "name", "id"}
 

@@ -354,4 +354,3 @@ func (c Config) ValidateWatch() error {
 
 // ValidateLogging checks the log settings (internal/platform/logging's).
 func (c Config) ValidateLogging() error { return c.Settings.Validate() }
-
