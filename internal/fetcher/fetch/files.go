@@ -263,6 +263,13 @@ func (f *Fetcher) fetchFiles(ctx context.Context, p Product, key string, progres
 		log.WithField("files", fr.Patterns).Warnf("fetch: none of the %d files of the manifest is selected: only the manifest is stored", len(m.Entries))
 	}
 
+	// A folder is whole when its manifest is there: a stored manifest of
+	// other bytes (the product modified) goes before the first file is
+	// replaced, so a cut update leaves no manifest over files of two
+	// versions; the new one is stored last.
+	if err := f.dropOtherManifest(ctx, p, mkey, mem.buf); err != nil {
+		return res, false, err
+	}
 	already, unchecked := true, 0
 	for _, e := range picked {
 		r, err := f.fetchFile(ctx, p, base, e, fr, prog)
@@ -345,13 +352,32 @@ func (f *Fetcher) fetchFile(ctx context.Context, p Product, base string, e manif
 	}
 }
 
+// manifestObject is the object of the manifest's bytes b, and their sums.
+func manifestObject(p Product, b []byte) (Product, map[string]string) {
+	h := newHashes()
+	h.Write(b)
+	return Product{ID: p.ID, Name: p.Name, ContentLength: int64(len(b))}, h.sums()
+}
+
+// dropOtherManifest removes the manifest stored at key unless it holds
+// the bytes b.
+func (f *Fetcher) dropOtherManifest(ctx context.Context, p Product, key string, b []byte) error {
+	mp, sums := manifestObject(p, b)
+	s, ok, err := f.target.Stat(ctx, key)
+	if err != nil || !ok || same(s, mp, sums) {
+		return err
+	}
+	f.log.WithFields(logrus.Fields{"product": p.ID, "key": key}).Info("fetch: the product's manifest changed: the stored one is removed until every file selected is stored again")
+	if err := f.target.Delete(ctx, key); err != nil {
+		return fmt.Errorf("fetch %s: removing the old manifest %s: %w", p.ID, key, err)
+	}
+	return nil
+}
+
 // storeManifest writes the manifest's bytes b under key, unless the same
 // bytes are there; already says they were.
 func (f *Fetcher) storeManifest(ctx context.Context, p Product, key string, b []byte, tr *tracker) (already bool, err error) {
-	h := newHashes()
-	h.Write(b)
-	sums := h.sums()
-	mp := Product{ID: p.ID, Name: p.Name, ContentLength: int64(len(b))}
+	mp, sums := manifestObject(p, b)
 	if s, ok, err := f.target.Stat(ctx, key); err != nil {
 		return false, err
 	} else if ok && same(s, mp, sums) {

@@ -545,3 +545,57 @@ func TestFilesIntoS3(t *testing.T) {
 		t.Errorf("second fetch: %v %+v", err, r.Files)
 	}
 }
+
+// TestFilesModifiedCutLeavesNoOldManifest: a folder is whole when its
+// manifest is there (docs/fetching.md: readers wait for it). A modified
+// product's new files replace the old ones one by one; a fetch cut among
+// them must not leave the old manifest over a mix of old and new files:
+// the old manifest goes first, the new one comes last.
+func TestFilesModifiedCutLeavesNoOldManifest(t *testing.T) {
+	f := setup(t, cdsesim.Options{})
+	p, _ := f.l2a(t, 8<<20)
+	p.Files = l2aBands
+	key := "k/" + p.Name + ".zip"
+	if _, err := f.fetcher(t, f.options(), fileTarget(t, f.dir)).Fetch(ctx20(t), p, key, nil); err != nil {
+		t.Fatal(err)
+	}
+	mpath := "k/" + p.Name + "/" + manifest.SAFE
+	old := storedFiles(t, f.dir)[mpath]
+	changed, err := f.sim.ReplaceContent(p.ID, 9<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.ContentLength = changed.ContentLength
+	m, b := changed.Checksums()
+	p.Checksums = []Checksum{{"MD5", m}, {"BLAKE3", b}}
+	if bytes.Equal(fileBytes(t, changed, manifest.SAFE), old) {
+		t.Fatal("the simulator's new content has the old manifest")
+	}
+	// Cut within the first band: past the new manifest and
+	// MTD_MSIL2A.xml, which replace theirs before the band's cut.
+	if err := f.sim.AddFault(cdsesim.Fault{Kind: cdsesim.FaultCut, Product: p.ID, After: 200_000, Count: 1}); err != nil {
+		t.Fatal(err)
+	}
+	o := f.options()
+	o.MaxAttempts = 1
+	f.reg = prometheus.NewRegistry()
+	if _, err := f.fetcher(t, o, fileTarget(t, f.dir)).Fetch(ctx20(t), p, key, nil); !errors.Is(err, ErrAttempts) {
+		t.Fatalf("cut fetch: %v", err)
+	}
+	if got, ok := storedFiles(t, f.dir)[mpath]; ok {
+		t.Errorf("after a cut update the folder has a manifest (the old one: %t) over files of two versions", bytes.Equal(got, old))
+	}
+	f.reg = prometheus.NewRegistry()
+	if _, err := f.fetcher(t, f.options(), fileTarget(t, f.dir)).Fetch(ctx20(t), p, key, nil); err != nil {
+		t.Fatal(err)
+	}
+	got := storedFiles(t, f.dir)
+	want, _, _ := selected(t, changed, l2aBands)
+	want[manifest.SAFE] = 0
+	for path := range want {
+		if !bytes.Equal(got["k/"+p.Name+"/"+path], fileBytes(t, changed, path)) {
+			t.Errorf("%s: not the new bytes", path)
+		}
+	}
+	f.noPartial(t)
+}
