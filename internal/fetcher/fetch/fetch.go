@@ -561,7 +561,16 @@ func (f *Fetcher) download(ctx context.Context, p Product, key string, sums map[
 		renewed  bool
 		attempts int
 	)
-	for {
+	// A partial that holds the whole product (a kill -9 during the
+	// commit's fsync or rename, a commit that failed) has nothing left to
+	// ask for: a Range from its end is answered 416 at every try. It is
+	// verified as it is; wrong bytes are discarded below, and Fetch
+	// downloads them again.
+	complete := p.ContentLength > 0 && up.Held() == p.ContentLength
+	if complete {
+		res.Resumed = up.Held()
+	}
+	for !complete {
 		if attempts >= f.o.MaxAttempts {
 			return res, fmt.Errorf("%w (%d) for %s (%s): %w", ErrAttempts, attempts, p.ID, p.Name, last)
 		}
@@ -725,6 +734,14 @@ func (f *Fetcher) try(ctx context.Context, p Product, up target.Upload, h *hashe
 	}
 	defer resp.Body.Close()
 	if err := f.status(p, resp); err != nil {
+		if resp.StatusCode == http.StatusRequestedRangeNotSatisfiable && held > 0 {
+			// Nothing past the bytes held (a whole partial of a product
+			// whose length was not given, or a product that shrank):
+			// the next try starts over.
+			if rerr := f.restart(ctx, up, h); rerr != nil {
+				return 0, rerr
+			}
+		}
 		return 0, err
 	}
 	if ce := strings.ToLower(strings.TrimSpace(resp.Header.Get("Content-Encoding"))); ce != "" && ce != "identity" {

@@ -630,3 +630,66 @@ func mustFile(t *testing.T, dir string) *file.Target {
 	}
 	return tgt
 }
+
+// TestCompletePartial: a partial that holds as many bytes as the product
+// (left by a kill -9 during the commit's fsync or rename, or a commit
+// that failed) is verified and committed without asking for a Range from
+// its end, which the service answers 416 at every try; one of the wrong
+// bytes is discarded and the product downloaded again; with no length in
+// the notification, the 416 starts the download over.
+func TestCompletePartial(t *testing.T) {
+	const size = 1 << 20
+	for _, tc := range []struct {
+		name      string
+		corrupt   bool
+		noLength  bool
+		wantAsked int // answers of 200 or 206 from the download host
+	}{
+		{name: "its bytes", wantAsked: 0},
+		{name: "wrong bytes", corrupt: true, wantAsked: 1},
+		{name: "no length in the notification", noLength: true, wantAsked: 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := setup(t, cdsesim.Options{})
+			p, sp := f.product(t, sized(size))
+			want := content(t, sp)
+			held := append([]byte(nil), want...)
+			if tc.corrupt {
+				held[size/2] ^= 0xff
+			}
+			if tc.noLength {
+				p.ContentLength = 0
+			}
+			const key = "p.zip"
+			if err := os.MkdirAll(filepath.Join(f.dir, ".partial"), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(f.dir, ".partial", key+".part"), held, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			o := f.options()
+			o.MaxAttempts = 3
+			r, err := f.fetcher(t, o, fileTarget(t, f.dir)).Fetch(ctx20(t), p, key, nil)
+			if err != nil {
+				t.Fatalf("fetch: %v (requests %+v)", err, f.sim.DownloadLog())
+			}
+			if wantResumed := int64(size); tc.wantAsked != 0 && r.Resumed != 0 || tc.wantAsked == 0 && r.Resumed != wantResumed {
+				t.Errorf("resumed %d", r.Resumed)
+			}
+			got, err := os.ReadFile(filepath.Join(f.dir, key))
+			if err != nil || !bytes.Equal(got, want) {
+				t.Fatalf("stored %d bytes, the product's: %t (%v)", len(got), bytes.Equal(got, want), err)
+			}
+			asked := 0
+			for _, rec := range f.sim.DownloadLog() {
+				if rec.Status == http.StatusOK || rec.Status == http.StatusPartialContent {
+					asked++
+				}
+			}
+			if asked != tc.wantAsked {
+				t.Errorf("%d downloads answered, want %d: %+v", asked, tc.wantAsked, f.sim.DownloadLog())
+			}
+			f.noPartial(t)
+		})
+	}
+}
