@@ -118,7 +118,8 @@ type Entry struct {
 
 // Manifest is the file list of a product.
 type Manifest struct {
-	// Entries in the manifest's order; no two have the same Path.
+	// Entries in the manifest's order; no two have the same Path, letter
+	// case aside.
 	Entries []Entry
 }
 
@@ -340,10 +341,14 @@ func (p *parser) end() error {
 		if e.Path == "" {
 			return fmt.Errorf("dataObject %q: no byteStream/fileLocation href", e.ID)
 		}
-		if p.paths[e.Path] {
-			return fmt.Errorf("dataObject %q: %s listed twice", e.ID, e.Path)
+		// Letter case aside: on a case-insensitive file system (SMB,
+		// casefold ext4) two such paths are one file, whose bytes would
+		// depend on the order of the writes. SafePath's paths are ASCII.
+		folded := strings.ToLower(e.Path)
+		if p.paths[folded] {
+			return fmt.Errorf("dataObject %q: %s listed twice (letter case aside)", e.ID, e.Path)
 		}
-		p.paths[e.Path] = true
+		p.paths[folded] = true
 		p.entries = append(p.entries, e)
 	}
 	return nil

@@ -247,7 +247,10 @@ func (f *Fetcher) fetchFiles(ctx context.Context, p Product, key string, progres
 	case err != nil:
 		return res, false, fmt.Errorf("%w: %s (%s) %s: %w", ErrManifest, p.ID, p.Name, mname, err)
 	}
-	picked := m.Select(sel)
+	// The manifest is stored last, as the product's, by storeManifest: an
+	// entry naming it (no real manifest lists itself) is not a file to
+	// fetch, which would put the folder's completion mark there first.
+	picked := slices.DeleteFunc(m.Select(sel), func(e manifest.Entry) bool { return e.Path == mname })
 	fr.Bytes = int64(len(mem.buf))
 	for _, e := range picked {
 		// The manifest's paths are SafePath's; the key's elements have
@@ -270,7 +273,7 @@ func (f *Fetcher) fetchFiles(ctx context.Context, p Product, key string, progres
 	if err := f.dropOtherManifest(ctx, p, mkey, mem.buf); err != nil {
 		return res, false, err
 	}
-	already, unchecked := true, 0
+	already, unchecked, unsized := true, 0, 0
 	for _, e := range picked {
 		r, err := f.fetchFile(ctx, p, base, e, fr, prog)
 		if err != nil {
@@ -281,6 +284,10 @@ func (f *Fetcher) fetchFiles(ctx context.Context, p Product, key string, progres
 		res.Resumed += r.Resumed
 		if len(r.Checksums) == 0 {
 			unchecked++
+			if e.Size <= 0 {
+				// 0 is also the length download reads as unknown.
+				unsized++
+			}
 		}
 		prog.done += max(e.Size, 0)
 	}
@@ -290,7 +297,10 @@ func (f *Fetcher) fetchFiles(ctx context.Context, p Product, key string, progres
 	}
 	res.AlreadyThere = already && mthere
 	res.Size = fr.Bytes
-	if unchecked > 0 {
+	switch {
+	case unsized > 0:
+		res.Unverified = fmt.Sprintf("%d of the %d files selected have no checksum in the manifest, %d of them no size either: not checked", unchecked, len(picked), unsized)
+	case unchecked > 0:
 		res.Unverified = fmt.Sprintf("%d of the %d files selected have no checksum in the manifest: checked by size only", unchecked, len(picked))
 	}
 	d := sha256.New()

@@ -16,6 +16,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -343,26 +344,13 @@ func TestFilesUnsafeManifestRefused(t *testing.T) {
 			p, _ := f.l2a(t, 2<<20)
 			p.Files = []string{"**"}
 			// The download service, with the manifest replaced.
-			dl, _ := url.Parse(f.dl)
-			proxy := httputil.NewSingleHostReverseProxy(dl)
-			var asked []string
-			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-				asked = append(asked, r.URL.Path)
-				if strings.HasSuffix(r.URL.Path, "/Nodes(manifest.safe)/$value") {
-					_, _ = io.WriteString(w, c.manifest)
-					return
-				}
-				proxy.ServeHTTP(w, r)
-			}))
-			t.Cleanup(srv.Close)
-			o := f.options()
-			o.DownloadURL = srv.URL + "/odata/v1"
+			o, asked := f.manifestServed(t, c.manifest)
 			_, err := f.fetcher(t, o, fileTarget(t, f.dir)).Fetch(ctx20(t), p, "k/"+p.Name+".zip", nil)
 			if !errors.Is(err, c.err) || !Permanent(err) || !strings.Contains(err.Error(), c.says) {
 				t.Fatalf("%s: %v", c.name, err)
 			}
-			if len(asked) != 1 {
-				t.Errorf("requests %v: only the manifest's was to be made", asked)
+			if len(*asked) != 1 {
+				t.Errorf("requests %v: only the manifest's was to be made", *asked)
 			}
 			if got := storedFiles(t, f.dir); len(got) != 0 {
 				t.Errorf("stored %v", got)
@@ -598,4 +586,75 @@ func TestFilesModifiedCutLeavesNoOldManifest(t *testing.T) {
 		}
 	}
 	f.noPartial(t)
+}
+
+// TestFilesManifestListingItselfIsNotAFile: a manifest that lists its own
+// name (no real one does) is stored once, last, as the product's: its
+// entry is not fetched as a file, which would put the folder's
+// completion mark there first, under another identity.
+func TestFilesManifestListingItselfIsNotAFile(t *testing.T) {
+	f := setup(t, cdsesim.Options{})
+	p, _ := f.l2a(t, 2<<20)
+	p.Files = []string{"**"}
+	o, asked := f.manifestServed(t, manifestDoc(`<dataObject ID="m"><byteStream><fileLocation href="./manifest.safe"/></byteStream></dataObject>`))
+	tg := fileTarget(t, f.dir)
+	r, err := f.fetcher(t, o, tg).Fetch(ctx20(t), p, "k/"+p.Name+".zip", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(*asked) != 1 || len(r.Files.Files) != 0 {
+		t.Errorf("requests %v, files %+v: the manifest only, once", *asked, r.Files.Files)
+	}
+	s, ok, err := tg.Stat(context.Background(), "k/"+p.Name+"/"+manifest.SAFE)
+	if err != nil || !ok || s.ProductID != p.ID {
+		t.Errorf("the manifest stored as %+v (%t, %v), want the product's", s, ok, err)
+	}
+}
+
+// TestFilesUnsizedUncheckedSaySo: a file the manifest gives neither a
+// size nor a checksum is stored, and the result says it was not checked
+// (not "checked by size").
+func TestFilesUnsizedUncheckedSaySo(t *testing.T) {
+	f := setup(t, cdsesim.Options{})
+	p, _ := f.l2a(t, 2<<20)
+	p.Files = []string{"**"}
+	o, _ := f.manifestServed(t, manifestDoc(`<dataObject ID="a"><byteStream><fileLocation href="./MTD_MSIL2A.xml"/></byteStream></dataObject>`))
+	r, err := f.fetcher(t, o, fileTarget(t, f.dir)).Fetch(ctx20(t), p, "k/"+p.Name+".zip", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "1 of the 1 files selected have no checksum in the manifest, 1 of them no size either: not checked"; r.Unverified != want {
+		t.Errorf("Unverified %q, want %q", r.Unverified, want)
+	}
+}
+
+// manifestDoc is a manifest.safe of the dataObjects objects.
+func manifestDoc(objects string) string {
+	return `<?xml version="1.0" encoding="UTF-8"?>
+<xfdu:XFDU xmlns:xfdu="urn:ccsds:schema:xfdu:1"><dataObjectSection>` + objects + `</dataObjectSection></xfdu:XFDU>`
+}
+
+// manifestServed is the fixture's options with a download service that
+// answers doc for every product's manifest.safe and passes every other
+// request to the simulator; asked are the paths requested.
+func (f *fixture) manifestServed(t *testing.T, doc string) (Options, *[]string) {
+	t.Helper()
+	dl, _ := url.Parse(f.dl)
+	proxy := httputil.NewSingleHostReverseProxy(dl)
+	var mu sync.Mutex
+	asked := &[]string{}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		*asked = append(*asked, r.URL.Path)
+		mu.Unlock()
+		if strings.HasSuffix(r.URL.Path, "/Nodes(manifest.safe)/$value") {
+			_, _ = io.WriteString(w, doc)
+			return
+		}
+		proxy.ServeHTTP(w, r)
+	}))
+	t.Cleanup(srv.Close)
+	o := f.options()
+	o.DownloadURL = srv.URL + "/odata/v1"
+	return o, asked
 }
