@@ -693,3 +693,51 @@ func TestCompletePartial(t *testing.T) {
 		})
 	}
 }
+
+// stallingRead is a directory target whose read-back sends nothing until
+// its context ends (an S3 GET whose body stalls).
+type stallingRead struct{ target.Target }
+
+func (s stallingRead) Read(ctx context.Context, key string) (io.ReadCloser, error) {
+	return io.NopCloser(ctxReader{ctx}), nil
+}
+
+type ctxReader struct{ ctx context.Context }
+
+func (r ctxReader) Read([]byte) (int, error) {
+	<-r.ctx.Done()
+	return 0, context.Cause(r.ctx)
+}
+
+// TestLateChecksumReadBackIsBounded: a product stored unverified whose
+// checksum came later is read back to verify it; a read-back that stalls
+// is cut after the idle timeout, like a download, and the product is
+// downloaded again instead of the slot being held for ever.
+func TestLateChecksumReadBackIsBounded(t *testing.T) {
+	f := setup(t, cdsesim.Options{})
+	p, sp := f.product(t, func(p *cdsesim.Product) { p.ContentLength, p.ChecksumForm = 256<<10, cdsesim.ChecksumNone })
+	key := "late.zip"
+	tg := stallingRead{fileTarget(t, f.dir)}
+	if r, err := f.fetcher(t, f.options(), tg).Fetch(ctx20(t), p, key, nil); err != nil || r.Unverified == "" {
+		t.Fatalf("stored unverified: %+v, %v", r, err)
+	}
+	later, err := f.sim.AddChecksum(p.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, b := later.Checksums()
+	p.Checksums = []Checksum{{"MD5", m}, {"BLAKE3", b}}
+	o := f.options()
+	o.IdleTimeout = 300 * time.Millisecond
+	f.reg = prometheus.NewRegistry()
+	r, err := f.fetcher(t, o, tg).Fetch(ctx20(t), p, key, nil)
+	if err != nil {
+		t.Fatalf("fetch: %v", err)
+	}
+	if r.VerifiedInPlace || r.AlreadyThere {
+		t.Errorf("result %+v: the stalled read-back cannot have verified it", r)
+	}
+	if got, err := os.ReadFile(filepath.Join(f.dir, key)); err != nil || !bytes.Equal(got, content(t, sp)) {
+		t.Errorf("stored bytes: %v", err)
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"time"
 
 	"github.com/cdse-jetstream/receiver/internal/fetcher/target"
 )
@@ -21,16 +22,27 @@ func storedUnverified(s target.Stored, p Product, sums map[string]string) bool {
 // checks it against sums: the account's bytes are not spent again. When
 // it matches, the target records the checksums beside it; a mismatch is a
 // *mismatch (the caller downloads it again).
+//
+// The read-back is bounded as a download is: cut after IdleTimeout with no
+// byte (a stalled S3 GET would otherwise hold the download slot, and the
+// message's heartbeat keeps it from being redelivered).
 func (f *Fetcher) verifyInPlace(ctx context.Context, p Product, key string, s target.Stored, sums map[string]string) error {
-	r, err := f.target.Read(ctx, key)
+	rctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	idle := time.AfterFunc(f.o.IdleTimeout, func() { cancel(errIdle) })
+	defer idle.Stop()
+	r, err := f.target.Read(rctx, key)
 	if err != nil {
 		return err
 	}
 	defer r.Close()
 	h := newHashes()
 	buf := make([]byte, 256<<10)
-	n, err := io.CopyBuffer(h, r, buf)
+	n, err := io.CopyBuffer(h, &progressReader{r: r, every: time.Hour, progress: func() {}, last: time.Now(), idle: idle, idleFor: f.o.IdleTimeout}, buf)
 	if err != nil {
+		if context.Cause(rctx) == errIdle && ctx.Err() == nil {
+			return fmt.Errorf("reading %s back: no byte for %v", f.target.URL(key), f.o.IdleTimeout)
+		}
 		return fmt.Errorf("reading %s back: %w", f.target.URL(key), err)
 	}
 	if n != s.Size {
