@@ -23,6 +23,7 @@ import (
 	"github.com/cdse-jetstream/receiver/event"
 	"github.com/cdse-jetstream/receiver/internal/cdse/cdsesim"
 	"github.com/cdse-jetstream/receiver/internal/cdse/notification"
+	"github.com/cdse-jetstream/receiver/internal/stream/topology"
 	"github.com/cdse-jetstream/receiver/internal/testkit/bins"
 	"github.com/cdse-jetstream/receiver/internal/testkit/natsproc"
 	"github.com/cdse-jetstream/receiver/internal/testkit/natstest"
@@ -68,6 +69,7 @@ type Report struct {
 	Settle         time.Duration  // from the end of the traffic until the stream held every event
 	QuarantineMsgs uint64
 	Notices        int // the receiver's notices of supersession on the stream
+	Reprocessed    int // Sentinel-3 frames the traffic reprocessed
 	Fetch          FetchReport
 	Problems       []string
 }
@@ -102,7 +104,7 @@ func (r Report) String() string {
 	}
 	fmt.Fprintf(&b, "answers to the catalogue: %s\n", strings.Join(st, ", "))
 	fmt.Fprintf(&b, "simulator: %d deliveries acknowledged, %d dropped after 3 retries; %d events acknowledged by a replica\n", r.Pushed, r.Dropped, r.Acked)
-	fmt.Fprintf(&b, "settled %.1fs after the traffic stopped; quarantine %d; %d notices of supersession (each once)\n", r.Settle.Seconds(), r.QuarantineMsgs, r.Notices)
+	fmt.Fprintf(&b, "settled %.1fs after the traffic stopped; quarantine %d; %d notices of supersession (each once, of the %d frames reprocessed)\n", r.Settle.Seconds(), r.QuarantineMsgs, r.Notices, r.Reprocessed)
 	b.WriteString(r.Fetch.String())
 	if len(r.Problems) == 0 {
 		b.WriteString("every event on the stream exactly once; every routed product stored once, verified, nothing left\n")
@@ -136,6 +138,11 @@ type world struct {
 
 	mu       sync.Mutex
 	expected map[string]string // dedupe key → event
+	// Reprocessings: each Sentinel-3 frame the traffic reprocessed (its
+	// NT version generated after its NR one), new id → original id, and
+	// the products it deleted; what the check holds the notices to.
+	reprocessed map[string]string
+	deleted     map[string]bool
 }
 
 // Run starts the world, runs traffic and faults for c.Duration, heals
@@ -146,7 +153,7 @@ func Run(t testing.TB, c Config) Report {
 	if c.Rate <= 0 {
 		c.Rate = 20
 	}
-	w := &world{t: t, dir: t.TempDir(), expected: map[string]string{}}
+	w := &world{t: t, dir: t.TempDir(), expected: map[string]string{}, reprocessed: map[string]string{}, deleted: map[string]bool{}}
 	rep := Report{Seed: c.Seed, Duration: c.Duration, Faults: Schedule(c.Seed, c.Duration), FetchFaults: FetchSchedule(c.Seed, c.Duration, fetchAckWait),
 		Events: map[string]int{}, Stored: map[string]int{}, Status: map[int]int{}}
 
@@ -282,7 +289,14 @@ func Run(t testing.TB, c Config) Report {
 	st := w.sim.Stats()
 	rep.Pushed, rep.Dropped, rep.Acked = st.Pushed, st.PushDropped, len(acked)
 	rep.QuarantineMsgs = streamMsgs(js, quarantineStream)
-	rep.Problems = w.check(msgs, acked, &rep)
+	// The notices come after the events, from the versions consumer (one
+	// event at a time, backed off through the faults): read the stream
+	// again once it has decided every event.
+	if err := versionsDrained(js, 2*time.Minute); err != nil {
+		rep.Problems = append(rep.Problems, err.Error())
+	}
+	msgs = natstest.StreamMessages(t, js, stream)
+	rep.Problems = append(rep.Problems, w.check(msgs, acked, &rep)...)
 	w.checkFetch(start, msgs, fetchedMsgs, &rep)
 	if rep.QuarantineMsgs != 0 {
 		rep.Problems = append(rep.Problems, fmt.Sprintf("%d bodies quarantined", rep.QuarantineMsgs))
@@ -352,7 +366,10 @@ func (w *world) traffic(ctx context.Context, seed int64, rate int) {
 	r := rand.New(rand.NewPCG(uint64(seed)+1, 7))
 	tick := time.NewTicker(time.Second / time.Duration(rate))
 	defer tick.Stop()
-	var live []string
+	var (
+		live   []string
+		frames []*cdsesim.Product // S3 NR frames not reprocessed yet
+	)
 	for {
 		select {
 		case <-ctx.Done():
@@ -365,8 +382,23 @@ func (w *world) traffic(ctx context.Context, seed int64, rate int) {
 		case x < 0.35 && len(live) > 0:
 			i := r.IntN(len(live))
 			w.fetch.deleted(live[i]) // before the event: the fetcher may meet the 404 at once
+			w.mu.Lock()
+			w.deleted[live[i]] = true
+			w.mu.Unlock()
 			_ = w.sim.DeleteProduct(live[i], "Corrupted product")
 			live = slices.Delete(live, i, i+1)
+		case x < 0.40 && len(frames) > 0:
+			// A reprocessing: the frame's non-time-critical version,
+			// which the versions consumer must announce as superseding
+			// it, once.
+			i := r.IntN(len(frames))
+			old := frames[i]
+			frames = slices.Delete(frames, i, i+1)
+			p := w.sim.GenerateWith(cdsesim.Sentinel3, 1, func(p *cdsesim.Product) { p.Name = reprocessedS3(old.Name, p.Name) })[0]
+			w.mu.Lock()
+			w.reprocessed[p.ID] = old.ID
+			w.mu.Unlock()
+			live = append(live, p.ID)
 		default:
 			m := cdsesim.Missions[r.IntN(len(cdsesim.Missions))]
 			var adjust func(*cdsesim.Product)
@@ -375,8 +407,19 @@ func (w *world) traffic(ctx context.Context, seed int64, rate int) {
 			}
 			p := w.sim.GenerateWith(m, 1, adjust)[0]
 			live = append(live, p.ID)
+			if m == cdsesim.Sentinel3 {
+				frames = append(frames, p)
+			}
 		}
 	}
+}
+
+// reprocessedS3 is the non-time-critical version of the near-real-time
+// Sentinel-3 frame named old: its name with the creation time of fresh
+// (a name the simulator just generated) and timeliness NT
+// (versions.identifyS3: the same frame, a later version).
+func reprocessedS3(old, fresh string) string {
+	return old[:48] + fresh[48:63] + old[63:88] + "NT" + old[90:]
 }
 
 // inject runs the schedule and returns when each fault was healed.
@@ -475,6 +518,31 @@ func (w *world) settle(js jetstream.JetStream, d time.Duration) []natstest.Msg {
 	return natstest.StreamMessages(w.t, js, stream)
 }
 
+// versionsDrained waits, at most d, until the receiver's versions
+// consumer has decided every product event on the stream.
+func versionsDrained(js jetstream.JetStream, d time.Duration) error {
+	deadline := time.Now().Add(d)
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		var info *jetstream.ConsumerInfo
+		c, err := js.Consumer(ctx, stream, topology.VersionsConsumer)
+		if err == nil {
+			info, err = c.Info(ctx)
+		}
+		cancel()
+		if err == nil && info.NumPending == 0 && info.NumAckPending == 0 {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			if err != nil {
+				return fmt.Errorf("the versions consumer after %v: %w", d, err)
+			}
+			return fmt.Errorf("the versions consumer after %v: %d events not decided, %d pending", d, info.NumPending, info.NumAckPending)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
 // notices are the receiver's notices of supersession on the stream (not
 // events the catalogue announced).
 func notices(js jetstream.JetStream) uint64 {
@@ -532,6 +600,7 @@ func (w *world) check(msgs []natstest.Msg, acked map[string]bool, rep *Report) [
 	}
 	var problems []string
 	seen := map[string]int{}
+	noticed := map[string]bool{} // reprocessed products a notice named
 	for _, m := range msgs {
 		id := m.Header.Get("Nats-Msg-Id")
 		seen[id]++
@@ -542,8 +611,18 @@ func (w *world) check(msgs []natstest.Msg, acked map[string]bool, rep *Report) [
 		if m.Header.Get(event.HeaderNotice) != "" {
 			// The receiver's own notice that one product supersedes
 			// another (two versions of an acquisition in the traffic):
-			// once each, as every message.
+			// once each, as every message, and only of a pair the
+			// traffic made.
 			rep.Notices++
+			n, err := event.DecodeSupersededData(m.Data, m.Header)
+			switch {
+			case err != nil:
+				problems = append(problems, fmt.Sprintf("notice %s: %v", id, err))
+			case w.reprocessed[n.By.ID] != n.Superseded.ID:
+				problems = append(problems, fmt.Sprintf("notice %s (%s): %s superseded by %s, which the traffic did not reprocess from it", id, n.Reason, n.Superseded.Name, n.By.Name))
+			default:
+				noticed[n.By.ID] = true
+			}
 			continue
 		}
 		if _, ok := w.expected[id]; !ok && seen[id] == 1 {
@@ -564,6 +643,15 @@ func (w *world) check(msgs []natstest.Msg, acked map[string]bool, rep *Report) [
 	}
 	if missing > 0 {
 		problems = append(problems, fmt.Sprintf("%d of %d events missing, %d of them acknowledged with a 2xx", missing, len(w.expected), ackedMissing))
+	}
+	// A pair neither of whose products was deleted is announced whatever
+	// order its events reached the stream in (newer_arrived or
+	// arrived_older); a deletion may make the consumer forget one first.
+	rep.Reprocessed = len(w.reprocessed)
+	for nw, old := range w.reprocessed {
+		if !noticed[nw] && !w.deleted[nw] && !w.deleted[old] {
+			problems = append(problems, fmt.Sprintf("no notice that %s supersedes %s", nw, old))
+		}
 	}
 	return problems
 }
