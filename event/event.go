@@ -118,7 +118,8 @@ const (
 	// HeaderAcquisition is a stable key of what the product shows (its
 	// mission's acquisition: datatake and tile, orbit and frame, ...),
 	// the same for every processing of it, and HeaderVersion a string
-	// that sorts as that acquisition's versions do (byte order): set
+	// that sorts as that acquisition's versions do (byte order; for S1
+	// only between versions of the same first letter, P or U): set
 	// only where a mission's naming rule decides (docs/consumers.md,
 	// "Versions of one acquisition"), never a guess.
 	HeaderAcquisition = "Cdse-Acquisition"

@@ -172,11 +172,15 @@ func (r *record) deleted(id versions.Identity, i int, p known, cause string) out
 	}
 	top := r.Products[latest[0]]
 	switch versions.Relate(identity(id, *d), identity(id, top)) {
-	case versions.Older, versions.Equal, versions.Sibling:
+	case versions.Older:
 		d.By, o.changed = top.ID, true
 		o.notices = append(o.notices, notice{superseded: *d, by: top, reason: event.DeletedObsolete, cause: cause})
-	case versions.Newer:
-		// It was the latest: nothing known replaces it.
+	case versions.Newer, versions.Equal, versions.Sibling:
+		// It was the latest, or shared the place: nothing known replaces
+		// it. A sibling or an equal version deleted as a duplicate is
+		// never named superseded by its twin (siblings can differ in
+		// content: S2 products of two ground stations), whatever the
+		// catalogue's free text says.
 	default:
 		// Only a product never taken in can be undecided here (those
 		// taken in were ordered then): counted once.
