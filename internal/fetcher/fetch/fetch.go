@@ -366,6 +366,18 @@ func stored(id string, size int64, sums map[string]string) target.Stored {
 	return target.Stored{Size: size, MD5: sums["MD5"], BLAKE3: sums["BLAKE3"], ProductID: id}
 }
 
+// claim records the object s stored at key, the bytes of product id, as
+// id's when it records another product: the same product published again
+// under a new id, whose old id's deleted event must then find nothing of
+// its own to remove (Find).
+func (f *Fetcher) claim(ctx context.Context, id, key string, s target.Stored, sums map[string]string) error {
+	if s.ProductID == "" || s.ProductID == id {
+		return nil
+	}
+	f.log.WithFields(logrus.Fields{"product": id, "key": key, "stored_for": s.ProductID}).Info("fetch: the same bytes are stored for another id (the product published again): recorded as this one's")
+	return f.target.Describe(ctx, key, stored(id, s.Size, sums))
+}
+
 // Fetch downloads p into the target under key, verified; progress (may
 // be nil) is told where the download is at least every
 // Options.ProgressEvery while bytes flow or the Fetch waits.
@@ -405,8 +417,15 @@ func (f *Fetcher) Fetch(ctx context.Context, p Product, key string, progress fun
 	if s, ok, err := f.target.Stat(ctx, key); err != nil {
 		return res, err
 	} else if ok && len(sums) > 0 && same(s, p, sums) {
-		res.AlreadyThere, res.Size, res.Verified = true, s.Size, verified(sums)
-		return res, nil
+		err := f.claim(ctx, p.ID, key, s, sums)
+		if err == nil {
+			res.AlreadyThere, res.Size, res.Verified = true, s.Size, verified(sums)
+			return res, nil
+		}
+		if ctx.Err() != nil {
+			return res, err
+		}
+		f.log.WithFields(logrus.Fields{"product": p.ID, "key": key}).WithError(err).Warn("fetch: the same bytes are stored for another id and cannot be recorded as this one's; downloading them again")
 	} else if ok && storedUnverified(s, p, sums) {
 		err := f.verifyInPlace(ctx, p, key, s, sums)
 		if err == nil {

@@ -370,11 +370,11 @@ func manifestObject(p Product, b []byte) (Product, map[string]string) {
 }
 
 // dropOtherManifest removes the manifest stored at key unless it holds
-// the bytes b.
+// the bytes b, recorded as p's.
 func (f *Fetcher) dropOtherManifest(ctx context.Context, p Product, key string, b []byte) error {
 	mp, sums := manifestObject(p, b)
 	s, ok, err := f.target.Stat(ctx, key)
-	if err != nil || !ok || same(s, mp, sums) {
+	if err != nil || !ok || same(s, mp, sums) && s.ProductID == p.ID {
 		return err
 	}
 	f.log.WithFields(logrus.Fields{"product": p.ID, "key": key}).Info("fetch: the product's manifest changed: the stored one is removed until every file selected is stored again")
@@ -390,7 +390,10 @@ func (f *Fetcher) storeManifest(ctx context.Context, p Product, key string, b []
 	mp, sums := manifestObject(p, b)
 	if s, ok, err := f.target.Stat(ctx, key); err != nil {
 		return false, err
-	} else if ok && same(s, mp, sums) {
+	} else if ok && same(s, mp, sums) && s.ProductID == p.ID {
+		// (Another id's, the same product published again, is stored
+		// again as this one's: the manifest is the folder's mark, which
+		// the old id's deleted event looks for.)
 		return true, nil
 	}
 	up, err := f.open(ctx, mp, key, sums, tr)

@@ -658,3 +658,54 @@ func (f *fixture) manifestServed(t *testing.T, doc string) (Options, *[]string) 
 	o.DownloadURL = srv.URL + "/odata/v1"
 	return o, asked
 }
+
+// TestRepublishedUnderANewIDIsClaimed: the same product (name and bytes)
+// published again under a new id is already stored, and its objects then
+// record the new id, so that the old id's deleted event finds nothing of
+// its own to remove: the archive, and a folder fetched by files (whose
+// manifest, the folder's mark, records the product).
+func TestRepublishedUnderANewIDIsClaimed(t *testing.T) {
+	for _, byFiles := range []bool{false, true} {
+		t.Run(fmt.Sprintf("by files %t", byFiles), func(t *testing.T) {
+			f := setup(t, cdsesim.Options{})
+			p, _ := f.l2a(t, 2<<20)
+			if byFiles {
+				p.Files = l2aBands
+			}
+			key := "k/" + p.Name + ".zip"
+			tg := fileTarget(t, f.dir)
+			if _, err := f.fetcher(t, f.options(), tg).Fetch(ctx20(t), p, key, nil); err != nil {
+				t.Fatal(err)
+			}
+			// The new id, served with the old one's bytes.
+			oldID, q := p.ID, p
+			q.ID = "0c6d2a8e-6f0b-4d35-9c3e-8f1f2b7d4a11"
+			dl, _ := url.Parse(f.dl)
+			proxy := httputil.NewSingleHostReverseProxy(dl)
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				r.URL.Path = strings.Replace(r.URL.Path, q.ID, oldID, 1)
+				r.URL.RawPath = ""
+				proxy.ServeHTTP(w, r)
+			}))
+			t.Cleanup(srv.Close)
+			o := f.options()
+			o.DownloadURL = srv.URL + "/odata/v1"
+			f.reg = prometheus.NewRegistry()
+			fe := f.fetcher(t, o, tg)
+			if _, err := fe.Fetch(ctx20(t), q, key, nil); err != nil {
+				t.Fatal(err)
+			}
+			found, err := fe.Find(context.Background(), key, oldID, p.Name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if found.Archive || found.Folder {
+				t.Errorf("the old id's deleted event would remove the new id's product: %+v", found)
+			}
+			found, err = fe.Find(context.Background(), key, q.ID, p.Name)
+			if err != nil || (!found.Archive && !byFiles) || (!found.Folder && byFiles) {
+				t.Errorf("the new id does not find its product: %+v, %v", found, err)
+			}
+		})
+	}
+}
