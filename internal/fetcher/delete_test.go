@@ -273,8 +273,10 @@ func TestRemovalsRemoveOnlyTheProductsOwn(t *testing.T) {
 		name            string
 		archive, folder string // whose is stored: own, other, none ("" nothing)
 		leftovers       bool   // the folder's files without its manifest
+		item            string // whose STAC item is stored: own, other, none ("" none stored)
 		wantArchive     bool   // left after
 		wantFolder      bool
+		wantItem        bool
 		wantEvent       bool
 		// url is what the event names: the folder's when a folder of
 		// the product's was removed, else the archive's.
@@ -289,6 +291,10 @@ func TestRemovalsRemoveOnlyTheProductsOwn(t *testing.T) {
 		{name: "another's archive beside its folder", archive: other, folder: own, wantArchive: true, wantEvent: true, url: "folder"},
 		{name: "its archive beside another's folder", archive: own, folder: other, wantFolder: true, wantEvent: true, url: "archive"},
 		{name: "leftovers of a cut download", leftovers: true, wantEvent: false},
+		{name: "its archive and its item", archive: own, item: own, wantEvent: true, url: "archive"},
+		// The review's: the item is the folder's product's, written when
+		// it was stored by files under the same name and a new id.
+		{name: "its archive beside another's folder and item", archive: own, folder: other, item: other, wantFolder: true, wantItem: true, wantEvent: true, url: "archive"},
 	} {
 		for _, path := range []string{"deleted", "superseded"} {
 			t.Run(path+"/"+tc.name, func(t *testing.T) {
@@ -309,6 +315,9 @@ func TestRemovalsRemoveOnlyTheProductsOwn(t *testing.T) {
 				if tc.folder != "" {
 					r.put(t, mkey, idOf[tc.folder])
 				}
+				if tc.item != "" {
+					r.put(t, ItemKey(key), idOf[tc.item])
+				}
 				kept := testutil.ToFloat64(r.app.outcomes.WithLabelValues("kept"))
 				if path == "deleted" {
 					r.handled(t, r.deleted(t, body))
@@ -323,6 +332,9 @@ func TestRemovalsRemoveOnlyTheProductsOwn(t *testing.T) {
 				}
 				if got := (tc.folder != "" || tc.leftovers) && r.there(t, files[0]); got != tc.wantFolder {
 					t.Errorf("the folder's files left %v, want %v", got, tc.wantFolder)
+				}
+				if got := tc.item != "" && r.there(t, ItemKey(key)); got != tc.wantItem {
+					t.Errorf("the STAC item left %v, want %v", got, tc.wantItem)
 				}
 				// A deleted event of a product of which nothing, or only
 				// leftovers, was stored is still said (its redelivery after

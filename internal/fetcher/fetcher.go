@@ -645,7 +645,11 @@ func (a *App) handle(ctx context.Context, m jetstream.Msg) {
 			_ = m.Ack()
 			return
 		}
-		url, kept, err := a.removeDeleted(ctx, log, m, n, key)
+		url, kept, release, err := a.removeDeleted(ctx, log, m, n, key)
+		// The key stays held until the deleted event is published and
+		// the message acked: a fetch of the product waiting for it
+		// begins after, never between the removal and its event.
+		defer release()
 		switch {
 		case errors.Is(err, errCutOff), errors.Is(err, errLapsed), errors.Is(err, errLeaseLost):
 			// As a download stopped: not acknowledged either way.
@@ -666,7 +670,12 @@ func (a *App) handle(ctx context.Context, m jetstream.Msg) {
 		a.outcomes.WithLabelValues("deleted").Inc()
 		pub = deletedMsg(a.cfg.FetchedPrefix, a.cfg.FetchConsumer, n, m.Headers(), url)
 	default:
-		res, err := a.fetch(ctx, log, m, n, key)
+		res, release, err := a.fetch(ctx, log, m, n, key)
+		// The key stays held until the item is written, the fetched event
+		// published and the message acked: a deleted event of the product
+		// waiting for it removes it after, never between the download and
+		// its event (which would then name an object no longer there).
+		defer release()
 		if skipped := (*skipError)(nil); errors.As(err, &skipped) {
 			// Superseded: nothing downloaded, and said so in its
 			// fetched event (published and acked below).
@@ -737,15 +746,15 @@ func (a *App) handle(ctx context.Context, m jetstream.Msg) {
 // folder's with a trailing /, else the archive's); the archive's when
 // nothing was there (a redelivery after the removal, whose event is
 // published all the same).
-func (a *App) removeDeleted(ctx context.Context, log logrus.FieldLogger, m jetstream.Msg, n *event.Notification, key string) (url string, kept bool, err error) {
-	found, err := a.removeStored(ctx, log, m, key, n.ProductID, n.ProductName, "deleted")
+func (a *App) removeDeleted(ctx context.Context, log logrus.FieldLogger, m jetstream.Msg, n *event.Notification, key string) (url string, kept bool, release func(), err error) {
+	found, release, err := a.removeStored(ctx, log, m, key, n.ProductID, n.ProductName, "deleted")
 	if err != nil {
-		return "", false, err
+		return "", false, release, err
 	}
 	if !found.Any() && len(found.Others) > 0 {
-		return "", true, nil
+		return "", true, release, nil
 	}
-	return cmp.Or(found.URL(), a.parts.Target.URL(key)), false, nil
+	return cmp.Or(found.URL(), a.parts.Target.URL(key)), false, release, nil
 }
 
 // removeStored removes what is stored under key of product id (named
@@ -758,47 +767,57 @@ func (a *App) removeDeleted(ctx context.Context, log logrus.FieldLogger, m jetst
 // the key cut short left goes all the same. The STAC item goes first,
 // unless only another product is stored there (the item is then its): a
 // removal cut midway leaves the product, found and removed again on
-// redelivery, never an item naming nothing.
-func (a *App) removeStored(ctx context.Context, log logrus.FieldLogger, m jetstream.Msg, key, id, name, what string) (fetch.Found, error) {
+// redelivery, never an item naming nothing. The item recording another
+// product's id is that product's: kept.
+//
+// release ends the hold (never nil): the caller holds the key until what
+// it publishes of the removal is published.
+func (a *App) removeStored(ctx context.Context, log logrus.FieldLogger, m jetstream.Msg, key, id, name, what string) (fetch.Found, func(), error) {
 	ctx, release, err := a.hold(ctx, log, m, key)
 	if err != nil {
-		return fetch.Found{}, err
+		return fetch.Found{}, func() {}, err
 	}
-	defer release()
 	found, err := a.parts.Engine.Find(ctx, key, id, name)
 	if err != nil {
-		return found, err
+		return found, release, err
 	}
 	if len(found.Others) > 0 {
 		log.WithField("kept", found.Others).Warn("another product is stored under the " + what + " one's key: kept")
 	}
 	if found.Any() || len(found.Others) == 0 {
-		if err := a.parts.Target.Delete(ctx, ItemKey(key)); err != nil {
-			return found, err
+		st, ok, err := a.parts.Target.Stat(ctx, ItemKey(key))
+		if err != nil {
+			return found, release, err
+		}
+		if ok && (st.ProductID == "" || st.ProductID == id) {
+			if err := a.parts.Target.Delete(ctx, ItemKey(key)); err != nil {
+				return found, release, err
+			}
 		}
 	}
-	return found, a.parts.Engine.Remove(ctx, found)
+	return found, release, a.parts.Engine.Remove(ctx, found)
 }
 
 // fetch is the download of n's product under key, its message kept
 // alive by acknowledged in-progress acks: it waits while a check holds
 // the work, and pauses (keeping the message) while the target is full.
-// Cut off from NATS, it stops with errCutOff.
-func (a *App) fetch(ctx context.Context, log logrus.FieldLogger, m jetstream.Msg, n *event.Notification, key string) (fetch.Result, error) {
+// Cut off from NATS, it stops with errCutOff. release ends the hold
+// (never nil): the caller holds the key until the product's item is
+// written and its event published.
+func (a *App) fetch(ctx context.Context, log logrus.FieldLogger, m jetstream.Msg, n *event.Notification, key string) (_ fetch.Result, release func(), _ error) {
 	ctx, release, err := a.hold(ctx, log, m, key)
 	if err != nil {
-		return fetch.Result{}, err
+		return fetch.Result{}, func() {}, err
 	}
-	defer release()
 	// Looked up holding the key: a notice of this product handled
 	// meanwhile (FETCH_ON_SUPERSEDED=delete) waits for this fetch, or
 	// was handled before it and is known here.
 	if by, ok := a.superseded(ctx, log, n); ok {
-		return fetch.Result{}, &skipError{by: by}
+		return fetch.Result{}, release, &skipError{by: by}
 	}
 	for {
 		if err := a.health.waitUnheld(ctx); err != nil {
-			return fetch.Result{}, cmp.Or(context.Cause(ctx), err)
+			return fetch.Result{}, release, cmp.Or(context.Cause(ctx), err)
 		}
 		if ck, ok := a.parts.Target.(Checker); ok {
 			// Before each product, not only on the checks' interval: a
@@ -818,7 +837,7 @@ func (a *App) fetch(ctx context.Context, log logrus.FieldLogger, m jetstream.Msg
 		if err != nil && ctx.Err() != nil {
 			err = fmt.Errorf("%w (%w)", err, context.Cause(ctx))
 		}
-		return res, err
+		return res, release, err
 	}
 }
 

@@ -223,7 +223,8 @@ func (a *App) handleNotice(ctx context.Context, log logrus.FieldLogger, m jetstr
 		return
 	}
 	log = log.WithField("key", key)
-	removed, err := a.removeSuperseded(ctx, log, m, s, key)
+	removed, release, err := a.removeSuperseded(ctx, log, m, s, key)
+	defer release() // held until the removal's event is published
 	switch {
 	case errors.Is(err, errCutOff), errors.Is(err, errLapsed), errors.Is(err, errLeaseLost):
 		log.WithError(err).Error("removal of a superseded product stopped")
@@ -252,15 +253,15 @@ func (a *App) handleNotice(ctx context.Context, log logrus.FieldLogger, m jetstr
 // product (removeStored). It returns the URL of what it removed (the
 // folder's with a trailing /, else the archive's, as the product's
 // fetched event named it); "" when nothing of it is stored.
-func (a *App) removeSuperseded(ctx context.Context, log logrus.FieldLogger, m jetstream.Msg, s *event.Superseded, key string) (string, error) {
-	found, err := a.removeStored(ctx, log, m, key, s.Superseded.ID, s.Superseded.Name, "superseded")
+func (a *App) removeSuperseded(ctx context.Context, log logrus.FieldLogger, m jetstream.Msg, s *event.Superseded, key string) (string, func(), error) {
+	found, release, err := a.removeStored(ctx, log, m, key, s.Superseded.ID, s.Superseded.Name, "superseded")
 	if err != nil || !found.Any() {
 		if err == nil {
 			log.Debug("superseded product not stored here")
 		}
-		return "", err
+		return "", release, err
 	}
-	return found.URL(), nil
+	return found.URL(), release, nil
 }
 
 // SupersededKey is the key the superseded product of s is stored under by
