@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/http"
 	"net/url"
 	"os"
 	"strconv"
@@ -17,6 +18,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/feature/ec2/imds"
@@ -148,10 +150,14 @@ func New(ctx context.Context, bucket, prefix string, o Options) (*Target, error)
 		load = append(load, config.WithEC2IMDSClientEnableState(imds.ClientDisabled))
 	}
 	// The SDK's own HTTP client (awshttp.NewBuildableClient) is kept: it
-	// is the one AWS_CA_BUNDLE can add roots to. Checksums the SDK
+	// is the one AWS_CA_BUNDLE can add roots to; it gets a bound on the
+	// wait for an answer, which it has none of. Checksums the SDK
 	// would compute of each part cost a read of it: the fetcher has its
 	// own, in the metadata.
 	load = append(load,
+		config.WithHTTPClient(awshttp.NewBuildableClient().WithTransportOptions(func(tr *http.Transport) {
+			tr.ResponseHeaderTimeout = responseTimeout
+		})),
 		config.WithRequestChecksumCalculation(aws.RequestChecksumCalculationWhenRequired),
 		config.WithResponseChecksumValidation(aws.ResponseChecksumValidationWhenRequired))
 	cfg, err := config.LoadDefaultConfig(ctx, load...)
@@ -431,7 +437,11 @@ func (t *Target) Open(ctx context.Context, key string, size int64, want target.S
 type s3Upload struct {
 	t    *Target
 	ctx  context.Context
-	key  string
+	// cancel ends the upload under way (its requests too): a write the
+	// store has not taken for stallTimeout, a commit not done within it,
+	// an abort.
+	cancel context.CancelCauseFunc
+	key    string
 	meta map[string]string
 	part int64
 	held int64
@@ -442,14 +452,31 @@ type s3Upload struct {
 	err  error // the upload's end, once done is closed
 }
 
-var errAborted = errors.New("upload aborted")
+var (
+	errAborted = errors.New("upload aborted")
+	errStalled = errors.New("the store took nothing")
+)
+
+// stallTimeout bounds a write the store does not take (the pipe full, the
+// parts under way not answered) and a commit: a store that holds the
+// connection and never answers would otherwise hold the download's slot
+// for ever, its message kept by the heartbeat. Requests the store does
+// not answer once sent are bounded by the client's responseTimeout.
+var stallTimeout = 5 * time.Minute
+
+// responseTimeout bounds the wait for a store's answer to a request sent
+// (S3 sends the headers of a long CompleteMultipartUpload at once).
+const responseTimeout = 5 * time.Minute
 
 func (u *s3Upload) start() {
 	pr, pw := io.Pipe()
 	u.pw, u.done, u.err, u.held = pw, make(chan struct{}), nil, 0
 	done := u.done
+	ctx, cancel := context.WithCancelCause(u.ctx)
+	u.cancel = cancel
 	go func() {
-		_, err := u.t.up.UploadObject(u.ctx, &transfermanager.UploadObjectInput{
+		defer cancel(nil)
+		_, err := u.t.up.UploadObject(ctx, &transfermanager.UploadObjectInput{
 			Bucket: &u.t.bucket, Key: aws.String(u.t.key(u.key)), Body: pr, Metadata: u.meta,
 			ContentType: aws.String("application/zip"),
 		}, func(o *transfermanager.Options) { o.PartSizeBytes, o.MultipartUploadThreshold = u.part, u.part })
@@ -466,9 +493,17 @@ func (u *s3Upload) start() {
 }
 
 func (u *s3Upload) Write(p []byte) (int, error) {
+	stall := time.AfterFunc(stallTimeout, func() {
+		u.cancel(errStalled)
+		u.pw.CloseWithError(errStalled)
+	})
 	n, err := u.pw.Write(p)
+	fired := !stall.Stop()
 	u.held += int64(n)
 	if err != nil {
+		if fired {
+			err = fmt.Errorf("%w for %v", errStalled, stallTimeout)
+		}
 		return n, fmt.Errorf("fetch target %s: %w", u.t.URL(u.key), err)
 	}
 	return n, nil
@@ -490,7 +525,12 @@ func (u *s3Upload) Restart(context.Context) error {
 // the upload.
 func (u *s3Upload) Commit(context.Context, target.Stored) error {
 	u.pw.Close()
-	<-u.done
+	select {
+	case <-u.done:
+	case <-time.After(stallTimeout):
+		u.cancel(errStalled)
+		<-u.done
+	}
 	if u.err != nil {
 		return fmt.Errorf("fetch target %s: %w", u.t.URL(u.key), u.err)
 	}
@@ -501,6 +541,7 @@ func (u *s3Upload) Commit(context.Context, target.Stored) error {
 // (its FailTimeout lets the abort run after a cancellation).
 func (u *s3Upload) Abort(bool) error {
 	u.pw.CloseWithError(errAborted)
+	u.cancel(errAborted) // a part under way to a store that does not answer
 	<-u.done
 	return nil
 }

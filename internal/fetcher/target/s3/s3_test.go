@@ -6,6 +6,7 @@ import (
 	"encoding/xml"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
@@ -20,6 +21,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	awss3 "github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/cdse-jetstream/receiver/internal/fetcher/target"
 	"github.com/cdse-jetstream/receiver/internal/testkit/s3test"
 	"github.com/cdse-jetstream/receiver/internal/testkit/targettest"
 )
@@ -300,5 +302,73 @@ func TestDeleteFolderWithoutDeleteObjects(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestHungStoreIsBounded: a store that takes the connection and never
+// answers (nor reads) must not hold an upload for ever: a write that
+// cannot go on for the stall bound fails, and the abort that follows
+// returns; the download is then given back (the fetch's retries) instead
+// of holding its slot while the message's heartbeat keeps it.
+func TestHungStoreIsBounded(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var (
+		mu    sync.Mutex
+		conns []net.Conn
+	)
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			conns = append(conns, c) // held open, never read or answered
+			mu.Unlock()
+		}
+	}()
+	t.Cleanup(func() {
+		ln.Close()
+		mu.Lock()
+		defer mu.Unlock()
+		for _, c := range conns {
+			c.Close()
+		}
+	})
+	old := stallTimeout
+	stallTimeout = 500 * time.Millisecond
+	t.Cleanup(func() { stallTimeout = old })
+
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	tg, err := New(ctx, "products", "", Options{Endpoint: "http://" + ln.Addr().String(), Region: "us-east-1", AccessKeyID: "k", SecretAccessKey: "s"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	up, err := tg.Open(ctx, "p.zip", 64<<20, target.Stored{ProductID: "p"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	buf := make([]byte, 256<<10)
+	var werr error
+	for i := 0; i < 256 && werr == nil && ctx.Err() == nil; i++ { // 64 MiB at most
+		_, werr = up.Write(buf)
+	}
+	if werr == nil {
+		t.Fatalf("64 MiB written to a store that reads nothing, in %v", time.Since(start))
+	}
+	aborted := make(chan error, 1)
+	go func() { aborted <- up.Abort(false) }()
+	select {
+	case <-aborted:
+	case <-ctx.Done():
+		t.Fatal("the abort of an upload to a hung store did not return")
+	}
+	if took := time.Since(start); took > 20*time.Second {
+		t.Errorf("the hung store held the upload %v", took)
 	}
 }
