@@ -435,17 +435,17 @@ func (t *Target) Open(ctx context.Context, key string, size int64, want target.S
 }
 
 type s3Upload struct {
-	t    *Target
-	ctx  context.Context
+	t   *Target
+	ctx context.Context
 	// cancel ends the upload under way (its requests too): a write the
 	// store has not taken for stallTimeout, a commit not done within it,
 	// an abort.
 	cancel context.CancelCauseFunc
 	key    string
-	meta map[string]string
-	part int64
-	held int64
-	etag string
+	meta   map[string]string
+	part   int64
+	held   int64
+	etag   string
 
 	pw   *io.PipeWriter
 	done chan struct{}
