@@ -3,6 +3,7 @@ package fetcher
 import (
 	"context"
 	"encoding/json"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -228,6 +229,59 @@ func TestFullTargetPauses(t *testing.T) {
 	if info := c.CachedInfo(); info.NumRedelivered != 0 {
 		t.Errorf("%d redeliveries: the pause spent attempts", info.NumRedelivered)
 	}
+}
+
+// TestFullTargetPauseCountsThePartial: a product paused for room with a
+// partial of it kept waits for the room its rest needs, not for the whole
+// product's (with the partial on the same file system, that much may
+// never be free): room for the rest is made, and it is stored.
+func TestFullTargetPauseCountsThePartial(t *testing.T) {
+	dir, here := mountns.Tmpfs(t, "32m")
+	if !here {
+		return
+	}
+	defer func(d time.Duration) { noSpaceEvery = d }(noSpaceEvery)
+	noSpaceEvery = 100 * time.Millisecond
+	b := startBadDay(t, dir, func(c *fetchconfig.Config) { c.DiskReserve = 4 << 20 })
+	p := b.sim.GenerateWith(cdsesim.Sentinel2, 1, func(p *cdsesim.Product) { p.ContentLength = 20 << 20 })[0]
+	// 12 MiB of it held (a download cut by the full disk), and 6 MiB
+	// free beyond the reserve: the rest, 8 MiB, does not fit.
+	body, err := json.Marshal(map[string]any{"@odata.context": "$metadata#Notification/$entity", "SubscriptionEvent": "created",
+		"ProductId": p.ID, "ProductName": p.Name, "SubscriptionId": uuid.NewString(),
+		"NotificationDate": time.Now().UTC().Format("2006-01-02T15:04:05.000Z"), "value": p.Entity()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, err := event.DecodeData(body, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	part := filepath.Join(dir, ".partial", filepath.FromSlash(Key(b.cfg.KeyTemplate, n))+".part")
+	held := make([]byte, 12<<20)
+	if _, err := io.ReadFull(p.Content(), held); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Dir(part), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(part, held, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	filler := filepath.Join(dir, "filler")
+	if err := os.WriteFile(filler, make([]byte, 10<<20), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	b.publishProduct(t, p)
+	until(t, 20*time.Second, "no_space in /readyz", func() bool {
+		code, r := b.ready(t)
+		return code == http.StatusServiceUnavailable && strings.Contains(r[holdNoSpace], "FETCH_DISK_RESERVE")
+	})
+	// 10 MiB free beyond the reserve: room for the rest, never for the
+	// whole 20 MiB while the partial is there.
+	if err := os.Truncate(filler, 6<<20); err != nil {
+		t.Fatal(err)
+	}
+	until(t, 20*time.Second, "the product stored once room for its rest was made", func() bool { return b.events(t, b.cfg.FetchedPrefix) == 1 })
 }
 
 // TestUnmountedTargetHoldsTheWork: the target directory's volume

@@ -831,7 +831,7 @@ func (a *App) fetch(ctx context.Context, log logrus.FieldLogger, m jetstream.Msg
 		p.Files = a.parts.Files.For(n.Interest)
 		res, err := a.parts.Engine.Fetch(ctx, p, key, nil)
 		if errors.Is(err, target.ErrNoSpace) && !fetch.Permanent(err) && ctx.Err() == nil {
-			a.pauseNoSpace(ctx, n.ContentLength, err)
+			a.pauseNoSpace(ctx, a.roomNeeded(key, p, err), err)
 			continue
 		}
 		if err != nil && ctx.Err() != nil {
@@ -839,6 +839,29 @@ func (a *App) fetch(ctx context.Context, log logrus.FieldLogger, m jetstream.Msg
 		}
 		return res, release, err
 	}
+}
+
+// minRoom is the least a pause for room waits for: what the directory
+// target checks before each 8 MiB written (and a write's buffer).
+const minRoom = 9 << 20
+
+// roomNeeded is the room a download of p under key that found the target
+// full waits for: what the target said the object still needs; else the
+// product's length less the partial kept of it (with that partial on the
+// same file system, the whole length may never be free); at least minRoom.
+func (a *App) roomNeeded(key string, p fetch.Product, err error) int64 {
+	var ns *target.NoSpaceError
+	if errors.As(err, &ns) && ns.Need > 0 {
+		return max(ns.Need, minRoom)
+	}
+	if len(p.Files) > 0 {
+		return minRoom // one of its files, whose size the error did not say
+	}
+	need := p.ContentLength
+	if held, ok := a.parts.Target.Partial(key); ok {
+		need -= held
+	}
+	return max(need, minRoom)
 }
 
 // hold takes key for the work of m, its message kept alive meanwhile by

@@ -162,6 +162,17 @@ func CheckName(name, key string) error {
 	return nil
 }
 
+// NoSpaceError is ErrNoSpace where the target knows the room the object
+// still needs (its size less the partial kept), which is what a pause
+// for room waits for.
+type NoSpaceError struct {
+	Need   int64
+	Detail string
+}
+
+func (e *NoSpaceError) Error() string        { return ErrNoSpace.Error() + ": " + e.Detail }
+func (e *NoSpaceError) Is(target error) bool { return target == ErrNoSpace }
+
 // The errors a target answers, each wrapped with %w under the detail of
 // the case (the engine's own are in internal/fetcher/fetch).
 var (

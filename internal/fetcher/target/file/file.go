@@ -264,7 +264,7 @@ func (t *Target) Open(_ context.Context, key string, size int64, _ target.Stored
 		f.Close()
 		return nil, fmt.Errorf("fetch target: %w", err)
 	}
-	u := &fileUpload{t: t, key: key, f: f, held: held, atOpen: held, handed: held}
+	u := &fileUpload{t: t, key: key, f: f, held: held, atOpen: held, handed: held, size: size}
 	if b, err := os.ReadFile(part[:len(part)-len(".part")] + ".etag"); err == nil {
 		u.etag = string(b)
 	}
@@ -283,7 +283,7 @@ func (t *Target) Open(_ context.Context, key string, size int64, _ target.Stored
 				return nil, fmt.Errorf("%w: %s is %d bytes; %s's file system holds %d less the reserve of %d (FETCH_DISK_RESERVE)", target.ErrTargetTooSmall, key, size, t.dir, total, t.reserve)
 			case size-u.held > free-t.reserve:
 				u.Abort(true)
-				return nil, fmt.Errorf("%w: %s needs %d bytes, %s has %d free beyond the reserve of %d (FETCH_DISK_RESERVE)", target.ErrNoSpace, key, size-u.held, t.dir, max(free-t.reserve, 0), t.reserve)
+				return nil, &target.NoSpaceError{Need: size - u.held, Detail: fmt.Sprintf("%s needs %d bytes, %s has %d free beyond the reserve of %d (FETCH_DISK_RESERVE)", key, size-u.held, t.dir, max(free-t.reserve, 0), t.reserve)}
 			}
 		}
 	}
@@ -398,6 +398,9 @@ type fileUpload struct {
 	handed int64
 	// checked is where the free space was last looked at.
 	checked int64
+	// size is the object's length (0 unknown): near its end, only what
+	// is left of it must fit.
+	size int64
 }
 
 // spaceCheckEvery is how often (in bytes written) a download looks at the
@@ -421,7 +424,11 @@ func (u *fileUpload) Write(p []byte) (int, error) {
 		// runs, and a product of unknown length has had no check at
 		// Open: the reserve is never written into.
 		u.checked = u.held
-		if free, _, err := u.t.space(); err == nil && int64(len(p))+spaceCheckEvery > free-u.t.reserve {
+		want := int64(len(p)) + spaceCheckEvery
+		if u.size > 0 {
+			want = min(want, u.size-u.held) // a product that fits is not refused near its end
+		}
+		if free, _, err := u.t.space(); err == nil && want > free-u.t.reserve {
 			return 0, fmt.Errorf("%w: %s has %d bytes free beyond the reserve of %d (FETCH_DISK_RESERVE) after %d bytes of %s", target.ErrNoSpace, u.t.dir, max(free-u.t.reserve, 0), u.t.reserve, u.held, u.key)
 		}
 	}
