@@ -541,8 +541,16 @@ func (u *s3Upload) Commit(context.Context, target.Stored) error {
 // (its FailTimeout lets the abort run after a cancellation).
 func (u *s3Upload) Abort(bool) error {
 	u.pw.CloseWithError(errAborted)
-	u.cancel(errAborted) // a part under way to a store that does not answer
-	<-u.done
+	// The uploader ends on the pipe's error and aborts the upload it
+	// made; cancelled at once, a CreateMultipartUpload under way would
+	// leave an upload it never learnt the id of. Only a store that does
+	// not answer for stallTimeout has its requests cut.
+	select {
+	case <-u.done:
+	case <-time.After(stallTimeout):
+		u.cancel(errAborted)
+		<-u.done
+	}
 	return nil
 }
 
