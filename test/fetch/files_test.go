@@ -149,8 +149,8 @@ func TestFetchFiles(t *testing.T) {
 		}
 		return nil
 	})
-	if files != 5 { // MTD_MSIL2A.xml, MTD_DS.xml, MTD_TL.xml, the manifest, and the product's STAC item beside the folder
-		t.Errorf("%d files in the directory, want 5", files)
+	if files != 6 { // MTD_MSIL2A.xml, MTD_DS.xml, MTD_TL.xml, the manifest, the selection record, and the product's STAC item beside the folder
+		t.Errorf("%d files in the directory, want 6", files)
 	}
 
 	// The interest's copy, its files:, into S3.
@@ -170,8 +170,8 @@ func TestFetchFiles(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(list.Contents) != 7 {
-		t.Errorf("%d objects in the bucket, want the 5 files, the manifest and the STAC item", len(list.Contents))
+	if len(list.Contents) != 8 {
+		t.Errorf("%d objects in the bucket, want the 5 files, the manifest, the selection record and the STAC item", len(list.Contents))
 	}
 
 	// fetcher fetched list says what each holds.

@@ -53,6 +53,7 @@ import (
 	"crypto/sha256"
 	"crypto/sha3"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -185,6 +186,65 @@ func (h *hashes) want(sums map[string]string) {
 	}
 }
 
+// SelectionRecord is the object in a folder of files that records the
+// patterns it holds the files of (the union of every selection it was
+// fetched with), as {"patterns": [...]}. No product's manifest names it
+// (an entry that did would not be fetched).
+const SelectionRecord = "cdse-selection.json"
+
+// maxRecord bounds the record read back.
+const maxRecord = 1 << 20
+
+// recordedSelection is the patterns recorded at key (nil: none). A record
+// that cannot be read is an error (tried again: a union forgotten would
+// shrink the folder's item and event); one that is not ours is ignored,
+// said in the log.
+func (f *Fetcher) recordedSelection(ctx context.Context, key string, log logrus.FieldLogger) ([]string, error) {
+	if _, ok, err := f.target.Stat(ctx, key); err != nil || !ok {
+		return nil, err
+	}
+	r, err := f.target.Read(ctx, key)
+	if err != nil {
+		return nil, fmt.Errorf("reading %s: %w", f.target.URL(key), err)
+	}
+	defer r.Close()
+	b, err := io.ReadAll(io.LimitReader(r, maxRecord+1))
+	if err != nil {
+		return nil, fmt.Errorf("reading %s: %w", f.target.URL(key), err)
+	}
+	var rec struct {
+		Patterns []string `json:"patterns"`
+	}
+	if err := json.Unmarshal(b, &rec); err != nil || len(b) > maxRecord {
+		log.WithField("record", f.target.URL(key)).Warn("fetch: the folder's selection record is not one of ours: replaced by this selection")
+		return nil, nil
+	}
+	if _, err := manifest.Compile(rec.Patterns); err != nil {
+		log.WithError(err).WithField("record", f.target.URL(key)).Warn("fetch: the folder's selection record has patterns this fetcher refuses: replaced by this selection")
+		return nil, nil
+	}
+	return rec.Patterns, nil
+}
+
+// unionPatterns is prev, then what of add it does not hold.
+func unionPatterns(prev, add []string) []string {
+	out := slices.Clone(prev)
+	for _, p := range add {
+		if !slices.Contains(out, p) {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// selectionJSON is the record of patterns.
+func selectionJSON(patterns []string) []byte {
+	b, _ := json.Marshal(struct {
+		Patterns []string `json:"patterns"`
+	}{patterns})
+	return append(b, '\n')
+}
+
 // fileIdent is what a file's object records as its Stored.ProductID: the
 // product and the manifest's checksum of the file, so that a later Fetch
 // knows by Stat whether the stored bytes are the entry's.
@@ -233,6 +293,23 @@ func (f *Fetcher) fetchFiles(ctx context.Context, p Product, key string, progres
 	}()
 	prog := &filesProgress{f: f, p: p, key: key, fn: progress, started: start}
 
+	// The selection is the union of every one the folder was fetched
+	// with (the record beside its files): a product reached through two
+	// interests, or fetched again by hand with other files, is one folder
+	// holding both selections, and its item and event name them all.
+	rkey := base + "/" + SelectionRecord
+	prev, err := f.recordedSelection(ctx, rkey, log)
+	if err != nil {
+		return res, false, err
+	}
+	patterns := unionPatterns(prev, p.Files)
+	if len(patterns) > len(p.Files) {
+		if sel, err = manifest.Compile(patterns); err != nil { // recorded by this fetcher, compiled then
+			return res, false, fmt.Errorf("%w: the files recorded in %s: %w", target.ErrBadName, f.target.URL(rkey), err)
+		}
+	}
+	fr.Patterns = patterns
+
 	// The manifest, into memory.
 	mem := &memUpload{max: manifest.MaxBytes}
 	mkey := base + "/" + mname
@@ -247,10 +324,10 @@ func (f *Fetcher) fetchFiles(ctx context.Context, p Product, key string, progres
 	case err != nil:
 		return res, false, fmt.Errorf("%w: %s (%s) %s: %w", ErrManifest, p.ID, p.Name, mname, err)
 	}
-	// The manifest is stored last, as the product's, by storeManifest: an
+	// The manifest is stored last, as the product's, by storeBytes: an
 	// entry naming it (no real manifest lists itself) is not a file to
 	// fetch, which would put the folder's completion mark there first.
-	picked := slices.DeleteFunc(m.Select(sel), func(e manifest.Entry) bool { return e.Path == mname })
+	picked := slices.DeleteFunc(m.Select(sel), func(e manifest.Entry) bool { return e.Path == mname || e.Path == SelectionRecord })
 	fr.Bytes = int64(len(mem.buf))
 	for _, e := range picked {
 		// The manifest's paths are SafePath's; the key's elements have
@@ -291,11 +368,15 @@ func (f *Fetcher) fetchFiles(ctx context.Context, p Product, key string, progres
 		}
 		prog.done += max(e.Size, 0)
 	}
-	mthere, err := f.storeManifest(ctx, p, mkey, mem.buf, prog.tracker(mp, mkey))
+	rthere, err := f.storeBytes(ctx, p, rkey, selectionJSON(patterns), prog.tracker(mp, rkey))
 	if err != nil {
 		return res, false, err
 	}
-	res.AlreadyThere = already && mthere
+	mthere, err := f.storeBytes(ctx, p, mkey, mem.buf, prog.tracker(mp, mkey))
+	if err != nil {
+		return res, false, err
+	}
+	res.AlreadyThere = already && mthere && rthere
 	res.Size = fr.Bytes
 	switch {
 	case unsized > 0:
@@ -384,9 +465,10 @@ func (f *Fetcher) dropOtherManifest(ctx context.Context, p Product, key string, 
 	return nil
 }
 
-// storeManifest writes the manifest's bytes b under key, unless the same
-// bytes are there; already says they were.
-func (f *Fetcher) storeManifest(ctx context.Context, p Product, key string, b []byte, tr *tracker) (already bool, err error) {
+// storeBytes writes the bytes b (the manifest, the selection record)
+// under key as p's, unless the same bytes are there as p's; already says
+// they were.
+func (f *Fetcher) storeBytes(ctx context.Context, p Product, key string, b []byte, tr *tracker) (already bool, err error) {
 	mp, sums := manifestObject(p, b)
 	if s, ok, err := f.target.Stat(ctx, key); err != nil {
 		return false, err

@@ -3,6 +3,7 @@ package fetch
 import (
 	"archive/zip"
 	"bytes"
+	"encoding/json"
 	"context"
 	"errors"
 	"fmt"
@@ -157,8 +158,8 @@ func TestFilesOfAnL2AProduct(t *testing.T) {
 		}
 	}
 	got := storedFiles(t, f.dir)
-	if len(got) != len(want)+1 {
-		t.Errorf("stored %d files, want the %d selected and the manifest: %v", len(got), len(want), slices.Sorted(func(yield func(string) bool) {
+	if len(got) != len(want)+2 || got[folder+"/"+SelectionRecord] == nil {
+		t.Errorf("stored %d files, want the %d selected, the manifest and the selection record: %v", len(got), len(want), slices.Sorted(func(yield func(string) bool) {
 			for k := range got {
 				if !yield(k) {
 					return
@@ -388,10 +389,13 @@ func TestFilesSameBytesAsTheArchive(t *testing.T) {
 		inZip[zf.Name] = zf
 	}
 	got := storedFiles(t, byFiles)
-	if len(got) != len(r.Files.Files)+1 || len(got) < 9 {
+	if len(got) != len(r.Files.Files)+2 || len(got) < 10 {
 		t.Errorf("%d files stored, %d selected", len(got), len(r.Files.Files))
 	}
 	for path, b := range got {
+		if strings.HasSuffix(path, "/"+SelectionRecord) {
+			continue // ours, not the product's
+		}
 		zf, ok := inZip[path]
 		if !ok {
 			t.Errorf("%s is not in the archive", path)
@@ -509,11 +513,14 @@ func TestFilesIntoS3(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(list.Contents) != len(want)+1 {
-		t.Errorf("%d objects, want %d and the manifest", len(list.Contents), len(want))
+	if len(list.Contents) != len(want)+2 {
+		t.Errorf("%d objects, want %d, the manifest and the selection record", len(list.Contents), len(want))
 	}
 	for _, o := range list.Contents {
 		path, ok := strings.CutPrefix(aws.ToString(o.Key), prefix)
+		if path == SelectionRecord {
+			continue
+		}
 		if _, sel := want[path]; !ok || (!sel && path != mname) {
 			t.Errorf("object %s", aws.ToString(o.Key))
 			continue
@@ -707,5 +714,79 @@ func TestRepublishedUnderANewIDIsClaimed(t *testing.T) {
 				t.Errorf("the new id does not find its product: %+v, %v", found, err)
 			}
 		})
+	}
+}
+
+// TestFilesUnionOfSelections: a product fetched with one selection and
+// then another (reached through two interests, or by hand) is one folder
+// holding both: the second fetch fetches only what the first did not,
+// and its result names every file the folder holds, as the record beside
+// them says; fetched with the first selection again, nothing is fetched
+// and nothing is forgotten. Modified, every file of the union is fetched
+// again.
+func TestFilesUnionOfSelections(t *testing.T) {
+	f := setup(t, cdsesim.Options{})
+	p, sp := f.l2a(t, 4<<20)
+	key := "k/" + p.Name + ".zip"
+	folder := "k/" + p.Name
+	tile := []string{"GRANULE/*/MTD_TL.xml"}
+	fetchWith := func(files []string) Result {
+		t.Helper()
+		q := p
+		q.Files = files
+		f.reg = prometheus.NewRegistry()
+		r, err := f.fetcher(t, f.options(), fileTarget(t, f.dir)).Fetch(ctx20(t), q, key, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	paths := func(r Result) []string {
+		var out []string
+		for _, fr := range r.Files.Files {
+			out = append(out, fr.Path)
+		}
+		return out
+	}
+	bands, _, _ := selected(t, sp, l2aBands)
+	both, _, _ := selected(t, sp, append(slices.Clone(l2aBands), tile...))
+	first := fetchWith(l2aBands)
+	if len(first.Files.Files) != len(bands) {
+		t.Fatalf("first fetch: %d files, want %d", len(first.Files.Files), len(bands))
+	}
+	second := fetchWith(tile)
+	if len(second.Files.Files) != len(both) || second.AlreadyThere || !slices.Equal(second.Files.Patterns, append(slices.Clone(l2aBands), tile...)) {
+		t.Errorf("second fetch: files %v, patterns %v, already %t; want the %d of both selections", paths(second), second.Files.Patterns, second.AlreadyThere, len(both))
+	}
+	if second.Files.Digest == first.Files.Digest {
+		t.Error("the two selections' folders have one digest: the second fetched event would be dropped as a duplicate")
+	}
+	got := storedFiles(t, f.dir)
+	for path := range both {
+		if !bytes.Equal(got[folder+"/"+path], fileBytes(t, sp, path)) {
+			t.Errorf("%s: not stored", path)
+		}
+	}
+	var rec struct{ Patterns []string }
+	if err := json.Unmarshal(got[folder+"/"+SelectionRecord], &rec); err != nil || len(rec.Patterns) != 3 {
+		t.Errorf("the record %q: %v", got[folder+"/"+SelectionRecord], err)
+	}
+	third := fetchWith(l2aBands)
+	if !third.AlreadyThere || len(third.Files.Files) != len(both) || third.Files.Fetched != int64(len(got[folder+"/"+manifest.SAFE])) {
+		t.Errorf("third fetch: already %t, %d files, %d bytes fetched; want all there, %d files, the manifest's bytes only", third.AlreadyThere, len(third.Files.Files), third.Files.Fetched, len(both))
+	}
+	changed, err := f.sim.ReplaceContent(p.ID, 5<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.ContentLength = changed.ContentLength
+	m, b := changed.Checksums()
+	p.Checksums = []Checksum{{"MD5", m}, {"BLAKE3", b}}
+	fetchWith(l2aBands)
+	got = storedFiles(t, f.dir)
+	for path := range both {
+		if !bytes.Equal(got[folder+"/"+path], fileBytes(t, changed, path)) {
+			t.Errorf("%s: not the modified product's bytes", path)
+		}
 	}
 }
