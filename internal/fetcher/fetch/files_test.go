@@ -3,8 +3,8 @@ package fetch
 import (
 	"archive/zip"
 	"bytes"
-	"encoding/json"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
