@@ -72,6 +72,10 @@ func compile(p string) ([]string, error) {
 			continue
 		case strings.Contains(el, "**"):
 			return nil, fmt.Errorf("element %d %q: ** must be a whole element", i+1, el)
+		case strings.Contains(el, "[!"):
+			// A shell's negation, which Go's matching reads as a class
+			// holding "!": it would select nothing, silently.
+			return nil, fmt.Errorf("element %d %q: [!…] is not a negation here; write [^…]", i+1, el)
 		}
 		if _, err := path.Match(el, ""); err != nil {
 			return nil, fmt.Errorf("element %d %q: %w", i+1, el, err)

@@ -52,7 +52,7 @@ func TestMatch(t *testing.T) {
 
 // TestCompileErrors: every bad pattern is reported, in one error.
 func TestCompileErrors(t *testing.T) {
-	bad := []string{"", "/MTD_MSIL2A.xml", "GRANULE//x", "GRANULE/../x", "./x", `GRANULE\x`, "a**/b", "IMG_DATA/[B02", strings.Repeat("a/", MaxPathDepth) + "a"}
+	bad := []string{"", "/MTD_MSIL2A.xml", "GRANULE//x", "GRANULE/../x", "./x", `GRANULE\x`, "a**/b", "IMG_DATA/[B02", strings.Repeat("a/", MaxPathDepth) + "a", "*_B0[!1]_10m.jp2"}
 	good := []string{"MTD_MSIL2A.xml", "**/*.jp2"}
 	s, err := Compile(append(append([]string(nil), good...), bad...))
 	if err == nil || s != nil {
@@ -61,7 +61,7 @@ func TestCompileErrors(t *testing.T) {
 	msg := err.Error()
 	for _, want := range []string{"pattern 3 \"\": empty", "pattern 4 \"/MTD_MSIL2A.xml\": absolute", "pattern 5 \"GRANULE//x\": element 2 is empty",
 		`pattern 6 "GRANULE/../x": element 2 is ".."`, `pattern 7 "./x": element 1 is "."`, "pattern 8", "backslash", `"a**/b": element 1 "a**": ** must be a whole element`,
-		`"IMG_DATA/[B02": element 2 "[B02": syntax error in pattern`, "pattern 11", "more than 32"} {
+		`"IMG_DATA/[B02": element 2 "[B02": syntax error in pattern`, "pattern 11", "more than 32", `pattern 12 "*_B0[!1]_10m.jp2": element 1 "*_B0[!1]_10m.jp2": [!…] is not a negation here; write [^…]`} {
 		if !strings.Contains(msg, want) {
 			t.Errorf("error lacks %q:\n%s", want, msg)
 		}
