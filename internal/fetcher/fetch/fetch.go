@@ -585,7 +585,9 @@ func (f *Fetcher) download(ctx context.Context, p Product, key string, sums map[
 	// ask for: a Range from its end is answered 416 at every try. It is
 	// verified as it is; wrong bytes are discarded below, and Fetch
 	// downloads them again.
-	complete := p.ContentLength > 0 && up.Held() == p.ContentLength
+	// Without a checksum to verify it by, a request's If-Range is the
+	// only check of a partial: then it is asked for (416 starts over).
+	complete := len(sums) > 0 && p.ContentLength > 0 && up.Held() == p.ContentLength
 	if complete {
 		res.Resumed = up.Held()
 	}

@@ -643,15 +643,22 @@ func TestCompletePartial(t *testing.T) {
 		name      string
 		corrupt   bool
 		noLength  bool
+		noSums    bool // no checksum anywhere: stale bytes of the length are not trusted
 		wantAsked int // answers of 200 or 206 from the download host
 	}{
 		{name: "its bytes", wantAsked: 0},
 		{name: "wrong bytes", corrupt: true, wantAsked: 1},
 		{name: "no length in the notification", noLength: true, wantAsked: 1},
+		{name: "no checksum to verify it by", corrupt: true, noSums: true, wantAsked: 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := setup(t, cdsesim.Options{})
-			p, sp := f.product(t, sized(size))
+			p, sp := f.product(t, func(p *cdsesim.Product) {
+				p.ContentLength = size
+				if tc.noSums {
+					p.ChecksumForm = cdsesim.ChecksumNone
+				}
+			})
 			want := content(t, sp)
 			held := append([]byte(nil), want...)
 			if tc.corrupt {

@@ -303,7 +303,7 @@ func (f *Fetcher) fetchFiles(ctx context.Context, p Product, key string, progres
 		return res, false, err
 	}
 	patterns := unionPatterns(prev, p.Files)
-	if len(patterns) > len(p.Files) {
+	if !slices.Equal(patterns, p.Files) { // (p.Files may repeat a glob: the union is then shorter)
 		if sel, err = manifest.Compile(patterns); err != nil { // recorded by this fetcher, compiled then
 			return res, false, fmt.Errorf("%w: the files recorded in %s: %w", target.ErrBadName, f.target.URL(rkey), err)
 		}
