@@ -644,7 +644,7 @@ func TestCompletePartial(t *testing.T) {
 		corrupt   bool
 		noLength  bool
 		noSums    bool // no checksum anywhere: stale bytes of the length are not trusted
-		wantAsked int // answers of 200 or 206 from the download host
+		wantAsked int  // answers of 200 or 206 from the download host
 	}{
 		{name: "its bytes", wantAsked: 0},
 		{name: "wrong bytes", corrupt: true, wantAsked: 1},
