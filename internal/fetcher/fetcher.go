@@ -638,6 +638,16 @@ func (a *App) handle(ctx context.Context, m jetstream.Msg) {
 	log = log.WithFields(logrus.Fields{"product_id": n.ProductID, "product_name": n.ProductName, "event": n.Event})
 	key := Key(a.cfg.KeyTemplate, n)
 	var pub *nats.Msg
+	// release ends the hold on the key (once; the fetch or the removal
+	// gives it). The key stays held until the product's event is
+	// published and its message acked: a fetch and a removal of one
+	// product never interleave between the work and its event. Before a
+	// message is given back (Nak, a failure's delay), the hold ends
+	// first: its heartbeat's in-progress ack after the Nak would reset
+	// the redelivery's delay to the ack wait.
+	release := func() {}
+	defer func() { release() }()
+	giveBack := func() { release() }
 	switch n.Event {
 	case event.Deleted:
 		if a.cfg.OnDelete != "delete" {
@@ -645,11 +655,8 @@ func (a *App) handle(ctx context.Context, m jetstream.Msg) {
 			_ = m.Ack()
 			return
 		}
-		url, kept, release, err := a.removeDeleted(ctx, log, m, n, key)
-		// The key stays held until the deleted event is published and
-		// the message acked: a fetch of the product waiting for it
-		// begins after, never between the removal and its event.
-		defer release()
+		url, kept, rel, err := a.removeDeleted(ctx, log, m, n, key)
+		release = sync.OnceFunc(rel)
 		switch {
 		case errors.Is(err, errCutOff), errors.Is(err, errLapsed), errors.Is(err, errLeaseLost):
 			// As a download stopped: not acknowledged either way.
@@ -657,9 +664,11 @@ func (a *App) handle(ctx context.Context, m jetstream.Msg) {
 			return
 		case err != nil && fetch.Permanent(err):
 			// An unsafe name: no retry makes it one.
+			giveBack()
 			a.giveUp(ctx, log, m, md, n, err.Error())
 			return
 		case err != nil:
+			giveBack()
 			a.retryLater(ctx, log, m, md, n, err)
 			return
 		case kept:
@@ -670,12 +679,8 @@ func (a *App) handle(ctx context.Context, m jetstream.Msg) {
 		a.outcomes.WithLabelValues("deleted").Inc()
 		pub = deletedMsg(a.cfg.FetchedPrefix, a.cfg.FetchConsumer, n, m.Headers(), url)
 	default:
-		res, release, err := a.fetch(ctx, log, m, n, key)
-		// The key stays held until the item is written, the fetched event
-		// published and the message acked: a deleted event of the product
-		// waiting for it removes it after, never between the download and
-		// its event (which would then name an object no longer there).
-		defer release()
+		res, rel, err := a.fetch(ctx, log, m, n, key)
+		release = sync.OnceFunc(rel)
 		if skipped := (*skipError)(nil); errors.As(err, &skipped) {
 			// Superseded: nothing downloaded, and said so in its
 			// fetched event (published and acked below).
@@ -691,6 +696,7 @@ func (a *App) handle(ctx context.Context, m jetstream.Msg) {
 			// with that wait and the slot is free meanwhile.
 			a.outcomes.WithLabelValues("deferred").Inc()
 			log.WithError(err).WithField("retry_in", deferred.Wait.Round(time.Second).String()).Warn("the download service asks to wait; the product event is given back until then")
+			giveBack()
 			_ = m.NakWithDelay(deferred.Wait)
 			return
 		case errors.Is(err, errCutOff), errors.Is(err, errLapsed), errors.Is(err, errLeaseLost):
@@ -700,9 +706,11 @@ func (a *App) handle(ctx context.Context, m jetstream.Msg) {
 			log.WithError(err).Error("download stopped")
 			return
 		case err != nil && fetch.Permanent(err):
+			giveBack()
 			a.giveUp(ctx, log, m, md, n, err.Error())
 			return
 		case err != nil:
+			giveBack()
 			a.retryLater(ctx, log, m, md, n, err)
 			return
 		}
@@ -723,6 +731,7 @@ func (a *App) handle(ctx context.Context, m jetstream.Msg) {
 		if err != nil {
 			// The product is stored; the redelivery finds it unchanged
 			// and writes its item then.
+			giveBack()
 			a.retryLater(ctx, log, m, md, n, err)
 			return
 		}
@@ -731,6 +740,7 @@ func (a *App) handle(ctx context.Context, m jetstream.Msg) {
 	// The ack only after the PubAck: a crash between them redelivers the
 	// product event, whose event the stream then drops as a duplicate.
 	if err := a.publish(ctx, pub); err != nil {
+		giveBack()
 		a.retryLater(ctx, log, m, md, n, err)
 		return
 	}

@@ -223,14 +223,19 @@ func (a *App) handleNotice(ctx context.Context, log logrus.FieldLogger, m jetstr
 		return
 	}
 	log = log.WithField("key", key)
-	removed, release, err := a.removeSuperseded(ctx, log, m, s, key)
-	defer release() // held until the removal's event is published
+	removed, rel, err := a.removeSuperseded(ctx, log, m, s, key)
+	// Held until the removal's event is published; ended before the
+	// message is given back (as handle does: its heartbeat's in-progress
+	// ack after the Nak would reset the redelivery's delay).
+	release := sync.OnceFunc(rel)
+	defer release()
 	switch {
 	case errors.Is(err, errCutOff), errors.Is(err, errLapsed), errors.Is(err, errLeaseLost):
 		log.WithError(err).Error("removal of a superseded product stopped")
 		return
 	case err != nil:
 		n := &event.Notification{ProductID: s.Superseded.ID, ProductName: s.Superseded.Name, Collection: s.Collection, ProductType: s.ProductType}
+		release()
 		a.retryLater(ctx, log, m, md, n, err)
 		return
 	case removed == "":
@@ -243,6 +248,7 @@ func (a *App) handleNotice(ctx context.Context, log logrus.FieldLogger, m jetstr
 		// The product is gone: a redelivery finds nothing to remove,
 		// and this event is not published again (docs/fetching.md).
 		n := &event.Notification{ProductID: s.Superseded.ID, ProductName: s.Superseded.Name, Collection: s.Collection, ProductType: s.ProductType}
+		release()
 		a.retryLater(ctx, log, m, md, n, err)
 		return
 	}
