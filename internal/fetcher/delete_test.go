@@ -20,6 +20,7 @@ import (
 	"github.com/cdse-jetstream/receiver/internal/fetcher/target"
 	"github.com/cdse-jetstream/receiver/internal/fetcher/target/file"
 	"github.com/cdse-jetstream/receiver/internal/testkit/natstest"
+	"github.com/cdse-jetstream/receiver/internal/testkit/targettest"
 )
 
 // removals is a fetcher that removes products (FETCH_ON_DELETE=delete,
@@ -155,19 +156,8 @@ func (r *removals) handled(t *testing.T, seq uint64) {
 // put stores key as a fetch would, recording id as its product.
 func (r *removals) put(t *testing.T, key, id string) {
 	t.Helper()
-	ctx := context.Background()
 	body := []byte("bytes of " + key)
-	s := target.Stored{Size: int64(len(body)), ProductID: id}
-	up, err := r.tg.Open(ctx, key, s.Size, s)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := up.Write(body); err != nil {
-		t.Fatal(err)
-	}
-	if err := up.Commit(ctx, s); err != nil {
-		t.Fatal(err)
-	}
+	targettest.Put(t, r.tg, key, body, target.Stored{Size: int64(len(body)), ProductID: id})
 }
 
 // there says whether key is stored.

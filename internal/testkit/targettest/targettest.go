@@ -15,6 +15,24 @@ import (
 	"github.com/cdse-jetstream/receiver/internal/fetcher/target"
 )
 
+// Put stores body at key through Open, Write and Commit, described as s:
+// an object as a fetch leaves it.
+func Put(t testing.TB, tg target.Target, key string, body []byte, s target.Stored) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	up, err := tg.Open(ctx, key, s.Size, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := up.Write(body); err != nil {
+		t.Fatal(err)
+	}
+	if err := up.Commit(ctx, s); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // Contract stores an object through Open, Write and Commit, and checks
 // what Stat and Read say of it, and of a key where nothing is; and what
 // DeleteFolder removes.
@@ -26,16 +44,7 @@ func Contract(t *testing.T, tg target.Target) {
 	sum := md5.Sum(body)
 	want := target.Stored{Size: int64(len(body)), MD5: hex.EncodeToString(sum[:]), ProductID: "7f3c0b2e-1a2b-4c5d-8e9f-0a1b2c3d4e5f"}
 	const key = "contract/S2B_MSIL2A_20261127T101329_N0511_R022_T32TQM_20261127T121200.SAFE.zip.json"
-	up, err := tg.Open(ctx, key, want.Size, want)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := up.Write(body); err != nil {
-		t.Fatal(err)
-	}
-	if err := up.Commit(ctx, want); err != nil {
-		t.Fatal(err)
-	}
+	Put(t, tg, key, body, want)
 	got, ok, err := tg.Stat(ctx, key)
 	if err != nil || !ok || got.Size != want.Size || got.MD5 != want.MD5 {
 		t.Errorf("Stat: %+v %v %v, want %+v", got, ok, err, want)
@@ -83,17 +92,7 @@ func deleteFolder(ctx context.Context, t *testing.T, tg target.Target) {
 		t.Helper()
 		body := []byte(key)
 		sum := md5.Sum(body)
-		s := target.Stored{Size: int64(len(body)), MD5: hex.EncodeToString(sum[:]), ProductID: "7f3c0b2e-1a2b-4c5d-8e9f-0a1b2c3d4e5f"}
-		up, err := tg.Open(ctx, key, s.Size, s)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := up.Write(body); err != nil {
-			t.Fatal(err)
-		}
-		if err := up.Commit(ctx, s); err != nil {
-			t.Fatal(err)
-		}
+		Put(t, tg, key, body, target.Stored{Size: int64(len(body)), MD5: hex.EncodeToString(sum[:]), ProductID: "7f3c0b2e-1a2b-4c5d-8e9f-0a1b2c3d4e5f"})
 	}
 	inside := []string{folder + "/manifest.safe", folder + "/GRANULE/L2A_T32TQM/IMG_DATA/R10m/T32TQM_B02_10m.jp2"}
 	beside := []string{folder + ".zip", folder + ".zip.json", folder + "2/manifest.safe"}

@@ -177,17 +177,7 @@ func TestDeleteFolderRemovesItsManifestLast(t *testing.T) {
 	const folder = "S1/S1A_IW_GRDH_1SDV_20231207T064649_20231207T064714_051545_0638F1_95E7.SAFE"
 	put := func(key string) {
 		t.Helper()
-		s := target.Stored{Size: 1, ProductID: "id"}
-		up, err := tgt.Open(ctx, key, 1, s)
-		if err == nil {
-			_, err = up.Write([]byte("x"))
-		}
-		if err == nil {
-			err = up.Commit(ctx, s)
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
+		targettest.Put(t, tgt, key, []byte("x"), target.Stored{Size: 1, ProductID: "id"})
 	}
 	for _, k := range []string{"annotation/a.xml", "manifest.safe", "measurement/m.tiff", "preview/p.png"} {
 		put(folder + "/" + k)
