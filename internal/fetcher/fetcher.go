@@ -655,7 +655,6 @@ func (a *App) handle(ctx context.Context, m jetstream.Msg) {
 	// the redelivery's delay to the ack wait.
 	release := func() {}
 	defer func() { release() }()
-	giveBack := func() { release() }
 	switch n.Event {
 	case event.Deleted:
 		if a.cfg.OnDelete != "delete" {
@@ -666,18 +665,8 @@ func (a *App) handle(ctx context.Context, m jetstream.Msg) {
 		url, kept, rel, err := a.removeDeleted(ctx, log, m, n, key)
 		release = sync.OnceFunc(rel)
 		switch {
-		case errors.Is(err, errCutOff), errors.Is(err, errLapsed), errors.Is(err, errLeaseLost):
-			// As a download stopped: not acknowledged either way.
-			log.WithError(err).Error("removal of a deleted product stopped")
-			return
-		case err != nil && fetch.Permanent(err):
-			// An unsafe name: no retry makes it one.
-			giveBack()
-			a.giveUp(ctx, log, m, md, n, err.Error())
-			return
-		case err != nil:
-			giveBack()
-			a.retryLater(ctx, log, m, md, n, err)
+		case err != nil: // an unsafe name is permanent: no retry makes it one
+			a.failed(ctx, log, m, md, n, err, "removal of a deleted product", release)
 			return
 		case kept:
 			a.outcomes.WithLabelValues("kept").Inc()
@@ -704,22 +693,11 @@ func (a *App) handle(ctx context.Context, m jetstream.Msg) {
 			// with that wait and the slot is free meanwhile.
 			a.outcomes.WithLabelValues("deferred").Inc()
 			log.WithError(err).WithField("retry_in", deferred.Wait.Round(time.Second).String()).Warn("the download service asks to wait; the product event is given back until then")
-			giveBack()
+			release()
 			_ = m.NakWithDelay(deferred.Wait)
 			return
-		case errors.Is(err, errCutOff), errors.Is(err, errLapsed), errors.Is(err, errLeaseLost):
-			// Not acknowledged either way: NATS gives it (or gave it
-			// already) to a replica that can reach it, and this one's
-			// partial is kept.
-			log.WithError(err).Error("download stopped")
-			return
-		case err != nil && fetch.Permanent(err):
-			giveBack()
-			a.giveUp(ctx, log, m, md, n, err.Error())
-			return
-		case err != nil:
-			giveBack()
-			a.retryLater(ctx, log, m, md, n, err)
+		case err != nil: // a download stopped keeps its partial
+			a.failed(ctx, log, m, md, n, err, "download", release)
 			return
 		}
 		outcome := "fetched"
@@ -739,7 +717,7 @@ func (a *App) handle(ctx context.Context, m jetstream.Msg) {
 		if err != nil {
 			// The product is stored; the redelivery finds it unchanged
 			// and writes its item then.
-			giveBack()
+			release()
 			a.retryLater(ctx, log, m, md, n, err)
 			return
 		}
@@ -748,12 +726,31 @@ func (a *App) handle(ctx context.Context, m jetstream.Msg) {
 	// The ack only after the PubAck: a crash between them redelivers the
 	// product event, whose event the stream then drops as a duplicate.
 	if err := a.publish(ctx, pub); err != nil {
-		giveBack()
+		release()
 		a.retryLater(ctx, log, m, md, n, err)
 		return
 	}
 	if err := m.DoubleAck(ctx); err != nil {
 		log.WithError(err).Warn("ack not confirmed; the event may be redelivered (its fetched event is deduplicated)")
+	}
+}
+
+// failed ends the handling of m, whose work (what: a download, a
+// removal) ended in err: stopped, when NATS or the key's lease was lost
+// (not acknowledged either way: NATS gives it, or gave it already, to a
+// replica that can reach it); given up, when no retry mends it; else
+// given back to be tried later. The hold ends (release) before the
+// message is given back or up.
+func (a *App) failed(ctx context.Context, log logrus.FieldLogger, m jetstream.Msg, md *jetstream.MsgMetadata, n *event.Notification, err error, what string, release func()) {
+	switch {
+	case errors.Is(err, errCutOff), errors.Is(err, errLapsed), errors.Is(err, errLeaseLost):
+		log.WithError(err).Error(what + " stopped")
+	case fetch.Permanent(err):
+		release()
+		a.giveUp(ctx, log, m, md, n, err.Error())
+	default:
+		release()
+		a.retryLater(ctx, log, m, md, n, err)
 	}
 }
 
