@@ -300,15 +300,7 @@ func (a *App) setUp(ctx context.Context) (jetstream.Consumer, error) {
 			// restart with other settings can change that.
 			return nil, err
 		}
-		if errors.Is(err, nats.ErrReconnectBufExceeded) && !a.nc.IsConnected() {
-			// Not connected yet: the first attempt under way, or refused
-			// before its reason was recorded (the connection logs it,
-			// with what to fix). The client's own words, "outbound
-			// buffer limit exceeded", name nothing to fix.
-			a.log.Info("not connected to NATS yet: the fetcher's stream and consumer are set up once it is")
-		} else {
-			a.log.WithError(err).Warn("cannot set up the fetcher's stream and consumer; retrying")
-		}
+		a.log.WithError(err).Warn("cannot set up the fetcher's stream and consumer; retrying")
 		if err := retry.Sleep(ctx, b.Next()); err != nil {
 			return nil, err
 		}

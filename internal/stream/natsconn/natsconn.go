@@ -69,6 +69,23 @@ func (o Options) Who() string {
 	return "anonymous"
 }
 
+// ErrNotConnected is what Explain says of a request made before the
+// client was connected, with no reason from the server known yet.
+var ErrNotConnected = errors.New("not connected to NATS")
+
+// notConnected is ErrNotConnected with the last reason known (nil: none
+// yet) in place of the client's error, which it still wraps.
+type notConnected struct{ err, last error }
+
+func (e notConnected) Error() string {
+	if e.last == nil {
+		return ErrNotConnected.Error() + " yet (the connection's log says why once it knows)"
+	}
+	return ErrNotConnected.Error() + ": " + e.last.Error()
+}
+
+func (e notConnected) Unwrap() []error { return []error{ErrNotConnected, e.err, e.last} }
+
 // Explain is err with the server's reason when nc is not connected
 // because of one: without it a request fails with the client's view
 // ("outbound buffer limit exceeded", "connection closed") and not the
@@ -81,12 +98,18 @@ func Explain(nc *nats.Conn, o Options, err error) error {
 		last = r.(error)
 	}
 	switch {
-	case err == nil || last == nil:
-		return err
+	case err == nil:
+		return nil
 	case isAuth(last) && !nc.IsConnected():
 		return fmt.Errorf("%w (as NATS user %s): %s", last, o.Who(), LoginHint)
 	case errors.Is(last, nats.ErrPermissionViolation) && o.PermissionHint != "":
 		return fmt.Errorf("%w, after %w (as NATS user %s): %s", err, last, o.Who(), o.PermissionHint)
+	case !nc.IsConnected() && errors.Is(err, nats.ErrReconnectBufExceeded):
+		// A request while the client is not connected: its own words,
+		// "outbound buffer limit exceeded", name nothing to fix; the
+		// last reason known does (the first attempt may not have one
+		// yet; the connection logs it when it does).
+		return notConnected{err: err, last: last}
 	}
 	return err
 }
