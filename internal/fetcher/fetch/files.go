@@ -200,10 +200,10 @@ const maxRecord = 1 << 20
 // shrink the folder's item and event); one that is not ours is ignored,
 // said in the log.
 func (f *Fetcher) recordedSelection(ctx context.Context, key string, log logrus.FieldLogger) ([]string, error) {
-	if _, ok, err := f.target.Stat(ctx, key); err != nil || !ok {
-		return nil, err
-	}
 	r, err := f.target.Read(ctx, key)
+	if errors.Is(err, target.ErrNotStored) {
+		return nil, nil
+	}
 	if err != nil {
 		return nil, fmt.Errorf("reading %s: %w", f.target.URL(key), err)
 	}
